@@ -1,0 +1,50 @@
+#!/bin/bash
+# dev.sh - the one entry script of nfsedge: install dependencies, build, demo, test, bench.
+#
+#   ./dev.sh demo     install, build, run the demo (ganesha + nfsedge + a libnfs workload)
+#   ./dev.sh test     install, build, run the whole test suite (what CI runs)
+#   ./dev.sh bench    install, build, run the benchmark suite (long; see docs/benchmarks.md)
+#   ./dev.sh deps     only install the Debian 12 packages
+#   ./dev.sh build    only configure and build (into ./build)
+#
+# Needs root (apt-get, network namespaces for the test servers).
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+BUILD=${BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-$(nproc)}
+
+PKGS=(build-essential cmake pkg-config rpcsvc-proto
+      libtirpc-dev libevent-dev librocksdb-dev libssl-dev libtomlplusplus-dev
+      libgtest-dev libgmock-dev libnfs-dev libnfs-utils
+      nfs-ganesha nfs-ganesha-vfs rpcbind iproute2
+      user-mode-linux busybox-static cpio gnuplot-nox)
+
+deps() {
+  local missing=()
+  for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "dev.sh: installing ${missing[*]}" >&2
+    [ "$(id -u)" = 0 ] || { echo "dev.sh: need root to install packages" >&2; exit 1; }
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+build() {
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+        -DNFSEDGE_WERROR="${WERROR:-ON}" ${CMAKE_ARGS:-} >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+cmd=${1:-help}; shift || true
+case "$cmd" in
+  deps)  deps ;;
+  build) deps; build ;;
+  test)  deps; build; cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@" ;;
+  demo)  deps; build; exec "$BUILD/tests/tools/nfsedge-demo" --build-dir "$BUILD" "$@" ;;
+  bench) deps; build; exec "$BUILD/tests/bench/nfsedge-bench" --build-dir "$BUILD" "$@" ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
+esac
