@@ -1,0 +1,74 @@
+// Config: the typed, validated contents of nfsedge's TOML config file.
+//
+// Every field carries its documented default (conf/nfsedge.example.toml and
+// docs/configuration.md). LoadConfig rejects unknown keys, wrong types and
+// bad values with "file:line: reason" for each problem found.
+//
+// Thread-safety: plain values; immutable after load.
+#ifndef NFSEDGE_PROXY_CONFIG_H_
+#define NFSEDGE_PROXY_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rpc/log.h"
+#include "rpc/sockaddr.h"
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+enum class RpcbindMode { kAuto, kYes, kNo };
+
+struct ServerConfig {
+  std::string listen = "0.0.0.0";
+  uint16_t nfs_port = 2049;
+  uint16_t mount_port = 20048;
+  RpcbindMode rpcbind = RpcbindMode::kAuto;
+  uint32_t max_connections = 1024;
+  uint32_t max_calls_per_connection = 128;
+  uint32_t max_record_size = 1114112;
+  uint32_t max_handles = 1 << 20;
+  uint32_t shutdown_grace = 10;  // seconds
+};
+
+struct UpstreamConfig {
+  std::string host = "127.0.0.1";
+  uint16_t nfs_port = 2049;  // 0 = ask the upstream's rpcbind
+  uint16_t mount_port = 0;
+  uint32_t connections = 2;
+  uint32_t max_in_flight = 128;
+  uint32_t max_queued = 4096;
+  uint32_t call_timeout_ms = 60000;
+  uint32_t reconnect_min_ms = 100;
+  uint32_t reconnect_max_ms = 5000;
+  bool privileged_port = true;
+};
+
+struct ExportConfig {
+  std::string path;           // what clients mount
+  std::string upstream_path;  // path on the upstream server
+  std::vector<Network> clients;
+  bool read_only = false;
+  bool root_squash = true;
+  uint32_t anon_uid = 65534;
+  uint32_t anon_gid = 65534;
+};
+
+struct Config {
+  std::string source;  // file name, for messages
+  ServerConfig server;
+  UpstreamConfig upstream;
+  LogLevel log_level = LogLevel::kInfo;
+  std::vector<ExportConfig> exports;
+};
+
+// Parses and validates TOML `text`; `source` names it in error messages.
+StatusOr<Config> ParseConfig(std::string_view text, const std::string& source);
+// Reads and parses the file at `path`.
+StatusOr<Config> LoadConfig(const std::string& path);
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_CONFIG_H_

@@ -1,0 +1,93 @@
+#include "proxy/config_reader.h"
+
+namespace nfsedge {
+
+TableReader::TableReader(const toml::table& table, std::string source, std::string where,
+                         std::vector<std::string>* errors)
+    : table_(table), source_(std::move(source)), where_(std::move(where)), errors_(errors) {}
+
+std::string TableReader::Where(const toml::source_region& at) const {
+  return source_ + ":" + std::to_string(at.begin.line) + ": ";
+}
+
+const toml::node* TableReader::Get(const char* key) {
+  known_.insert(key);
+  return table_.get(key);
+}
+
+bool TableReader::Has(const char* key) const { return table_.contains(key); }
+
+void TableReader::Error(const char* key, const std::string& reason) {
+  const toml::node* n = key ? table_.get(key) : nullptr;
+  std::string prefix = Where(n ? n->source() : table_.source());
+  errors_->push_back(prefix + where_ + (key ? std::string(" ") + key : std::string()) + ": " +
+                     reason);
+}
+
+void TableReader::Uint(const char* key, uint64_t min, uint64_t max, uint32_t* out) {
+  const toml::node* n = Get(key);
+  if (!n) return;
+  auto v = n->value<int64_t>();
+  if (!n->is_integer() || !v) {
+    Error(key, "must be an integer");
+  } else if (*v < 0 || static_cast<uint64_t>(*v) < min || static_cast<uint64_t>(*v) > max) {
+    Error(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                   " (got " + std::to_string(*v) + ")");
+  } else {
+    *out = static_cast<uint32_t>(*v);
+  }
+}
+
+void TableReader::Port(const char* key, bool allow_zero, uint16_t* out) {
+  uint32_t v = *out;
+  Uint(key, allow_zero ? 0 : 1, 65535, &v);
+  *out = static_cast<uint16_t>(v);
+}
+
+void TableReader::String(const char* key, std::string* out) {
+  const toml::node* n = Get(key);
+  if (!n) return;
+  if (!n->is_string()) {
+    Error(key, "must be a string");
+    return;
+  }
+  *out = *n->value<std::string>();
+}
+
+void TableReader::Bool(const char* key, bool* out) {
+  const toml::node* n = Get(key);
+  if (!n) return;
+  if (!n->is_boolean()) {
+    Error(key, "must be true or false");
+    return;
+  }
+  *out = *n->value<bool>();
+}
+
+void TableReader::StringArray(const char* key, std::vector<std::string>* out) {
+  const toml::node* n = Get(key);
+  if (!n) return;
+  const toml::array* a = n->as_array();
+  if (!a) {
+    Error(key, "must be an array of strings");
+    return;
+  }
+  out->clear();
+  for (const toml::node& e : *a) {
+    if (!e.is_string()) {
+      Error(key, "must be an array of strings");
+      return;
+    }
+    out->push_back(*e.value<std::string>());
+  }
+}
+
+void TableReader::RejectUnknownKeys() {
+  for (const auto& [k, v] : table_) {
+    std::string key(k.str());
+    if (known_.count(key)) continue;
+    errors_->push_back(Where(k.source()) + where_ + ": unknown key '" + key + "'");
+  }
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,50 @@
+// TableReader: typed reads of one TOML table with bounds, collecting
+// "file:line: reason" messages, and a final check for unknown keys.
+//
+// Thread-safety: not synchronized; one reader per table being parsed.
+#ifndef NFSEDGE_PROXY_CONFIG_READER_H_
+#define NFSEDGE_PROXY_CONFIG_READER_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+namespace nfsedge {
+
+class TableReader {
+ public:
+  // `where` names the table in messages ("[server]", "[[export]] #2").
+  TableReader(const toml::table& table, std::string source, std::string where,
+              std::vector<std::string>* errors);
+
+  // Each reads `key` if present (leaving `*out` at its default otherwise).
+  // A present key of the wrong type or out of [min, max] adds an error.
+  void Uint(const char* key, uint64_t min, uint64_t max, uint32_t* out);
+  void Port(const char* key, bool allow_zero, uint16_t* out);
+  void String(const char* key, std::string* out);
+  void Bool(const char* key, bool* out);
+  void StringArray(const char* key, std::vector<std::string>* out);
+  // Returns true iff `key` is present.
+  bool Has(const char* key) const;
+  // Adds an error about `key` (or the table when key is null).
+  void Error(const char* key, const std::string& reason);
+  // Adds an error for every key that no read above asked for.
+  void RejectUnknownKeys();
+
+ private:
+  std::string Where(const toml::source_region& at) const;
+  const toml::node* Get(const char* key);
+
+  const toml::table& table_;
+  std::string source_;
+  std::string where_;
+  std::vector<std::string>* errors_;
+  std::set<std::string> known_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_CONFIG_READER_H_

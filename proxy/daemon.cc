@@ -1,0 +1,155 @@
+#include "proxy/daemon.h"
+
+#include <csignal>
+
+#include "proxy/rpcbind.h"
+#include "rpc/log.h"
+
+namespace nfsedge {
+
+Daemon::Daemon(Config config)
+    : config_(std::move(config)),
+      base_(event_base_new()),
+      exports_(config_.exports),
+      handles_(config_.server.max_handles),
+      shutdown_timer_(base_.get(), [this] { CheckShutdown(); }) {}
+
+Daemon::~Daemon() {
+  if (registered_) {
+    RpcbindUnregister(kNfsProgram, kNfsVersion);
+    RpcbindUnregister(kMountProgram, kMountVersion);
+  }
+  server_.reset();
+  dispatcher_.reset();
+  mount_.reset();
+  nfs_.reset();
+  mount_upstream_.reset();
+  nfs_upstream_.reset();
+  sigterm_.reset();
+  sigint_.reset();
+}
+
+StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers) {
+  StatusOr<SockAddr> addr = ResolveAddress(config_.upstream.host, port);
+  if (!addr.ok() || port != 0) return addr;
+  StatusOr<uint16_t> p = RpcbindGetPort(*addr, prog, vers);
+  if (!p.ok()) return p.status();
+  addr->set_port(*p);
+  return addr;
+}
+
+Status Daemon::Start() {
+  const UpstreamConfig& u = config_.upstream;
+  const ServerConfig& s = config_.server;
+  StatusOr<SockAddr> nfs_addr = UpstreamAddress(u.nfs_port, kNfsProgram, kNfsVersion);
+  if (!nfs_addr.ok()) return nfs_addr.status();
+  StatusOr<SockAddr> mount_addr = UpstreamAddress(u.mount_port, kMountProgram, kMountVersion);
+  if (!mount_addr.ok()) return mount_addr.status();
+
+  ClientOptions co;
+  co.server = *nfs_addr;
+  co.connections = static_cast<int>(u.connections);
+  co.max_in_flight = u.max_in_flight;
+  co.max_queued = u.max_queued;
+  co.timeout = std::chrono::milliseconds(u.call_timeout_ms);
+  co.reconnect_min = std::chrono::milliseconds(u.reconnect_min_ms);
+  co.reconnect_max = std::chrono::milliseconds(u.reconnect_max_ms);
+  co.privileged_port = u.privileged_port;
+  // Replies carry up to the transfer size the proxy advertises, plus headers.
+  co.max_record_size = s.max_record_size + 65536;
+  co.name = "upstream nfs";
+  nfs_upstream_ = std::make_unique<RpcClient>(base_.get(), co);
+  co.server = *mount_addr;
+  co.connections = 1;
+  co.name = "upstream mount";
+  mount_upstream_ = std::make_unique<RpcClient>(base_.get(), co);
+
+  NfsServiceOptions no;
+  // Leave room for RPC and NFS headers within one record.
+  no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
+  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no);
+  mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
+  dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
+  ServerOptions so;
+  so.max_connections = s.max_connections;
+  so.max_calls_per_connection = s.max_calls_per_connection;
+  so.max_record_size = s.max_record_size;
+  server_ = std::make_unique<RpcServer>(base_.get(), so, dispatcher_.get());
+
+  StatusOr<SockAddr> listen = ResolveAddress(s.listen, s.nfs_port);
+  if (!listen.ok()) return listen.status();
+  StatusOr<uint16_t> np = server_->Listen(*listen);
+  if (!np.ok()) return np.status();
+  nfs_port_ = *np;
+  mount_port_ = nfs_port_;
+  if (s.mount_port != s.nfs_port || s.nfs_port == 0) {
+    listen->set_port(s.mount_port);
+    StatusOr<uint16_t> mp = server_->Listen(*listen);
+    if (!mp.ok()) return mp.status();
+    mount_port_ = *mp;
+  }
+
+  if (s.rpcbind == RpcbindMode::kYes ||
+      (s.rpcbind == RpcbindMode::kAuto && LocalRpcbindRunning())) {
+    Status r1 = RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_);
+    Status r2 = RpcbindRegister(kMountProgram, kMountVersion, mount_port_);
+    registered_ = r1.ok() || r2.ok();
+    if (!r1.ok() || !r2.ok()) {
+      Status bad = r1.ok() ? r2 : r1;
+      if (s.rpcbind == RpcbindMode::kYes) return bad;
+      NFSEDGE_LOG(kWarn) << bad.ToString();
+    } else {
+      NFSEDGE_LOG(kInfo) << "registered NFS v3 and MOUNT v3 with the local rpcbind";
+    }
+  }
+
+  auto on_signal = [](evutil_socket_t, short, void* arg) {
+    static_cast<Daemon*>(arg)->BeginShutdown();
+  };
+  sigterm_.reset(evsignal_new(base_.get(), SIGTERM, on_signal, this));
+  sigint_.reset(evsignal_new(base_.get(), SIGINT, on_signal, this));
+  evsignal_add(sigterm_.get(), nullptr);
+  evsignal_add(sigint_.get(), nullptr);
+
+  nfs_upstream_->Start();
+  mount_upstream_->Start();
+  NFSEDGE_LOG(kInfo) << "nfsedge ready: listening on " << s.listen << " nfs port " << nfs_port_
+                     << ", mount port " << mount_port_ << "; upstream " << nfs_addr->ToString()
+                     << " (mount " << mount_addr->ToString() << "), " << exports_.all().size()
+                     << " export(s)";
+  return Status::Ok();
+}
+
+int Daemon::Run() {
+  event_base_dispatch(base_.get());
+  NFSEDGE_LOG(kInfo) << "nfsedge stopped";
+  return 0;
+}
+
+void Daemon::BeginShutdown() {
+  if (shutting_down_) {
+    NFSEDGE_LOG(kWarn) << "second signal: stopping now";
+    shutdown_deadline_ = Clock::now();
+    CheckShutdown();
+    return;
+  }
+  shutting_down_ = true;
+  server_->StopListening();
+  shutdown_deadline_ = Clock::now() + std::chrono::seconds(config_.server.shutdown_grace);
+  NFSEDGE_LOG(kInfo) << "shutting down: " << server_->calls_in_flight() << " calls in flight";
+  shutdown_timer_.ArmPeriodic(std::chrono::milliseconds(20));
+  CheckShutdown();
+}
+
+void Daemon::CheckShutdown() {
+  size_t left = server_->calls_in_flight();
+  if (left > 0 && Clock::now() < shutdown_deadline_) return;
+  if (left > 0) NFSEDGE_LOG(kWarn) << "giving up on " << left << " calls in flight";
+  shutdown_timer_.Cancel();
+  server_->CloseAll();
+  nfs_upstream_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
+  mount_upstream_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
+  event_base_loopexit(base_.get(), nullptr);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,67 @@
+// Daemon: nfsedge assembled from its config: the client-facing RPC server,
+// the NFS and MOUNT programs, the upstream clients, rpcbind registration and
+// signal handling, all on one event loop.
+//
+// Shutdown (SIGTERM or SIGINT): stop accepting, wait up to shutdown_grace
+// seconds for calls in flight to be answered, then close everything and
+// return from Run() with 0. A second signal cuts the wait short.
+//
+// Thread-safety: Start() and Run() are called from one thread, which then
+// runs the event loop.
+#ifndef NFSEDGE_PROXY_DAEMON_H_
+#define NFSEDGE_PROXY_DAEMON_H_
+
+#include <memory>
+
+#include "cache/handle_registry.h"
+#include "proxy/config.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/mount_service.h"
+#include "proxy/nfs_service.h"
+#include "rpc/event_loop.h"
+#include "rpc/rpc_client.h"
+#include "rpc/rpc_server.h"
+
+namespace nfsedge {
+
+class Daemon {
+ public:
+  explicit Daemon(Config config);
+  ~Daemon();
+
+  // Resolves the upstream (asking its rpcbind for ports set to 0), listens,
+  // and registers with the local rpcbind as configured.
+  Status Start();
+  // Runs until shut down by a signal. Returns the process exit code.
+  int Run();
+
+  uint16_t nfs_port() const { return nfs_port_; }
+  uint16_t mount_port() const { return mount_port_; }
+
+ private:
+  void BeginShutdown();
+  void CheckShutdown();
+  StatusOr<SockAddr> UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers);
+
+  Config config_;
+  EventBasePtr base_;
+  ExportTable exports_;
+  HandleRegistry handles_;
+  std::unique_ptr<RpcClient> nfs_upstream_;
+  std::unique_ptr<RpcClient> mount_upstream_;
+  std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RpcServer> server_;
+  EventPtr sigterm_, sigint_;
+  Timer shutdown_timer_;
+  Clock::time_point shutdown_deadline_{};
+  bool shutting_down_ = false;
+  bool registered_ = false;
+  uint16_t nfs_port_ = 0, mount_port_ = 0;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_DAEMON_H_

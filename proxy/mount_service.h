@@ -1,0 +1,60 @@
+// MountService: the MOUNTv3 program of the proxy (RFC 1813 section 5).
+//
+// MNT checks the path against the configured exports (MNT3ERR_NOENT if none
+// covers it) and the client against the export's networks (MNT3ERR_ACCES),
+// then asks the upstream to mount the export's upstream path and registers
+// the root handle it returns. EXPORT lists the proxy's own exports; DUMP,
+// UMNT and UMNTALL keep the proxy's own list of who mounted what (bounded).
+//
+// Thread-safety: runs on the event loop's thread.
+#ifndef NFSEDGE_PROXY_MOUNT_SERVICE_H_
+#define NFSEDGE_PROXY_MOUNT_SERVICE_H_
+
+#include <rpc/xdr/mount3.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+inline constexpr uint32_t kMountProgram = 100005;
+inline constexpr uint32_t kMountVersion = 3;
+inline constexpr uint32_t kMountProcCount = 6;
+inline constexpr size_t kMaxMountEntries = 4096;
+
+class MountService : public RpcProgram {
+ public:
+  MountService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream);
+
+  uint32_t program() const override { return kMountProgram; }
+  uint32_t version() const override { return kMountVersion; }
+  uint32_t proc_count() const override { return kMountProcCount; }
+  void Handle(std::shared_ptr<IncomingCall> call) override;
+
+  size_t mount_count() const { return mounts_.size(); }
+
+ private:
+  void Mnt(const std::shared_ptr<IncomingCall>& call);
+  void Dump(IncomingCall& call);
+  void Umnt(IncomingCall& call);
+  void Umntall(IncomingCall& call);
+  void ListExports(IncomingCall& call);
+  void ReplyMountError(IncomingCall& call, mountstat3 status);
+  void RecordMount(const std::string& host, const std::string& path);
+
+  const ExportTable& exports_;
+  HandleRegistry& handles_;
+  RpcCaller& upstream_;
+  std::vector<std::pair<std::string, std::string>> mounts_;  // (client host, path)
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_MOUNT_SERVICE_H_

@@ -1,0 +1,127 @@
+#include "proxy/nfs_service.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "rpc/log.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+std::string_view HandleBytes(const nfs_fh3& fh) {
+  return std::string_view(fh.data.data_val, fh.data.data_len);
+}
+
+void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
+  auto clamp = [max](uint32_t* v) { *v = std::min(*v, max); };
+  clamp(&ok->rtmax);
+  clamp(&ok->rtpref);
+  clamp(&ok->wtmax);
+  clamp(&ok->wtpref);
+  clamp(&ok->dtpref);
+}
+
+}  // namespace
+
+NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
+                       NfsServiceOptions options)
+    : exports_(exports), handles_(handles), upstream_(upstream), options_(options) {}
+
+nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
+                           const Export** exp) {
+  std::vector<const nfs_fh3*> fhs;
+  p.arg_handles(args, &fhs);
+  *exp = nullptr;
+  for (const nfs_fh3* fh : fhs) {
+    if (fh->data.data_len == 0) return NFS3ERR_BADHANDLE;
+    std::optional<uint32_t> id = handles_.Find(HandleBytes(*fh));
+    if (!id) return NFS3ERR_STALE;
+    if (*exp && (*exp)->id() != *id) return NFS3ERR_XDEV;
+    *exp = &exports_.Get(*id);
+  }
+  if (!(*exp)->AllowsClient(call.peer())) return NFS3ERR_ACCES;
+  if ((p.flags & kMutating) && (*exp)->read_only()) return NFS3ERR_ROFS;
+  return NFS3_OK;
+}
+
+void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
+  const NfsProc& p = *FindNfsProc(call->header().proc);
+  NfsProcStats& st = stats_[p.proc];
+  st.calls++;
+  if (p.proc == NFSPROC3_NULL) {
+    call->ReplySuccess("");
+    return;
+  }
+  XdrBox args(p.args_xdr, p.args_size);
+  if (!args.Decode(call->args())) {
+    NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
+                        << ": arguments do not decode";
+    call->ReplyAccepted(kGarbageArgs);
+    return;
+  }
+  const Export* exp = nullptr;
+  nfsstat3 err = Admit(p, args.get(), *call, &exp);
+  if (err != NFS3_OK) {
+    st.local_errors++;
+    NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
+                        << " refused: status " << err;
+    call->ReplySuccess(EncodeNfsError(p, err));
+    return;
+  }
+  uint32_t export_id = exp->id();
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, exp->MapCredential(call->header().cred),
+                            call->args(), [this, &p, export_id, call](StatusOr<RpcReply> r) {
+                              OnReply(p, export_id, call, std::move(r));
+                            });
+  if (!s.ok()) {
+    st.upstream_errors++;
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": " << s.ToString();
+    call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
+  }
+}
+
+void NfsService::OnReply(const NfsProc& p, uint32_t export_id,
+                         const std::shared_ptr<IncomingCall>& call, StatusOr<RpcReply> reply) {
+  if (!reply.ok()) {
+    stats_[p.proc].upstream_errors++;
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " for " << call->peer().ToString() << ": "
+                       << reply.status().ToString() << "; answering NFS3ERR_JUKEBOX";
+    call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
+    return;
+  }
+  RpcReply& r = *reply;
+  if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
+    PostProcess(p, export_id, &r);
+  }
+  StoreBE32(r.record.data(), call->xid());
+  call->Reply(std::move(r.record));
+}
+
+void NfsService::PostProcess(const NfsProc& p, uint32_t export_id, RpcReply* reply) {
+  bool fsinfo = p.proc == NFSPROC3_FSINFO;
+  if (!p.result_handles && !fsinfo) return;
+  std::string_view results = reply->results();
+  if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return;
+  XdrBox res(p.res_xdr, p.res_size);
+  if (!res.Decode(results)) {
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": upstream results do not decode";
+    return;
+  }
+  if (p.result_handles) {
+    std::vector<const nfs_fh3*> fhs;
+    p.result_handles(res.get(), &fhs);
+    for (const nfs_fh3* fh : fhs) {
+      if (fh->data.data_len > 0) handles_.Add(HandleBytes(*fh), export_id);
+    }
+  }
+  if (fsinfo) {
+    auto* info = static_cast<FSINFO3res*>(res.get());
+    ClampFsinfo(&info->FSINFO3res_u.resok, options_.max_transfer);
+    std::string record = reply->record.substr(0, reply->header.results_offset);
+    if (res.Encode(&record)) reply->record = std::move(record);
+  }
+}
+
+}  // namespace nfsedge

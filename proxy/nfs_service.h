@@ -1,0 +1,73 @@
+// NfsService: the NFSv3 program of the proxy (transparent forwarding).
+//
+// For every call it decodes the arguments (GARBAGE_ARGS if they do not
+// decode), finds the export of each file handle in the HandleRegistry
+// (NFS3ERR_STALE for a handle the proxy never handed out, BADHANDLE for an
+// empty one, XDEV across exports), applies the export's rules (NFS3ERR_ACCES
+// for a client outside its networks, NFS3ERR_ROFS for a mutation of a
+// read-only export, root squash on the credential), and forwards the call
+// upstream. The upstream's reply goes back with the client's XID, after the
+// handles it carries are registered. An upstream that cannot answer in time
+// gets the client NFS3ERR_JUKEBOX ("try again later").
+//
+// Thread-safety: runs on the event loop's thread.
+#ifndef NFSEDGE_PROXY_NFS_SERVICE_H_
+#define NFSEDGE_PROXY_NFS_SERVICE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/nfs_procs.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+struct NfsServiceOptions {
+  // Largest READ/WRITE/READDIR payload the proxy can carry in one record;
+  // FSINFO replies are clamped to it.
+  uint32_t max_transfer = 1 << 20;
+};
+
+struct NfsProcStats {
+  uint64_t calls = 0;
+  uint64_t local_errors = 0;     // answered by the proxy without the upstream
+  uint64_t upstream_errors = 0;  // no reply from the upstream (JUKEBOX)
+};
+
+class NfsService : public RpcProgram {
+ public:
+  NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
+             NfsServiceOptions options);
+
+  uint32_t program() const override { return kNfsProgram; }
+  uint32_t version() const override { return kNfsVersion; }
+  uint32_t proc_count() const override { return kNfsProcCount; }
+  void Handle(std::shared_ptr<IncomingCall> call) override;
+
+  const NfsProcStats& stats(uint32_t proc) const { return stats_[proc]; }
+
+ private:
+  // Returns NFS3_OK and sets *exp iff the call's handles and the export's
+  // rules let it through.
+  nfsstat3 Admit(const NfsProc& p, const void* args, const IncomingCall& call,
+                 const Export** exp);
+  void OnReply(const NfsProc& p, uint32_t export_id, const std::shared_ptr<IncomingCall>& call,
+               StatusOr<RpcReply> reply);
+  // Registers handles in a successful reply and clamps FSINFO; may rewrite
+  // reply->record.
+  void PostProcess(const NfsProc& p, uint32_t export_id, RpcReply* reply);
+
+  const ExportTable& exports_;
+  HandleRegistry& handles_;
+  RpcCaller& upstream_;
+  const NfsServiceOptions options_;
+  std::array<NfsProcStats, kNfsProcCount> stats_{};
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_NFS_SERVICE_H_

@@ -1,0 +1,31 @@
+// Talking to rpcbind (portmapper, RFC 1833): registering the proxy's NFS and
+// MOUNT ports with a local rpcbind, and asking the upstream's rpcbind for its
+// ports. These calls block (libtirpc), so they are made only at start-up and
+// after the event loop stopped, never from it.
+//
+// Thread-safety: free functions; call from one thread.
+#ifndef NFSEDGE_PROXY_RPCBIND_H_
+#define NFSEDGE_PROXY_RPCBIND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "rpc/sockaddr.h"
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+// Returns true iff something accepts TCP connections on 127.0.0.1:111.
+bool LocalRpcbindRunning();
+
+// Registers (prog, vers) on TCP `port` with the local rpcbind, replacing an
+// older registration of the same pair.
+Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port);
+void RpcbindUnregister(uint32_t prog, uint32_t vers);
+
+// Returns the TCP port of (prog, vers) from the rpcbind of `server` (IPv4).
+StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers);
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_RPCBIND_H_

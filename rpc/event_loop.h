@@ -1,0 +1,63 @@
+// RAII owners for libevent objects and a small timer helper.
+//
+// Thread-safety: an EventLoop and everything created on it belong to the one
+// thread that runs it.
+#ifndef NFSEDGE_RPC_EVENT_LOOP_H_
+#define NFSEDGE_RPC_EVENT_LOOP_H_
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace nfsedge {
+
+struct EventBaseDeleter {
+  void operator()(event_base* b) const { event_base_free(b); }
+};
+struct EventDeleter {
+  void operator()(event* e) const { event_free(e); }
+};
+struct BuffereventDeleter {
+  void operator()(bufferevent* b) const { bufferevent_free(b); }
+};
+struct ListenerDeleter {
+  void operator()(evconnlistener* l) const { evconnlistener_free(l); }
+};
+
+using EventBasePtr = std::unique_ptr<event_base, EventBaseDeleter>;
+using EventPtr = std::unique_ptr<event, EventDeleter>;
+using BuffereventPtr = std::unique_ptr<bufferevent, BuffereventDeleter>;
+using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
+
+using Clock = std::chrono::steady_clock;
+using Duration = std::chrono::steady_clock::duration;
+
+// Returns a timeval for `d` (negative durations become zero).
+timeval ToTimeval(Duration d);
+
+// A timer on an event loop that runs a callback once per Arm(), or
+// periodically with ArmPeriodic(). Disarmed on destruction.
+class Timer {
+ public:
+  Timer(event_base* base, std::function<void()> cb);
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  void Arm(Duration after);
+  void ArmPeriodic(Duration every);
+  void Cancel();
+  bool armed() const;
+
+ private:
+  static void OnFire(evutil_socket_t, short, void* arg);
+  std::function<void()> cb_;
+  EventPtr ev_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_EVENT_LOOP_H_

@@ -1,0 +1,42 @@
+// RpcCaller: something that sends an RPC call and later delivers its reply.
+// RpcClient implements it over TCP; tests use in-memory fakes.
+//
+// Thread-safety: implementations run on their event loop's thread.
+#ifndef NFSEDGE_RPC_RPC_CALLER_H_
+#define NFSEDGE_RPC_RPC_CALLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "rpc/rpc_message.h"
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+// A reply from the server: its parsed header and the whole record.
+struct RpcReply {
+  ReplyHeader header;
+  std::string record;
+  // The procedure's results. REQUIRES: accepted with SUCCESS.
+  std::string_view results() const {
+    return std::string_view(record).substr(header.results_offset);
+  }
+};
+
+using ReplyCallback = std::function<void(StatusOr<RpcReply>)>;
+
+class RpcCaller {
+ public:
+  virtual ~RpcCaller() = default;
+  // Sends a call; `done` runs exactly once, later (never from inside Call),
+  // with the reply or an error. Returns a non-OK status, without ever running
+  // `done`, iff the call cannot be queued (e.g. ResourceExhausted).
+  virtual Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+                      std::string_view args, ReplyCallback done) = 0;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_RPC_CALLER_H_

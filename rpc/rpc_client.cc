@@ -1,0 +1,274 @@
+#include "rpc/rpc_client.h"
+
+#include <event2/buffer.h>
+#include <netinet/tcp.h>
+#include <rpc/rpc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+
+#include "rpc/log.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+// Returns a socket bound to a privileged port (512-1023), or -1.
+int PrivilegedSocket(int family) {
+  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (bindresvport_sa(fd, nullptr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+RpcClient::RpcClient(event_base* base, ClientOptions options)
+    : base_(base),
+      options_(std::move(options)),
+      conns_(std::max(1, options_.connections)),
+      next_xid_(std::random_device{}()),
+      sweep_(base, [this] { SweepDeadlines(); }) {
+  for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
+    conn_args_.push_back(std::make_unique<ConnArg>(ConnArg{this, i}));
+    conns_[i].retry = std::make_unique<Timer>(base_, [this, i] { Connect(i); });
+    conns_[i].backoff = options_.reconnect_min;
+  }
+}
+
+RpcClient::~RpcClient() {
+  sweep_.Cancel();
+  for (auto& c : conns_) {
+    c.retry->Cancel();
+    c.bev.reset();
+  }
+}
+
+void RpcClient::Start() {
+  sweep_.ArmPeriodic(std::chrono::milliseconds(50));
+  for (int i = 0; i < static_cast<int>(conns_.size()); ++i) Connect(i);
+}
+
+int RpcClient::connections_up() const {
+  int n = 0;
+  for (const auto& c : conns_) n += c.state == Conn::State::kUp;
+  return n;
+}
+
+void RpcClient::Connect(int i) {
+  if (shut_down_) return;
+  Conn& c = conns_[i];
+  int fd = -1;
+  if (options_.privileged_port) {
+    fd = PrivilegedSocket(options_.server.family());
+    if (fd < 0) {
+      NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
+                         << std::strerror(errno) << "); connecting from an ordinary port";
+    }
+  }
+  c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  c.reader = std::make_unique<RecordReader>(options_.max_record_size);
+  c.state = Conn::State::kConnecting;
+  bufferevent_setcb(
+      c.bev.get(),
+      [](bufferevent*, void* arg) {
+        auto* a = static_cast<ConnArg*>(arg);
+        a->client->OnConnRead(a->index);
+      },
+      nullptr,
+      [](bufferevent*, short what, void* arg) {
+        auto* a = static_cast<ConnArg*>(arg);
+        a->client->OnConnEvent(a->index, what);
+      },
+      conn_args_[i].get());
+  bufferevent_enable(c.bev.get(), EV_READ | EV_WRITE);
+  if (bufferevent_socket_connect(c.bev.get(), options_.server.get(),
+                                 static_cast<int>(options_.server.len)) != 0) {
+    ConnLost(i, std::string("connect: ") + std::strerror(errno));
+  }
+}
+
+void RpcClient::OnConnEvent(int i, short what) {
+  Conn& c = conns_[i];
+  if (what & BEV_EVENT_CONNECTED) {
+    c.state = Conn::State::kUp;
+    c.backoff = options_.reconnect_min;
+    int one = 1;
+    setsockopt(bufferevent_getfd(c.bev.get()), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    NFSEDGE_LOG(kInfo) << options_.name << ": connection " << i << " to "
+                       << options_.server.ToString() << " up";
+    Pump();
+    return;
+  }
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    int err = EVUTIL_SOCKET_ERROR();
+    ConnLost(i, (what & BEV_EVENT_EOF) ? std::string("closed by server")
+                                       : std::string(evutil_socket_error_to_string(err)));
+  }
+}
+
+void RpcClient::ConnLost(int i, const std::string& why) {
+  Conn& c = conns_[i];
+  bool was_up = c.state == Conn::State::kUp;
+  c.state = Conn::State::kDown;
+  c.bev.reset();
+  c.outstanding = 0;
+  // Calls that were on this connection go back to the head of the queue,
+  // in XID order, to be sent again with the same XID.
+  std::vector<uint32_t> back;
+  for (auto& [xid, p] : pending_) {
+    if (p.conn == i) {
+      p.conn = -1;
+      in_flight_--;
+      back.push_back(xid);
+    }
+  }
+  std::sort(back.begin(), back.end(),
+            [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; });
+  queue_.insert(queue_.begin(), back.begin(), back.end());
+  stats_.resent += back.size();
+  if (shut_down_) return;
+  if (was_up || !back.empty()) {
+    NFSEDGE_LOG(kWarn) << options_.name << ": connection " << i << " to "
+                       << options_.server.ToString() << " lost (" << why << "); "
+                       << back.size() << " calls will be resent";
+  } else {
+    NFSEDGE_LOG(kDebug) << options_.name << ": connect " << i << " failed (" << why << ")";
+  }
+  stats_.reconnects++;
+  c.retry->Arm(c.backoff);
+  c.backoff = std::min(c.backoff * 2, options_.reconnect_max);
+  Pump();
+}
+
+void RpcClient::OnConnRead(int i) {
+  Conn& c = conns_[i];
+  evbuffer* in = bufferevent_get_input(c.bev.get());
+  for (;;) {
+    std::string record;
+    RecordReader::Result r = c.reader->Next(in, &record);
+    if (r == RecordReader::Result::kNeedMore) break;
+    if (r == RecordReader::Result::kTooLarge) {
+      ConnLost(i, "reply record larger than " + std::to_string(options_.max_record_size));
+      return;
+    }
+    StatusOr<ReplyHeader> h = ParseReply(record);
+    if (!h.ok()) {
+      ConnLost(i, h.status().ToString());
+      return;
+    }
+    auto it = pending_.find(h->xid);
+    if (it == pending_.end() || it->second.conn != i) {
+      NFSEDGE_LOG(kDebug) << options_.name << ": reply for unknown xid " << h->xid;
+      continue;  // late reply to a call that timed out
+    }
+    ReplyCallback done = std::move(it->second.done);
+    pending_.erase(it);
+    in_flight_--;
+    c.outstanding--;
+    stats_.replies++;
+    done(RpcReply{*h, std::move(record)});
+    if (c.state != Conn::State::kUp) return;  // the callback may have shut us down
+  }
+  Pump();
+}
+
+Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+                       std::string_view args, ReplyCallback done) {
+  if (shut_down_) return Status(StatusCode::kCancelled, options_.name + " is shut down");
+  if (queue_.size() >= options_.max_queued) {
+    stats_.refused++;
+    return ResourceExhausted(options_.name + ": " + std::to_string(queue_.size()) +
+                             " calls queued (upstream.max_queued)");
+  }
+  uint32_t xid = next_xid_++;
+  while (pending_.count(xid)) xid = next_xid_++;
+  CallHeader h;
+  h.xid = xid;
+  h.prog = prog;
+  h.vers = vers;
+  h.proc = proc;
+  h.cred = cred;
+  std::string body = EncodeCallHeader(h);
+  body.append(args);
+  Pending p;
+  p.record = EncodeRecord(body);
+  p.done = std::move(done);
+  p.deadline = Clock::now() + options_.timeout;
+  pending_.emplace(xid, std::move(p));
+  queue_.push_back(xid);
+  stats_.calls++;
+  Pump();
+  return Status::Ok();
+}
+
+int RpcClient::PickConnection() const {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
+    if (conns_[i].state != Conn::State::kUp) continue;
+    if (best < 0 || conns_[i].outstanding < conns_[best].outstanding) best = i;
+  }
+  return best;
+}
+
+void RpcClient::Pump() {
+  while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
+    int i = PickConnection();
+    if (i < 0) return;
+    uint32_t xid = queue_.front();
+    queue_.pop_front();
+    auto it = pending_.find(xid);
+    if (it == pending_.end()) continue;  // timed out while queued
+    it->second.conn = i;
+    in_flight_++;
+    conns_[i].outstanding++;
+    bufferevent_write(conns_[i].bev.get(), it->second.record.data(), it->second.record.size());
+  }
+}
+
+void RpcClient::SweepDeadlines() {
+  if (pending_.empty()) return;
+  auto now = Clock::now();
+  std::vector<ReplyCallback> expired;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    if (it->second.conn >= 0) {
+      in_flight_--;
+      conns_[it->second.conn].outstanding--;
+    }
+    expired.push_back(std::move(it->second.done));
+    it = pending_.erase(it);
+    stats_.timeouts++;
+  }
+  if (expired.empty()) return;
+  NFSEDGE_LOG(kWarn) << options_.name << ": " << expired.size() << " calls passed their deadline";
+  for (auto& done : expired) done(Timeout(options_.name + ": no reply before the deadline"));
+  Pump();
+}
+
+void RpcClient::Shutdown(const Status& why) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  sweep_.Cancel();
+  for (auto& c : conns_) {
+    c.retry->Cancel();
+    c.bev.reset();
+    c.state = Conn::State::kDown;
+  }
+  auto pending = std::move(pending_);
+  pending_.clear();
+  queue_.clear();
+  in_flight_ = 0;
+  for (auto& [xid, p] : pending) p.done(why);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,125 @@
+// RpcClient: the upstream side of ONC RPC over TCP on a libevent loop.
+//
+// Calls go over `connections` TCP connections to one server. Each call gets
+// an XID from the client's own sequence and waits in a map of pending calls
+// until its reply, its deadline, or shutdown. At most `max_in_flight` calls
+// are on the wire; more wait in a queue of at most `max_queued` (beyond that
+// Call() refuses: pressure goes back to the caller). A lost connection is
+// re-established with exponential back-off and the calls that were on it are
+// sent again with the same XID (the server's duplicate request cache then
+// recognises them).
+//
+// Thread-safety: everything runs on the thread of the event loop. Callbacks
+// are never run from inside Call().
+#ifndef NFSEDGE_RPC_RPC_CLIENT_H_
+#define NFSEDGE_RPC_RPC_CLIENT_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "rpc/event_loop.h"
+#include "rpc/rpc_caller.h"
+#include "rpc/record_marking.h"
+#include "rpc/rpc_message.h"
+#include "rpc/sockaddr.h"
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+struct ClientOptions {
+  std::string name = "upstream";  // for logs
+  SockAddr server;
+  int connections = 1;
+  size_t max_in_flight = 128;
+  size_t max_queued = 4096;
+  Duration timeout = std::chrono::seconds(60);
+  Duration reconnect_min = std::chrono::milliseconds(100);
+  Duration reconnect_max = std::chrono::seconds(5);
+  bool privileged_port = false;
+  size_t max_record_size = 4 << 20;
+};
+
+struct ClientStats {
+  uint64_t calls = 0;
+  uint64_t replies = 0;
+  uint64_t timeouts = 0;
+  uint64_t resent = 0;
+  uint64_t reconnects = 0;
+  uint64_t refused = 0;  // queue full
+};
+
+class RpcClient : public RpcCaller {
+ public:
+  RpcClient(event_base* base, ClientOptions options);
+  ~RpcClient() override;
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  // Opens the connections (asynchronously).
+  void Start();
+
+  // Sends a call; `done` runs exactly once, later, with the reply or an error
+  // (Timeout, Unavailable after Shutdown). Returns ResourceExhausted, without
+  // ever running `done`, iff the queue is full.
+  Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+              std::string_view args, ReplyCallback done) override;
+
+  // Fails every pending call with `why` and closes the connections.
+  void Shutdown(const Status& why);
+
+  size_t in_flight() const { return in_flight_; }
+  size_t queued() const { return queue_.size(); }
+  size_t pending() const { return pending_.size(); }
+  int connections_up() const;
+  const ClientStats& stats() const { return stats_; }
+
+ private:
+  struct Pending {
+    std::string record;  // framed call, with our XID
+    ReplyCallback done;
+    Clock::time_point deadline;
+    int conn = -1;  // connection it was sent on; -1 = waiting in queue_
+  };
+  struct Conn {
+    enum class State { kDown, kConnecting, kUp } state = State::kDown;
+    BuffereventPtr bev;
+    std::unique_ptr<RecordReader> reader;
+    std::unique_ptr<Timer> retry;
+    Duration backoff{};
+    size_t outstanding = 0;
+  };
+  struct ConnArg {
+    RpcClient* client;
+    int index;
+  };
+
+  void Connect(int i);
+  void OnConnEvent(int i, short what);
+  void OnConnRead(int i);
+  void ConnLost(int i, const std::string& why);
+  void Pump();
+  void SweepDeadlines();
+  int PickConnection() const;
+
+  event_base* base_;
+  const ClientOptions options_;
+  std::vector<Conn> conns_;
+  std::vector<std::unique_ptr<ConnArg>> conn_args_;
+  std::unordered_map<uint32_t, Pending> pending_;
+  std::deque<uint32_t> queue_;  // XIDs waiting to be sent, in order
+  size_t in_flight_ = 0;
+  uint32_t next_xid_;
+  bool shut_down_ = false;
+  Timer sweep_;
+  ClientStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_RPC_CLIENT_H_

@@ -1,0 +1,229 @@
+#include "rpc/rpc_server.h"
+
+#include <event2/buffer.h>
+#include <netinet/tcp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "rpc/auth_sys.h"
+#include "rpc/log.h"
+#include "rpc/server_connection.h"
+
+namespace nfsedge {
+
+// ---- IncomingCall ----
+
+IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string record,
+                           const ParsedCall& parsed, const SockAddr& peer)
+    : conn_(std::move(conn)),
+      record_(std::move(record)),
+      args_offset_(parsed.args_offset),
+      header_(parsed.header),
+      peer_(peer),
+      received_(Clock::now()) {}
+
+IncomingCall::~IncomingCall() { Release(); }
+
+void IncomingCall::Release() {
+  if (replied_) return;
+  replied_ = true;
+  if (auto c = conn_.lock()) c->ReleaseSlot();
+}
+
+void IncomingCall::Reply(std::string reply) {
+  if (replied_) return;
+  replied_ = true;
+  if (auto c = conn_.lock()) c->SendReply(reply);
+}
+
+void IncomingCall::ReplyAccepted(AcceptStat stat, uint32_t low, uint32_t high) {
+  Reply(EncodeAcceptedReply(xid(), stat, low, high));
+}
+
+void IncomingCall::ReplySuccess(std::string_view results) {
+  std::string r = EncodeAcceptedReply(xid(), kSuccess);
+  r.append(results);
+  Reply(std::move(r));
+}
+
+// ---- ServerConnection ----
+
+ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer)
+    : server_(server),
+      bev_(std::move(bev)),
+      peer_(peer),
+      reader_(server->options_.max_record_size),
+      resume_(server->base_, [this] { ProcessInput(); }) {}
+
+void ServerConnection::Start() {
+  bufferevent_setcb(bev_.get(), &ServerConnection::OnRead, nullptr, &ServerConnection::OnEvent,
+                    this);
+  bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
+}
+
+void ServerConnection::OnRead(bufferevent*, void* arg) {
+  static_cast<ServerConnection*>(arg)->ProcessInput();
+}
+
+void ServerConnection::OnEvent(bufferevent*, short what, void* arg) {
+  auto* self = static_cast<ServerConnection*>(arg);
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    NFSEDGE_LOG(kDebug) << "client " << self->peer_.ToString() << " disconnected";
+    self->Close();
+  }
+}
+
+void ServerConnection::ProcessInput() {
+  if (closed_ || processing_) return;
+  auto keep = shared_from_this();  // Close() below must not free us mid-call
+  processing_ = true;
+  evbuffer* in = bufferevent_get_input(bev_.get());
+  const ServerOptions& opts = server_->options_;
+  while (!closed_ && in_flight_ < opts.max_calls_per_connection) {
+    std::string record;
+    RecordReader::Result r = reader_.Next(in, &record);
+    if (r == RecordReader::Result::kNeedMore) break;
+    if (r == RecordReader::Result::kTooLarge) {
+      NFSEDGE_LOG(kWarn) << "client " << peer_.ToString() << ": record exceeds "
+                         << opts.max_record_size << " bytes; closing connection";
+      server_->stats_.bad_records++;
+      Close();
+      break;
+    }
+    ParsedCall parsed = ParseCall(record);
+    switch (parsed.error) {
+      case CallError::kMalformed:
+        NFSEDGE_LOG(kWarn) << "client " << peer_.ToString() << ": malformed RPC call; closing";
+        server_->stats_.bad_records++;
+        Close();
+        continue;
+      case CallError::kRpcMismatch:
+        in_flight_++;
+        SendReply(EncodeRpcMismatchReply(parsed.header.xid));
+        continue;
+      case CallError::kBadAuth:
+        in_flight_++;
+        server_->stats_.auth_errors++;
+        SendReply(EncodeAuthErrorReply(parsed.header.xid, kAuthBadCred));
+        continue;
+      case CallError::kNone:
+        break;
+    }
+    AuthStat auth = CheckCallAuth(parsed.header);
+    in_flight_++;
+    if (auth != kAuthOk) {
+      server_->stats_.auth_errors++;
+      SendReply(EncodeAuthErrorReply(parsed.header.xid, auth));
+      continue;
+    }
+    server_->stats_.calls++;
+    server_->handler_->HandleCall(
+        std::make_unique<IncomingCall>(weak_from_this(), std::move(record), parsed, peer_));
+  }
+  if (!closed_ && in_flight_ >= opts.max_calls_per_connection && !paused_) {
+    paused_ = true;
+    bufferevent_disable(bev_.get(), EV_READ);
+  }
+  processing_ = false;
+}
+
+void ServerConnection::MaybeResume() {
+  if (paused_ && !closed_ && in_flight_ < server_->options_.max_calls_per_connection) {
+    paused_ = false;
+    bufferevent_enable(bev_.get(), EV_READ);
+    // Records may already wait in the input buffer: look at them from the
+    // loop, not from inside whatever sent this reply.
+    resume_.Arm(Duration::zero());
+  }
+}
+
+void ServerConnection::SendReply(std::string_view reply) {
+  if (in_flight_ > 0) in_flight_--;
+  if (closed_) return;
+  char mark[4];
+  EncodeRecordMark(reply.size(), mark);
+  evbuffer* out = bufferevent_get_output(bev_.get());
+  evbuffer_add(out, mark, 4);
+  evbuffer_add(out, reply.data(), reply.size());
+  MaybeResume();
+}
+
+void ServerConnection::ReleaseSlot() {
+  if (in_flight_ > 0) in_flight_--;
+  MaybeResume();
+}
+
+void ServerConnection::Close() {
+  if (closed_) return;
+  closed_ = true;
+  resume_.Cancel();
+  bufferevent_disable(bev_.get(), EV_READ | EV_WRITE);
+  bev_.reset();
+  server_->Remove(this);
+}
+
+// ---- RpcServer ----
+
+RpcServer::RpcServer(event_base* base, ServerOptions options, CallHandler* handler)
+    : base_(base), options_(options), handler_(handler) {}
+
+RpcServer::~RpcServer() {
+  StopListening();
+  CloseAll();
+}
+
+StatusOr<uint16_t> RpcServer::Listen(const SockAddr& addr) {
+  evconnlistener* l = evconnlistener_new_bind(
+      base_, &RpcServer::OnAccept, this,
+      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128, addr.get(),
+      static_cast<int>(addr.len));
+  if (l == nullptr) return ErrnoError("listen on " + addr.ToString(), errno);
+  SockAddr bound;
+  bound.len = sizeof(bound.ss);
+  getsockname(evconnlistener_get_fd(l), bound.get(), &bound.len);
+  listeners_.emplace_back(l);
+  return bound.port();
+}
+
+void RpcServer::StopListening() { listeners_.clear(); }
+
+void RpcServer::CloseAll() {
+  auto conns = connections_;  // Close() erases from the map
+  for (auto& [ptr, conn] : conns) conn->Close();
+}
+
+size_t RpcServer::calls_in_flight() const {
+  size_t n = 0;
+  for (const auto& [ptr, conn] : connections_) n += conn->in_flight();
+  return n;
+}
+
+void RpcServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int len, void* arg) {
+  SockAddr peer;
+  std::memcpy(&peer.ss, addr, std::min<size_t>(len, sizeof(peer.ss)));
+  peer.len = static_cast<socklen_t>(len);
+  static_cast<RpcServer*>(arg)->Accept(fd, peer);
+}
+
+void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
+  if (connections_.size() >= options_.max_connections) {
+    stats_.connections_refused++;
+    NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": " << options_.max_connections
+                       << " connections open (server.max_connections)";
+    evutil_closesocket(fd);
+    return;
+  }
+  stats_.connections_accepted++;
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  auto conn = std::make_shared<ServerConnection>(this, std::move(bev), peer);
+  connections_[conn.get()] = conn;
+  NFSEDGE_LOG(kDebug) << "client " << peer.ToString() << " connected";
+  conn->Start();
+}
+
+void RpcServer::Remove(ServerConnection* conn) { connections_.erase(conn); }
+
+}  // namespace nfsedge

@@ -1,0 +1,126 @@
+// RpcServer: the client-facing side of ONC RPC over TCP on a libevent loop.
+//
+// It accepts connections, reassembles records (with a size limit), parses
+// call headers, answers what is wrong with the header itself (RPC version,
+// credential) and hands every well-formed call to a CallHandler. Many calls
+// may be in flight per connection and their replies may leave in any order.
+// At `max_calls_per_connection` calls in flight the connection stops being
+// read until replies go out (back-pressure, DESIGN rule 8). An oversized or
+// malformed record closes that connection only.
+//
+// Thread-safety: everything runs on the thread of the event loop.
+#ifndef NFSEDGE_RPC_RPC_SERVER_H_
+#define NFSEDGE_RPC_RPC_SERVER_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "rpc/event_loop.h"
+#include "rpc/rpc_message.h"
+#include "rpc/sockaddr.h"
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+class ServerConnection;
+
+// One call received from a client. Reply() sends the answer (at most once);
+// if the connection is gone by then the reply is dropped. Destroying a call
+// that was never answered frees its slot without a reply (the client will
+// retransmit).
+class IncomingCall {
+ public:
+  IncomingCall(std::weak_ptr<ServerConnection> conn, std::string record, const ParsedCall& parsed,
+               const SockAddr& peer);
+  ~IncomingCall();
+  IncomingCall(const IncomingCall&) = delete;
+  IncomingCall& operator=(const IncomingCall&) = delete;
+
+  const CallHeader& header() const { return header_; }
+  uint32_t xid() const { return header_.xid; }
+  // The procedure's arguments (bytes after the call header).
+  std::string_view args() const { return std::string_view(record_).substr(args_offset_); }
+  const SockAddr& peer() const { return peer_; }
+  Clock::time_point received() const { return received_; }
+
+  // Sends `reply`, a complete RPC reply message (header and results).
+  void Reply(std::string reply);
+  // Convenience: accepted reply with `stat` (PROG_MISMATCH takes low/high).
+  void ReplyAccepted(AcceptStat stat, uint32_t low = 0, uint32_t high = 0);
+  // Convenience: SUCCESS header followed by `results`.
+  void ReplySuccess(std::string_view results);
+  bool replied() const { return replied_; }
+
+ private:
+  void Release();
+
+  std::weak_ptr<ServerConnection> conn_;
+  std::string record_;
+  size_t args_offset_;
+  CallHeader header_;
+  SockAddr peer_;
+  Clock::time_point received_;
+  bool replied_ = false;
+};
+
+class CallHandler {
+ public:
+  virtual ~CallHandler() = default;
+  // Takes ownership of a well-formed call. May reply now or later.
+  virtual void HandleCall(std::unique_ptr<IncomingCall> call) = 0;
+};
+
+struct ServerOptions {
+  size_t max_connections = 1024;
+  size_t max_calls_per_connection = 128;
+  size_t max_record_size = 1114112;
+};
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t calls = 0;
+  uint64_t bad_records = 0;  // oversized or malformed: connection closed
+  uint64_t auth_errors = 0;
+};
+
+class RpcServer {
+ public:
+  RpcServer(event_base* base, ServerOptions options, CallHandler* handler);
+  ~RpcServer();
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  // Listens on `addr` (port 0 picks one). Returns the bound port.
+  StatusOr<uint16_t> Listen(const SockAddr& addr);
+  // Stops accepting new connections; existing ones go on.
+  void StopListening();
+  // Closes every connection now.
+  void CloseAll();
+
+  size_t connection_count() const { return connections_.size(); }
+  // Calls received and not yet answered, over all connections.
+  size_t calls_in_flight() const;
+  const ServerStats& stats() const { return stats_; }
+
+ private:
+  friend class ServerConnection;
+  static void OnAccept(evconnlistener* l, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
+  void Accept(evutil_socket_t fd, const SockAddr& peer);
+  void Remove(ServerConnection* conn);
+
+  event_base* base_;
+  const ServerOptions options_;
+  CallHandler* handler_;
+  std::vector<ListenerPtr> listeners_;
+  std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> connections_;
+  ServerStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_RPC_SERVER_H_

@@ -1,0 +1,46 @@
+// ServerConnection: one client TCP connection of an RpcServer (internal).
+//
+// Thread-safety: lives on the event loop's thread.
+#ifndef NFSEDGE_RPC_SERVER_CONNECTION_H_
+#define NFSEDGE_RPC_SERVER_CONNECTION_H_
+
+#include <memory>
+#include <string>
+
+#include "rpc/event_loop.h"
+#include "rpc/record_marking.h"
+#include "rpc/rpc_server.h"
+
+namespace nfsedge {
+
+class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
+ public:
+  ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer);
+  void Start();
+  // Queues a reply record (without mark) and frees one in-flight slot.
+  void SendReply(std::string_view reply);
+  // Frees one in-flight slot without a reply.
+  void ReleaseSlot();
+  void Close();
+  size_t in_flight() const { return in_flight_; }
+
+ private:
+  static void OnRead(bufferevent* bev, void* arg);
+  static void OnEvent(bufferevent* bev, short what, void* arg);
+  void ProcessInput();
+  void MaybeResume();
+
+  RpcServer* server_;
+  BuffereventPtr bev_;
+  SockAddr peer_;
+  RecordReader reader_;
+  size_t in_flight_ = 0;
+  bool paused_ = false;
+  bool processing_ = false;
+  bool closed_ = false;
+  Timer resume_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_SERVER_CONNECTION_H_

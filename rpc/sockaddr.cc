@@ -1,0 +1,112 @@
+#include "rpc/sockaddr.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <charconv>
+#include <cstring>
+
+namespace nfsedge {
+
+uint16_t SockAddr::port() const {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+  return 0;
+}
+
+void SockAddr::set_port(uint16_t port) {
+  if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(port);
+  if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(port);
+}
+
+std::string SockAddr::HostString() const {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+  } else if (family() == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+  }
+  return buf;
+}
+
+std::string SockAddr::ToString() const {
+  if (family() == AF_INET6) return "[" + HostString() + "]:" + std::to_string(port());
+  return HostString() + ":" + std::to_string(port());
+}
+
+StatusOr<SockAddr> ResolveAddress(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return InvalidArgument("cannot resolve '" + host + "': " + gai_strerror(rc));
+  }
+  SockAddr a;
+  std::memcpy(&a.ss, res->ai_addr, res->ai_addrlen);
+  a.len = res->ai_addrlen;
+  freeaddrinfo(res);
+  a.set_port(port);
+  return a;
+}
+
+StatusOr<Network> Network::Parse(std::string_view text) {
+  Network n;
+  n.text_ = std::string(text);
+  std::string addr(text);
+  int max_prefix;
+  size_t slash = addr.find('/');
+  std::string_view prefix_text;
+  if (slash != std::string::npos) {
+    prefix_text = std::string_view(text).substr(slash + 1);
+    addr.resize(slash);
+  }
+  if (inet_pton(AF_INET, addr.c_str(), n.bytes_) == 1) {
+    n.family_ = AF_INET;
+    max_prefix = 32;
+  } else if (inet_pton(AF_INET6, addr.c_str(), n.bytes_) == 1) {
+    n.family_ = AF_INET6;
+    max_prefix = 128;
+  } else {
+    return InvalidArgument("'" + n.text_ + "' is not an IPv4 or IPv6 address or network");
+  }
+  n.prefix_ = max_prefix;
+  if (slash != std::string::npos) {
+    auto [p, ec] = std::from_chars(prefix_text.data(), prefix_text.data() + prefix_text.size(),
+                                   n.prefix_);
+    if (ec != std::errc() || p != prefix_text.data() + prefix_text.size() || n.prefix_ < 0 ||
+        n.prefix_ > max_prefix) {
+      return InvalidArgument("'" + n.text_ + "' has a bad prefix length");
+    }
+  }
+  return n;
+}
+
+bool Network::Contains(const SockAddr& addr) const {
+  const unsigned char* a;
+  unsigned char mapped[4];
+  if (addr.family() == AF_INET) {
+    if (family_ != AF_INET) return false;
+    a = reinterpret_cast<const unsigned char*>(
+        &reinterpret_cast<const sockaddr_in*>(&addr.ss)->sin_addr);
+  } else if (addr.family() == AF_INET6) {
+    const auto* in6 = &reinterpret_cast<const sockaddr_in6*>(&addr.ss)->sin6_addr;
+    if (family_ == AF_INET) {
+      if (!IN6_IS_ADDR_V4MAPPED(in6)) return false;
+      std::memcpy(mapped, in6->s6_addr + 12, 4);
+      a = mapped;
+    } else {
+      a = in6->s6_addr;
+    }
+  } else {
+    return false;
+  }
+  int full = prefix_ / 8, rest = prefix_ % 8;
+  if (std::memcmp(a, bytes_, full) != 0) return false;
+  if (rest == 0) return true;
+  unsigned char mask = static_cast<unsigned char>(0xff << (8 - rest));
+  return (a[full] & mask) == (bytes_[full] & mask);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,57 @@
+// Socket addresses: parse "host", format for logs, and CIDR networks for
+// export access rules.
+//
+// Thread-safety: plain values and free functions.
+#ifndef NFSEDGE_RPC_SOCKADDR_H_
+#define NFSEDGE_RPC_SOCKADDR_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rpc/status.h"
+
+namespace nfsedge {
+
+struct SockAddr {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&ss); }
+  sockaddr* get() { return reinterpret_cast<sockaddr*>(&ss); }
+  int family() const { return ss.ss_family; }
+  uint16_t port() const;
+  void set_port(uint16_t port);
+  // "1.2.3.4" or "::1" (no port).
+  std::string HostString() const;
+  // "1.2.3.4:port" or "[::1]:port".
+  std::string ToString() const;
+};
+
+// Returns the address of numeric or named `host` with `port` (resolving names
+// blocks: call at start-up only).
+StatusOr<SockAddr> ResolveAddress(const std::string& host, uint16_t port);
+
+// An IPv4 or IPv6 network, "10.0.0.0/8", "::1/128", or a single address.
+class Network {
+ public:
+  // Returns the network written in `text` iff it parses.
+  static StatusOr<Network> Parse(std::string_view text);
+  // Returns true iff `addr` lies in this network (IPv4-mapped IPv6 addresses
+  // match IPv4 networks).
+  bool Contains(const SockAddr& addr) const;
+  const std::string& text() const { return text_; }
+
+ private:
+  int family_ = AF_INET;
+  unsigned char bytes_[16] = {};
+  int prefix_ = 0;
+  std::string text_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_RPC_SOCKADDR_H_
