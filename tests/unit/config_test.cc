@@ -1,0 +1,118 @@
+#include "proxy/config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace nfsedge {
+namespace {
+
+constexpr const char* kMinimal = R"(
+[upstream]
+host = "10.1.2.3"
+
+[[export]]
+path = "/data"
+clients = ["10.0.0.0/8"]
+)";
+
+TEST(Config, MinimalGetsDocumentedDefaults) {
+  StatusOr<Config> c = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server.listen, "0.0.0.0");
+  EXPECT_EQ(c->server.nfs_port, 2049);
+  EXPECT_EQ(c->server.mount_port, 20048);
+  EXPECT_EQ(c->server.rpcbind, RpcbindMode::kAuto);
+  EXPECT_EQ(c->server.max_record_size, 1114112u);
+  EXPECT_EQ(c->upstream.host, "10.1.2.3");
+  EXPECT_EQ(c->upstream.nfs_port, 2049);
+  EXPECT_EQ(c->upstream.mount_port, 0);
+  EXPECT_EQ(c->upstream.connections, 2u);
+  EXPECT_TRUE(c->upstream.privileged_port);
+  ASSERT_EQ(c->exports.size(), 1u);
+  EXPECT_EQ(c->exports[0].upstream_path, "/data");
+  EXPECT_FALSE(c->exports[0].read_only);
+  EXPECT_TRUE(c->exports[0].root_squash);
+  EXPECT_EQ(c->exports[0].anon_uid, 65534u);
+  EXPECT_EQ(c->log_level, LogLevel::kInfo);
+}
+
+TEST(Config, ExampleConfigIsValid) {
+  std::ifstream in(std::string(NFSEDGE_SOURCE_DIR) + "/conf/nfsedge.example.toml");
+  ASSERT_TRUE(in);
+  StatusOr<Config> c = LoadConfig(std::string(NFSEDGE_SOURCE_DIR) + "/conf/nfsedge.example.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->exports[0].upstream_path, "/srv/data");
+  EXPECT_EQ(c->exports[0].clients.size(), 3u);
+}
+
+// Returns the error message for `text`, which must not parse.
+std::string ErrorOf(const std::string& text) {
+  StatusOr<Config> c = ParseConfig(text, "bad.toml");
+  EXPECT_FALSE(c.ok());
+  return c.ok() ? "" : c.status().message();
+}
+
+TEST(Config, UnknownKeyIsReportedWithFileAndLine) {
+  std::string msg = ErrorOf(std::string(kMinimal) + "\n[server]\nnfs_prot = 2049\n");
+  EXPECT_NE(msg.find("bad.toml:10:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'nfs_prot'"), std::string::npos) << msg;
+}
+
+TEST(Config, UnknownTableIsReported) {
+  std::string msg = ErrorOf(std::string(kMinimal) + "\n[cahce]\nsize = 1\n");
+  EXPECT_NE(msg.find("unknown top-level key 'cahce'"), std::string::npos) << msg;
+}
+
+TEST(Config, BadValuesAreReported) {
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nnfs_port = 70000\n").find("between 0 and 65535"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nnfs_port = \"2049\"\n").find("integer"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nrpcbind = \"maybe\"\n").find("rpcbind"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nlisten = \"nowhere\"\n").find("listen"),
+            std::string::npos);
+  std::string exp = "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.1\"]\n";
+  EXPECT_NE(ErrorOf("[upstream]\nconnections = 0\n" + exp).find("upstream] connections"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("[upstream]\nreconnect_min_ms = 50\nreconnect_max_ms = 10\n" + exp)
+                .find("reconnect_max_ms"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[log]\nlevel = \"loud\"\n").find("level"),
+            std::string::npos);
+}
+
+TEST(Config, BadExportsAreReported) {
+  std::string base = "[upstream]\nhost = \"h\"\n";
+  EXPECT_NE(ErrorOf(base).find("no [[export]]"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + "[[export]]\nclients = [\"1.2.3.4\"]\n").find("missing required key 'path'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"/d\"\n").find("clients"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.0/33\"]\n")
+                .find("bad prefix"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"d/../x\"\nclients = [\"10.0.0.1\"]\n")
+                .find("absolute path"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.1\"]\naccess = \"rx\"\n")
+                .find("access"),
+            std::string::npos);
+  std::string twice = base + "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.1\"]\n" +
+                      "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.1\"]\n";
+  EXPECT_NE(ErrorOf(twice).find("exported twice"), std::string::npos);
+}
+
+TEST(Config, SyntaxErrorHasLine) {
+  std::string msg = ErrorOf("[server]\nlisten = \n");
+  EXPECT_NE(msg.find("bad.toml:2:"), std::string::npos) << msg;
+}
+
+TEST(Config, AllErrorsAreListedAtOnce) {
+  std::string msg = ErrorOf(std::string(kMinimal) + "[server]\nfoo = 1\nbar = 2\n");
+  EXPECT_NE(msg.find("'foo'"), std::string::npos);
+  EXPECT_NE(msg.find("'bar'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nfsedge

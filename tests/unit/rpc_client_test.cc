@@ -1,0 +1,170 @@
+// RpcClient against an in-process RpcServer on loopback: replies matched by
+// XID, deadlines, reconnect with resend of the same XID, in-flight and queue
+// limits.
+#include "rpc/rpc_client.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+
+#include "rpc/rpc_server.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+// Echoes each call's arguments back, except as told.
+class TestHandler : public CallHandler {
+ public:
+  void HandleCall(std::unique_ptr<IncomingCall> call) override {
+    seen_xids.push_back(call->xid());
+    std::string args(call->args());
+    if (args == "hold") {
+      held.push_back(std::move(call));
+      return;
+    }
+    if (args == "drop-once" && ++drops[call->xid()] == 1) {
+      server->CloseAll();  // lose the connection with the call on it
+      return;
+    }
+    call->ReplySuccess(args);
+  }
+  RpcServer* server = nullptr;
+  std::vector<uint32_t> seen_xids;
+  std::vector<std::unique_ptr<IncomingCall>> held;
+  std::map<uint32_t, int> drops;
+};
+
+class RpcClientTest : public ::testing::Test {
+ protected:
+  void StartServer(uint16_t port = 0) {
+    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, &handler_);
+    handler_.server = server_.get();
+    StatusOr<uint16_t> p = server_->Listen(*ResolveAddress("127.0.0.1", port));
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    port_ = *p;
+  }
+  void StartClient(ClientOptions o) {
+    o.server = *ResolveAddress("127.0.0.1", port_);
+    o.reconnect_min = std::chrono::milliseconds(10);
+    o.reconnect_max = std::chrono::milliseconds(50);
+    client_ = std::make_unique<RpcClient>(loop_.base(), o);
+    client_->Start();
+  }
+  void TearDown() override {
+    loop_.RunSync([this] {
+      handler_.held.clear();
+      client_.reset();
+      server_.reset();
+    });
+  }
+  // Sends a call from the loop thread; results land in results_[tag].
+  void Send(const std::string& args, int tag) {
+    loop_.RunSync([&] {
+      Status s = client_->Call(1, 1, 1, OpaqueAuth{}, args, [this, tag](StatusOr<RpcReply> r) {
+        results_[tag] = r.ok() ? std::string(r->results()) : "error: " + r.status().ToString();
+      });
+      if (!s.ok()) results_[tag] = "refused: " + s.ToString();
+    });
+  }
+  // Waits until `tag` has a result; returns it.
+  std::string Wait(int tag) {
+    for (int i = 0; i < 500; ++i) {
+      std::string out;
+      loop_.RunSync([&] {
+        auto it = results_.find(tag);
+        if (it != results_.end()) out = it->second;
+      });
+      if (!out.empty()) return out;
+      usleep(10000);
+    }
+    return "(no result)";
+  }
+
+  LoopThread loop_;
+  TestHandler handler_;
+  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<RpcClient> client_;
+  std::map<int, std::string> results_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(RpcClientTest, RepliesAreMatchedToCalls) {
+  StartServer();
+  ClientOptions o;
+  o.connections = 3;
+  StartClient(o);
+  loop_.Start();
+  for (int i = 0; i < 50; ++i) Send("call-" + std::to_string(i), i);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(Wait(i), "call-" + std::to_string(i));
+}
+
+TEST_F(RpcClientTest, DeadlinePassesWithoutReply) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(200);
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1);
+  EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
+}
+
+TEST_F(RpcClientTest, LostConnectionIsReopenedAndCallResentWithSameXid) {
+  StartServer();
+  StartClient(ClientOptions{});
+  loop_.Start();
+  Send("drop-once", 1);
+  EXPECT_EQ(Wait(1), "drop-once");
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_xids.size(), 2u);
+    EXPECT_EQ(handler_.seen_xids[0], handler_.seen_xids[1]);
+    EXPECT_GE(client_->stats().resent, 1u);
+  });
+}
+
+TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
+  // Reserve a port, then close it so the first connects are refused.
+  StartServer();
+  uint16_t port = port_;
+  loop_.RunSync([&] { server_.reset(); });
+  StartClient(ClientOptions{});
+  loop_.Start();
+  Send("early", 1);
+  usleep(100000);
+  loop_.RunSync([&] { StartServer(port); });
+  EXPECT_EQ(Wait(1), "early");
+}
+
+TEST_F(RpcClientTest, InFlightIsCappedAndQueueIsBounded) {
+  StartServer();
+  ClientOptions o;
+  o.max_in_flight = 2;
+  o.max_queued = 3;
+  StartClient(o);
+  loop_.Start();
+  for (int i = 0; i < 5; ++i) Send("hold", i);
+  for (int i = 0; i < 100; ++i) {
+    size_t n;
+    loop_.RunSync([&] { n = handler_.held.size(); });
+    if (n == 2) break;
+    usleep(10000);
+  }
+  usleep(50000);
+  loop_.RunSync([&] {
+    EXPECT_EQ(handler_.held.size(), 2u);  // only two on the wire
+    EXPECT_EQ(client_->in_flight(), 2u);
+    EXPECT_EQ(client_->queued(), 3u);
+  });
+  Send("one too many", 9);
+  EXPECT_NE(Wait(9).find("refused"), std::string::npos);
+  loop_.RunSync([&] {
+    for (auto& c : handler_.held) c->ReplySuccess("released");
+    handler_.held.clear();
+  });
+  EXPECT_EQ(Wait(0), "released");
+}
+
+}  // namespace
+}  // namespace nfsedge

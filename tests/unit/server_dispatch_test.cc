@@ -1,0 +1,342 @@
+// The client-facing server and the proxy's programs over a real loopback
+// socket, with an in-memory upstream: bad input gets its standard answer,
+// export rules hold, calls go upstream with the right credential and come
+// back with the client's XID.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <memory>
+#include <set>
+
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/mount_service.h"
+#include "proxy/nfs_service.h"
+#include "rpc/auth_sys.h"
+#include "rpc/record_marking.h"
+#include "rpc/rpc_server.h"
+#include "rpc/xdr_codec.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+constexpr char kRootFh[] = "ROOT-HANDLE-0001";
+constexpr char kRoRootFh[] = "RO-ROOT-HANDLE-1";
+
+std::string FhArgs(const std::string& fh) {
+  std::string out;
+  XdrWriter(&out).WriteOpaque(fh);
+  return out;
+}
+
+std::string DirpathArgs(const std::string& path) {
+  std::string out;
+  XdrWriter(&out).WriteOpaque(path);
+  return out;
+}
+
+std::string MntOk(const std::string& fh) {
+  std::string out;
+  XdrWriter w(&out);
+  w.WriteU32(MNT3_OK);
+  w.WriteOpaque(fh);
+  w.WriteU32(1);
+  w.WriteU32(kAuthSys);
+  return out;
+}
+
+std::string GetattrOk() {
+  GETATTR3res res{};
+  res.status = NFS3_OK;
+  res.GETATTR3res_u.resok.obj_attributes.type = NF3DIR;
+  res.GETATTR3res_u.resok.obj_attributes.mode = 0755;
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), &res, &out);
+  return out;
+}
+
+class ServerDispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ExportConfig rw;
+    rw.path = "/data";
+    rw.upstream_path = "/srv/data";
+    rw.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    rw.anon_uid = 4000;
+    rw.anon_gid = 4001;
+    ExportConfig ro = rw;
+    ro.path = "/ro";
+    ro.upstream_path = "/srv/ro";
+    ro.read_only = true;
+    ExportConfig far = rw;
+    far.path = "/far";
+    far.clients = {*Network::Parse("10.0.0.0/8")};
+    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{rw, ro, far});
+    registry_ = std::make_unique<HandleRegistry>(1000);
+    nfs_up_ = std::make_unique<FakeUpstream>(loop_.base());
+    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
+    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *nfs_up_, NfsServiceOptions{});
+    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
+    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
+    ServerOptions so;
+    so.max_record_size = 64 * 1024;
+    so.max_calls_per_connection = 4;
+    server_ = std::make_unique<RpcServer>(loop_.base(), so, dispatcher_.get());
+    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    mount_up_->set_responder([](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+      return MntOk(s.args == DirpathArgs("/srv/ro") ? kRoRootFh : kRootFh);
+    });
+    nfs_up_->set_responder(
+        [](const FakeUpstream::Seen&) -> std::optional<std::string> { return GetattrOk(); });
+    loop_.Start();
+  }
+
+  void TearDown() override {
+    loop_.RunSync([this] { server_.reset(); });
+  }
+
+  // Sends `record` on a new connection and returns the reply header.
+  ReplyHeader Ask(const std::string& record, std::string* results = nullptr) {
+    BlockingClient c(port_);
+    c.SendRecord(record);
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return {};
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok());
+    if (results && h.ok()) *results = reply->substr(h->results_offset);
+    return h.ok() ? *h : ReplyHeader{};
+  }
+
+  uint32_t NfsStatusOf(const std::string& record) {
+    std::string results;
+    ReplyHeader h = Ask(record, &results);
+    EXPECT_EQ(h.accept_stat, kSuccess);
+    return results.size() >= 4 ? LoadBE32(results.data()) : 0xffffffff;
+  }
+
+  void Mount(const std::string& path) {
+    std::string results;
+    Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path), SysCred(0, 0)), &results);
+    ASSERT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3_OK));
+  }
+
+  size_t NfsCalls() {
+    size_t n;
+    loop_.RunSync([&] { n = nfs_up_->calls.size(); });
+    return n;
+  }
+
+  LoopThread loop_;
+  std::unique_ptr<ExportTable> exports_;
+  std::unique_ptr<HandleRegistry> registry_;
+  std::unique_ptr<FakeUpstream> nfs_up_, mount_up_;
+  std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RpcServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(ServerDispatchTest, NullIsAnsweredLocally) {
+  ReplyHeader h = Ask(MakeCall(11, kNfsProgram, 3, 0, ""));
+  EXPECT_EQ(h.xid, 11u);
+  EXPECT_EQ(h.reply_stat, kMsgAccepted);
+  EXPECT_EQ(h.accept_stat, kSuccess);
+  EXPECT_EQ(Ask(MakeCall(12, kMountProgram, 3, 0, "")).accept_stat, kSuccess);
+  EXPECT_EQ(NfsCalls(), 0u);
+}
+
+TEST_F(ServerDispatchTest, UnknownProgramVersionProcedure) {
+  EXPECT_EQ(Ask(MakeCall(1, 100099, 1, 0, "")).accept_stat, kProgUnavail);
+  ReplyHeader h = Ask(MakeCall(2, kNfsProgram, 2, 0, ""));
+  EXPECT_EQ(h.accept_stat, kProgMismatch);
+  EXPECT_EQ(h.mismatch_low, 3u);
+  EXPECT_EQ(h.mismatch_high, 3u);
+  EXPECT_EQ(Ask(MakeCall(3, kNfsProgram, 3, 22, "")).accept_stat, kProcUnavail);
+  EXPECT_EQ(Ask(MakeCall(4, kMountProgram, 3, 6, "")).accept_stat, kProcUnavail);
+  EXPECT_EQ(Ask(MakeCall(5, kMountProgram, 1, 0, "")).accept_stat, kProgMismatch);
+}
+
+TEST_F(ServerDispatchTest, UndecodableArgumentsAreGarbageArgs) {
+  EXPECT_EQ(Ask(MakeCall(1, kNfsProgram, 3, 1, "\x00\x00")).accept_stat, kGarbageArgs);
+  EXPECT_EQ(Ask(MakeCall(2, kNfsProgram, 3, 6, FhArgs("x"))).accept_stat, kGarbageArgs);
+  EXPECT_EQ(Ask(MakeCall(3, kMountProgram, 3, 1, "\xff\xff\xff\xff")).accept_stat, kGarbageArgs);
+  EXPECT_EQ(NfsCalls(), 0u);
+}
+
+TEST_F(ServerDispatchTest, BadAuthAndRpcVersionAreDenied) {
+  ReplyHeader h = Ask(MakeCall(1, kNfsProgram, 3, 0, "", OpaqueAuth{3, "dh-cred"}));
+  EXPECT_EQ(h.reply_stat, kMsgDenied);
+  EXPECT_EQ(h.reject_stat, kAuthError);
+  EXPECT_EQ(h.auth_stat, kAuthBadCred);
+  OpaqueAuth truncated = SysCred(1, 1);
+  truncated.body.resize(8);
+  h = Ask(MakeCall(2, kNfsProgram, 3, 0, "", truncated));
+  EXPECT_EQ(h.reject_stat, kAuthError);
+
+  CallHeader v3;
+  v3.xid = 3;
+  v3.rpcvers = 3;
+  v3.prog = kNfsProgram;
+  v3.vers = 3;
+  h = Ask(EncodeCallHeader(v3));
+  EXPECT_EQ(h.reply_stat, kMsgDenied);
+  EXPECT_EQ(h.reject_stat, kRpcMismatch);
+}
+
+TEST_F(ServerDispatchTest, OversizedOrMalformedRecordClosesOnlyThatConnection) {
+  BlockingClient other(port_);
+  BlockingClient big(port_);
+  std::string mark(4, '\0');
+  StoreBE32(mark.data(), kLastFragment | (1u << 20));
+  big.SendRaw(mark);
+  EXPECT_TRUE(big.WaitClosed());
+
+  BlockingClient junk(port_);
+  junk.SendRecord("xyz");  // shorter than a call header
+  EXPECT_TRUE(junk.WaitClosed());
+
+  other.SendRecord(MakeCall(9, kNfsProgram, 3, 0, ""));
+  std::optional<std::string> r = other.ReadRecord();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ParseReply(*r)->xid, 9u);
+}
+
+TEST_F(ServerDispatchTest, UnknownHandleIsStaleAndNeverReachesUpstream) {
+  EXPECT_EQ(NfsStatusOf(MakeCall(1, kNfsProgram, 3, 1, FhArgs("forged-handle"))),
+            static_cast<uint32_t>(NFS3ERR_STALE));
+  EXPECT_EQ(NfsStatusOf(MakeCall(2, kNfsProgram, 3, 1, FhArgs(""))),
+            static_cast<uint32_t>(NFS3ERR_BADHANDLE));
+  EXPECT_EQ(NfsCalls(), 0u);
+}
+
+TEST_F(ServerDispatchTest, MountThenGetattrIsForwardedWithClientXidAndCredential) {
+  Mount("/data");
+  std::string results;
+  ReplyHeader h = Ask(MakeCall(0xabcdef, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(1000, 100)),
+                      &results);
+  EXPECT_EQ(h.xid, 0xabcdefu);
+  EXPECT_EQ(results, GetattrOk());
+  loop_.RunSync([&] {
+    ASSERT_EQ(mount_up_->calls.size(), 1u);
+    EXPECT_EQ(mount_up_->calls[0].args, DirpathArgs("/srv/data"));
+    ASSERT_EQ(nfs_up_->calls.size(), 1u);
+    EXPECT_EQ(nfs_up_->calls[0].proc, 1u);
+    EXPECT_EQ(nfs_up_->calls[0].args, FhArgs(kRootFh));
+    EXPECT_EQ(DecodeAuthSys(nfs_up_->calls[0].cred.body)->uid, 1000u);
+  });
+}
+
+TEST_F(ServerDispatchTest, RootIsSquashed) {
+  Mount("/data");
+  Ask(MakeCall(1, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(0, 0)));
+  loop_.RunSync([&] {
+    ASSERT_EQ(nfs_up_->calls.size(), 1u);
+    std::optional<AuthSys> sent = DecodeAuthSys(nfs_up_->calls[0].cred.body);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->uid, 4000u);
+    EXPECT_EQ(sent->gid, 4001u);
+  });
+}
+
+TEST_F(ServerDispatchTest, MountRules) {
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs("/elsewhere")), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_NOENT));
+  Ask(MakeCall(2, kMountProgram, 3, 1, DirpathArgs("/data/../etc")), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_NOENT));
+  Ask(MakeCall(3, kMountProgram, 3, 1, DirpathArgs("/far")), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_ACCES));
+  loop_.RunSync([&] { EXPECT_EQ(mount_up_->calls.size(), 0u); });
+}
+
+TEST_F(ServerDispatchTest, ReadOnlyExportRefusesMutations) {
+  Mount("/ro");
+  std::string write_args = FhArgs(kRoRootFh);
+  XdrWriter w(&write_args);
+  w.WriteU64(0);
+  w.WriteU32(3);
+  w.WriteU32(FILE_SYNC);
+  w.WriteOpaque("abc");
+  EXPECT_EQ(NfsStatusOf(MakeCall(1, kNfsProgram, 3, 7, write_args)),
+            static_cast<uint32_t>(NFS3ERR_ROFS));
+  std::string remove_args = FhArgs(kRoRootFh);
+  XdrWriter(&remove_args).WriteOpaque("f");
+  EXPECT_EQ(NfsStatusOf(MakeCall(2, kNfsProgram, 3, 12, remove_args)),
+            static_cast<uint32_t>(NFS3ERR_ROFS));
+  EXPECT_EQ(NfsCalls(), 0u);
+  EXPECT_EQ(NfsStatusOf(MakeCall(3, kNfsProgram, 3, 1, FhArgs(kRoRootFh))),
+            static_cast<uint32_t>(NFS3_OK));
+}
+
+TEST_F(ServerDispatchTest, ExportListsConfiguredPaths) {
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 5, ""), &results);
+  XdrValue<exports> ex(reinterpret_cast<xdrproc_t>(xdr_exports));
+  ASSERT_TRUE(ex.Decode(results));
+  std::vector<std::string> paths;
+  for (exportnode* n = ex.get(); n; n = n->ex_next) paths.push_back(n->ex_dir);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/data", "/ro", "/far"}));
+}
+
+TEST_F(ServerDispatchTest, DumpAndUmnt) {
+  Mount("/data");
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 2, ""), &results);
+  XdrValue<mountlist> ml(reinterpret_cast<xdrproc_t>(xdr_mountlist));
+  ASSERT_TRUE(ml.Decode(results));
+  ASSERT_NE(ml.get(), nullptr);
+  EXPECT_STREQ(ml.get()->ml_directory, "/data");
+  EXPECT_STREQ(ml.get()->ml_hostname, "127.0.0.1");
+  EXPECT_EQ(Ask(MakeCall(2, kMountProgram, 3, 3, DirpathArgs("/data"))).accept_stat, kSuccess);
+  Ask(MakeCall(3, kMountProgram, 3, 2, ""), &results);
+  EXPECT_EQ(results, std::string(4, '\0'));  // empty list
+}
+
+TEST_F(ServerDispatchTest, UpstreamFailureIsJukebox) {
+  Mount("/data");
+  loop_.RunSync([&] { nfs_up_->set_fail_with(Timeout("test")); });
+  EXPECT_EQ(NfsStatusOf(MakeCall(1, kNfsProgram, 3, 1, FhArgs(kRootFh))),
+            static_cast<uint32_t>(NFS3ERR_JUKEBOX));
+}
+
+TEST_F(ServerDispatchTest, RepliesLeaveOutOfOrderAndBackPressureHolds) {
+  Mount("/data");
+  loop_.RunSync([&] { nfs_up_->set_responder(nullptr); });  // hold every call
+  BlockingClient c(port_);
+  for (uint32_t xid = 1; xid <= 6; ++xid) {
+    c.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, FhArgs(kRootFh)));
+  }
+  // max_calls_per_connection = 4: only four reach the upstream.
+  for (int i = 0; i < 100 && NfsCalls() < 4; ++i) usleep(10000);
+  usleep(50000);
+  EXPECT_EQ(NfsCalls(), 4u);
+  loop_.RunSync([&] { nfs_up_->Answer(3, GetattrOk()); });
+  std::optional<std::string> r = c.ReadRecord();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ParseReply(*r)->xid, 4u);  // the fourth call, answered first
+  for (int i = 0; i < 100 && NfsCalls() < 5; ++i) usleep(10000);
+  EXPECT_EQ(NfsCalls(), 5u);  // a slot freed: one more call read
+  loop_.RunSync([&] {
+    // From now on answer at once, and answer the calls still held.
+    nfs_up_->set_responder(
+        [](const FakeUpstream::Seen&) -> std::optional<std::string> { return GetattrOk(); });
+    for (size_t i = 0; i < nfs_up_->calls.size(); ++i) {
+      if (i != 3) nfs_up_->Answer(i, GetattrOk());
+    }
+  });
+  std::set<uint32_t> xids;
+  for (int i = 0; i < 5; ++i) {
+    r = c.ReadRecord();
+    ASSERT_TRUE(r);
+    xids.insert(ParseReply(*r)->xid);
+  }
+  EXPECT_EQ(xids, (std::set<uint32_t>{1, 2, 3, 5, 6}));
+}
+
+}  // namespace
+}  // namespace nfsedge
