@@ -70,10 +70,12 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplySuccess(EncodeNfsError(p, err));
     return;
   }
-  uint32_t export_id = exp->id();
+  std::string clamped;
+  if (ClampTransfer(p, args.get())) args.Encode(&clamped);
+  std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
   Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, exp->MapCredential(call->header().cred),
-                            call->args(), [this, &p, export_id, call](StatusOr<RpcReply> r) {
-                              OnReply(p, export_id, call, std::move(r));
+                            forward, [this, &p, exp, call](StatusOr<RpcReply> r) {
+                              OnReply(p, *exp, call, std::move(r));
                             });
   if (!s.ok()) {
     st.upstream_errors++;
@@ -82,7 +84,29 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   }
 }
 
-void NfsService::OnReply(const NfsProc& p, uint32_t export_id,
+bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {
+  const uint32_t max = options_.max_transfer;
+  auto clamp = [max](uint32_t* v) {
+    if (*v <= max) return false;
+    *v = max;
+    return true;
+  };
+  switch (p.proc) {
+    case NFSPROC3_READ:
+      return clamp(&static_cast<READ3args*>(args)->count);
+    case NFSPROC3_READDIR:
+      return clamp(&static_cast<READDIR3args*>(args)->count);
+    case NFSPROC3_READDIRPLUS: {
+      auto* a = static_cast<READDIRPLUS3args*>(args);
+      bool changed = clamp(&a->maxcount);
+      return clamp(&a->dircount) || changed;
+    }
+    default:
+      return false;
+  }
+}
+
+void NfsService::OnReply(const NfsProc& p, const Export& exp,
                          const std::shared_ptr<IncomingCall>& call, StatusOr<RpcReply> reply) {
   if (!reply.ok()) {
     stats_[p.proc].upstream_errors++;
@@ -93,15 +117,16 @@ void NfsService::OnReply(const NfsProc& p, uint32_t export_id,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
-    PostProcess(p, export_id, &r);
+    PostProcess(p, exp, &r);
   }
   StoreBE32(r.record.data(), call->xid());
   call->Reply(std::move(r.record));
 }
 
-void NfsService::PostProcess(const NfsProc& p, uint32_t export_id, RpcReply* reply) {
+void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply) {
   bool fsinfo = p.proc == NFSPROC3_FSINFO;
-  if (!p.result_handles && !fsinfo) return;
+  bool ro_access = p.proc == NFSPROC3_ACCESS && exp.read_only();
+  if (!p.result_handles && !fsinfo && !ro_access) return;
   std::string_view results = reply->results();
   if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return;
   XdrBox res(p.res_xdr, p.res_size);
@@ -113,12 +138,21 @@ void NfsService::PostProcess(const NfsProc& p, uint32_t export_id, RpcReply* rep
     std::vector<const nfs_fh3*> fhs;
     p.result_handles(res.get(), &fhs);
     for (const nfs_fh3* fh : fhs) {
-      if (fh->data.data_len > 0) handles_.Add(HandleBytes(*fh), export_id);
+      if (fh->data.data_len > 0) handles_.Add(HandleBytes(*fh), exp.id());
     }
   }
+  bool rewrite = false;
   if (fsinfo) {
-    auto* info = static_cast<FSINFO3res*>(res.get());
-    ClampFsinfo(&info->FSINFO3res_u.resok, options_.max_transfer);
+    ClampFsinfo(&static_cast<FSINFO3res*>(res.get())->FSINFO3res_u.resok, options_.max_transfer);
+    rewrite = true;
+  }
+  if (ro_access) {
+    // As Linux's server does: a read-only export grants no write access.
+    static_cast<ACCESS3res*>(res.get())->ACCESS3res_u.resok.access &=
+        ~(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
+    rewrite = true;
+  }
+  if (rewrite) {
     std::string record = reply->record.substr(0, reply->header.results_offset);
     if (res.Encode(&record)) reply->record = std::move(record);
   }

@@ -55,11 +55,15 @@ class NfsService : public RpcProgram {
   // rules let it through.
   nfsstat3 Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                  const Export** exp);
-  void OnReply(const NfsProc& p, uint32_t export_id, const std::shared_ptr<IncomingCall>& call,
+  void OnReply(const NfsProc& p, const Export& exp, const std::shared_ptr<IncomingCall>& call,
                StatusOr<RpcReply> reply);
-  // Registers handles in a successful reply and clamps FSINFO; may rewrite
-  // reply->record.
-  void PostProcess(const NfsProc& p, uint32_t export_id, RpcReply* reply);
+  // Returns true iff the decoded `args` asked for more than max_transfer
+  // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
+  // lowered to it: the server may always return less than asked.
+  bool ClampTransfer(const NfsProc& p, void* args) const;
+  // Registers handles in a successful reply, clamps FSINFO, and removes the
+  // write bits from ACCESS on a read-only export; may rewrite reply->record.
+  void PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply);
 
   const ExportTable& exports_;
   HandleRegistry& handles_;

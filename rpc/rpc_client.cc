@@ -16,15 +16,33 @@ namespace nfsedge {
 
 namespace {
 
-// Returns a socket bound to a privileged port (512-1023), or -1.
-int PrivilegedSocket(int family) {
-  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (bindresvport_sa(fd, nullptr) != 0) {
-    close(fd);
-    return -1;
+// Binds `fd` to local `port` (any address of `family`). Returns true iff done.
+bool BindPort(int fd, int family, uint16_t port) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  SockAddr local;
+  if (family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&local.ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_any;
+    local.len = sizeof(sockaddr_in6);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&local.ss);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    local.len = sizeof(sockaddr_in);
   }
-  return fd;
+  local.set_port(port);
+  return bind(fd, local.get(), local.len) == 0;
+}
+
+// Sends RST instead of FIN on close, so the port leaves no TIME_WAIT behind
+// and the next connection can reuse it.
+void AbortOnClose(bufferevent* bev) {
+  evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+  if (fd < 0) return;
+  linger l{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
 }  // namespace
@@ -61,17 +79,29 @@ int RpcClient::connections_up() const {
   return n;
 }
 
+int RpcClient::MakeSocket(Conn& c) {
+  int family = options_.server.family();
+  if (c.local_port == 0 && !options_.privileged_port) return -1;
+  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (c.local_port != 0) {
+    if (BindPort(fd, family, c.local_port)) return fd;
+    NFSEDGE_LOG(kDebug) << options_.name << ": cannot reuse source port " << c.local_port;
+    c.local_port = 0;
+  }
+  if (options_.privileged_port) {
+    if (bindresvport_sa(fd, nullptr) == 0) return fd;
+    NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
+                       << std::strerror(errno) << "); connecting from an ordinary port";
+  }
+  close(fd);
+  return -1;
+}
+
 void RpcClient::Connect(int i) {
   if (shut_down_) return;
   Conn& c = conns_[i];
-  int fd = -1;
-  if (options_.privileged_port) {
-    fd = PrivilegedSocket(options_.server.family());
-    if (fd < 0) {
-      NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
-                         << std::strerror(errno) << "); connecting from an ordinary port";
-    }
-  }
+  int fd = MakeSocket(c);
   c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   c.reader = std::make_unique<RecordReader>(options_.max_record_size);
   c.state = Conn::State::kConnecting;
@@ -100,7 +130,11 @@ void RpcClient::OnConnEvent(int i, short what) {
     c.state = Conn::State::kUp;
     c.backoff = options_.reconnect_min;
     int one = 1;
-    setsockopt(bufferevent_getfd(c.bev.get()), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    evutil_socket_t fd = bufferevent_getfd(c.bev.get());
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    SockAddr local;
+    local.len = sizeof(local.ss);
+    if (getsockname(fd, local.get(), &local.len) == 0) c.local_port = local.port();
     NFSEDGE_LOG(kInfo) << options_.name << ": connection " << i << " to "
                        << options_.server.ToString() << " up";
     Pump();
@@ -116,24 +150,42 @@ void RpcClient::OnConnEvent(int i, short what) {
 void RpcClient::ConnLost(int i, const std::string& why) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
+  // A connect that failed from the old source port may have met that port's
+  // TIME_WAIT: the next attempt takes any port.
+  if (!was_up) c.local_port = 0;
   c.state = Conn::State::kDown;
+  AbortOnClose(c.bev.get());
   c.bev.reset();
   c.outstanding = 0;
   // Calls that were on this connection go back to the head of the queue,
-  // in XID order, to be sent again with the same XID.
+  // in XID order, to be sent again with the same XID; a call that lost its
+  // connection too often fails instead.
   std::vector<uint32_t> back;
-  for (auto& [xid, p] : pending_) {
-    if (p.conn == i) {
-      p.conn = -1;
-      in_flight_--;
-      back.push_back(xid);
+  std::vector<ReplyCallback> failed;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Pending& p = it->second;
+    if (p.conn != i) {
+      ++it;
+      continue;
     }
+    p.conn = -1;
+    in_flight_--;
+    if (++p.losses > kMaxConnectionLosses) {
+      failed.push_back(std::move(p.done));
+      it = pending_.erase(it);
+      continue;
+    }
+    back.push_back(it->first);
+    ++it;
   }
   std::sort(back.begin(), back.end(),
             [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; });
   queue_.insert(queue_.begin(), back.begin(), back.end());
   stats_.resent += back.size();
-  if (shut_down_) return;
+  if (shut_down_) {
+    for (auto& done : failed) done(Status(StatusCode::kCancelled, options_.name + " shut down"));
+    return;
+  }
   if (was_up || !back.empty()) {
     NFSEDGE_LOG(kWarn) << options_.name << ": connection " << i << " to "
                        << options_.server.ToString() << " lost (" << why << "); "
@@ -144,6 +196,13 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   stats_.reconnects++;
   c.retry->Arm(c.backoff);
   c.backoff = std::min(c.backoff * 2, options_.reconnect_max);
+  if (!failed.empty()) {
+    NFSEDGE_LOG(kWarn) << options_.name << ": " << failed.size() << " calls failed: connection lost "
+                       << kMaxConnectionLosses + 1 << " times while they were outstanding";
+  }
+  for (auto& done : failed) {
+    done(Unavailable(options_.name + ": connection lost repeatedly during this call"));
+  }
   Pump();
 }
 

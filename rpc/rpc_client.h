@@ -9,6 +9,12 @@
 // sent again with the same XID (the server's duplicate request cache then
 // recognises them).
 //
+// A reconnect comes from the same source port when it can, as the Linux
+// client does: servers key their duplicate request caches on the client's
+// address and port. A call whose connection is lost more than
+// kMaxConnectionLosses times fails (Unavailable) rather than poisoning the
+// connection forever.
+//
 // Thread-safety: everything runs on the thread of the event loop. Callbacks
 // are never run from inside Call().
 #ifndef NFSEDGE_RPC_RPC_CLIENT_H_
@@ -31,6 +37,8 @@
 #include "rpc/status.h"
 
 namespace nfsedge {
+
+inline constexpr int kMaxConnectionLosses = 3;
 
 struct ClientOptions {
   std::string name = "upstream";  // for logs
@@ -85,6 +93,7 @@ class RpcClient : public RpcCaller {
     ReplyCallback done;
     Clock::time_point deadline;
     int conn = -1;  // connection it was sent on; -1 = waiting in queue_
+    int losses = 0;  // connections lost while this call was on them
   };
   struct Conn {
     enum class State { kDown, kConnecting, kUp } state = State::kDown;
@@ -93,6 +102,7 @@ class RpcClient : public RpcCaller {
     std::unique_ptr<Timer> retry;
     Duration backoff{};
     size_t outstanding = 0;
+    uint16_t local_port = 0;  // source port of the last good connection
   };
   struct ConnArg {
     RpcClient* client;
@@ -106,6 +116,9 @@ class RpcClient : public RpcCaller {
   void Pump();
   void SweepDeadlines();
   int PickConnection() const;
+  // Returns a non-blocking socket bound as the options and `c` say, or -1 to
+  // let libevent make one.
+  int MakeSocket(Conn& c);
 
   event_base* base_;
   const ClientOptions options_;

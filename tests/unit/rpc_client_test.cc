@@ -20,12 +20,13 @@ class TestHandler : public CallHandler {
  public:
   void HandleCall(std::unique_ptr<IncomingCall> call) override {
     seen_xids.push_back(call->xid());
+    seen_ports.push_back(call->peer().port());
     std::string args(call->args());
     if (args == "hold") {
       held.push_back(std::move(call));
       return;
     }
-    if (args == "drop-once" && ++drops[call->xid()] == 1) {
+    if ((args == "drop-once" && ++drops[call->xid()] == 1) || args == "drop-always") {
       server->CloseAll();  // lose the connection with the call on it
       return;
     }
@@ -33,6 +34,7 @@ class TestHandler : public CallHandler {
   }
   RpcServer* server = nullptr;
   std::vector<uint32_t> seen_xids;
+  std::vector<uint16_t> seen_ports;
   std::vector<std::unique_ptr<IncomingCall>> held;
   std::map<uint32_t, int> drops;
 };
@@ -120,8 +122,24 @@ TEST_F(RpcClientTest, LostConnectionIsReopenedAndCallResentWithSameXid) {
   loop_.RunSync([&] {
     ASSERT_EQ(handler_.seen_xids.size(), 2u);
     EXPECT_EQ(handler_.seen_xids[0], handler_.seen_xids[1]);
+    // Same source port, so the server's duplicate request cache knows it.
+    EXPECT_EQ(handler_.seen_ports[0], handler_.seen_ports[1]);
     EXPECT_GE(client_->stats().resent, 1u);
   });
+}
+
+TEST_F(RpcClientTest, CallThatKeepsLosingItsConnectionFails) {
+  StartServer();
+  StartClient(ClientOptions{});
+  loop_.Start();
+  Send("drop-always", 1);
+  EXPECT_NE(Wait(1).find("connection lost repeatedly"), std::string::npos);
+  loop_.RunSync([&] {
+    EXPECT_EQ(handler_.seen_xids.size(), static_cast<size_t>(kMaxConnectionLosses + 1));
+    EXPECT_EQ(client_->pending(), 0u);
+  });
+  Send("after", 2);  // the connection is usable again
+  EXPECT_EQ(Wait(2), "after");
 }
 
 TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
