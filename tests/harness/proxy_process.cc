@@ -1,0 +1,121 @@
+#include "harness/proxy_process.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "harness/files.h"
+
+#ifndef NFSEDGE_PROXY_BINARY
+#define NFSEDGE_PROXY_BINARY "nfsedge"
+#endif
+
+namespace nfsedge::harness {
+namespace {
+
+// A TOML basic string.
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string QuoteList(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + Quote(v[i]);
+  return out + "]";
+}
+
+const char* Bool(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+std::string ProxyProcess::DefaultBinary() {
+  const char* env = std::getenv("NFSEDGE_BINARY");
+  return env && *env ? env : NFSEDGE_PROXY_BINARY;
+}
+
+std::string ProxyProcess::RenderConfig(const Options& o) {
+  std::ostringstream c;
+  c << "# Written by the nfsedge test harness.\n"
+    << "[server]\n"
+    << "listen = " << Quote(o.listen) << "\n"
+    << "nfs_port = " << o.nfs_port << "\n"
+    << "mount_port = " << o.mount_port << "\n"
+    << "rpcbind = " << Quote(o.rpcbind) << "\n";
+  if (o.max_record_size) c << "max_record_size = " << *o.max_record_size << "\n";
+  c << o.extra_server_toml << "\n"
+    << "[upstream]\n"
+    << "host = " << Quote(o.upstream_host) << "\n"
+    << "nfs_port = " << o.upstream_nfs_port << "\n"
+    << "mount_port = " << o.upstream_mount_port << "\n"
+    << "privileged_port = " << Bool(o.privileged_port) << "\n"
+    << o.extra_upstream_toml << "\n"
+    << "[log]\n"
+    << "level = " << Quote(o.log_level) << "\n\n"
+    << o.extra_toml << "\n";
+  for (const ProxyExport& e : o.exports) {
+    c << "[[export]]\n"
+      << "path = " << Quote(e.path) << "\n"
+      << "upstream_path = " << Quote(e.upstream_path.empty() ? e.path : e.upstream_path) << "\n"
+      << "clients = " << QuoteList(e.clients) << "\n"
+      << "access = " << Quote(e.access) << "\n"
+      << "root_squash = " << Bool(e.root_squash) << "\n"
+      << "anon_uid = " << e.anon_uid << "\n"
+      << "anon_gid = " << e.anon_gid << "\n\n";
+  }
+  return c.str();
+}
+
+StatusOr<std::unique_ptr<ProxyProcess>> ProxyProcess::Start(const Options& in) {
+  if (in.work_dir.empty()) return Status::Error("ProxyProcess: work_dir is required");
+  Options o = in;
+  if (o.binary.empty()) o.binary = DefaultBinary();
+  if (access(o.binary.c_str(), X_OK) != 0) {
+    return Status::Error("nfsedge binary not found at " + o.binary +
+                         " (build the `nfsedge` target or set NFSEDGE_BINARY)");
+  }
+  Status s = MakeDirs(o.work_dir);
+  if (!s.ok()) return s;
+  const std::string conf = o.work_dir + "/nfsedge.toml";
+  s = WriteFile(conf, RenderConfig(o));
+  if (!s.ok()) return s;
+
+  std::vector<std::string> argv = {o.binary, "--config", conf};
+  argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
+  auto p = Subprocess::Start(argv, o.work_dir + "/nfsedge.log");
+  if (!p.ok()) return p.status();
+  std::unique_ptr<ProxyProcess> proxy(new ProxyProcess(o, std::move(p).value()));
+
+  bool died = false;
+  bool ready = WaitUntil(
+      [&] {
+        if (!proxy->process_->IsRunning()) return died = true;
+        return TcpConnectable(o.listen, o.nfs_port) && TcpConnectable(o.listen, o.mount_port);
+      },
+      o.start_timeout);
+  if (died || !ready) {
+    std::string why =
+        died ? "nfsedge exited: " + proxy->Stop().ToString() : "nfsedge did not listen in time";
+    std::string tail = proxy->LogTail();
+    proxy->Stop();
+    return Status::Error(why + "\n--- " + conf + " ---\n" + ReadFile(conf) + "--- log ---\n" +
+                         tail);
+  }
+  return proxy;
+}
+
+}  // namespace nfsedge::harness
