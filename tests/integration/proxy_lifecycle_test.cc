@@ -1,0 +1,130 @@
+// proxy_lifecycle_test: nfsedge as a service around its calls: registration
+// with the local rpcbind (a client mounts without port options), removal of
+// that registration at SIGTERM with exit code 0, and an upstream server that
+// restarts under the proxy (calls wait for the reconnect and succeed).
+
+#include <gtest/gtest.h>
+#include <nfsc/libnfs.h>
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "harness/files.h"
+#include "harness/private_network.h"
+#include "harness/raw_rpc.h"
+#include "integration_env.h"
+
+namespace nfsedge::itest {
+namespace {
+
+using namespace harness;  // NOLINT: test file, harness types throughout.
+
+// Returns the TCP port rpcbind has for (prog, vers): PMAPPROC_GETPORT.
+uint32_t PortFromRpcbind(uint32_t prog, uint32_t vers) {
+  TcpEndpoint ep;
+  ep.port = 111;
+  auto conn = RawConnection::Connect(ep);
+  if (!conn.ok()) return 0xffffffffu;
+  RpcCall call;
+  call.program = 100000;  // portmapper v2
+  call.version = 2;
+  call.procedure = 3;  // GETPORT
+  call.args = XdrWriter().U32(prog).U32(vers).U32(6 /* TCP */).U32(0).data();
+  auto reply = (*conn)->Call(call);
+  if (!reply.ok() || reply->results.size() != 4) return 0xffffffffu;
+  const auto* b = reinterpret_cast<const unsigned char*>(reply->results.data());
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override { NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK(); }
+};
+
+TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
+  Testbed::Options o;
+  o.name = "rpcbind";
+  o.proxy.rpcbind = "yes";
+  auto tb = Testbed::Start(o);
+  ASSERT_TRUE(tb.ok()) << tb.status().message();
+  Testbed& bed = **tb;
+  ProxyProcess& proxy = *bed.proxy();
+  EXPECT_EQ(PortFromRpcbind(100003, 3), proxy.nfs_port());
+  EXPECT_EQ(PortFromRpcbind(100005, 3), proxy.mount_port());
+
+  // libnfs asks rpcbind for both ports, as mount(8) does without port=.
+  nfs_context* nfs = nfs_init_context();
+  ASSERT_NE(nfs, nullptr);
+  nfs_set_version(nfs, 3);
+  const std::string path = bed.ganesha().export_path();
+  ASSERT_TRUE(WriteFile(path + "/hello.txt", "hello").ok());
+  int rc = nfs_mount(nfs, "127.0.0.1", path.c_str());
+  ASSERT_EQ(rc, 0) << nfs_get_error(nfs) << "\n" << bed.LogTails();
+  nfs_stat_64 st{};
+  EXPECT_EQ(nfs_stat64(nfs, "/hello.txt", &st), 0) << nfs_get_error(nfs);
+  EXPECT_EQ(st.nfs_size, 5u);
+  nfs_destroy_context(nfs);
+
+  // The mount went through the proxy: its own mount list has it.
+  auto c = ConnectOrFail("127.0.0.1", proxy.mount_port());
+  ASSERT_NE(c, nullptr);
+  DumpResult dump = c->Dump();
+  ASSERT_TRUE(dump.rpc_ok);
+  bool found = false;
+  for (const MountEntry& m : dump.mounts) found |= m.directory == path;
+  EXPECT_TRUE(found) << bed.LogTails();
+
+  ExitStatus exit = proxy.Stop();
+  EXPECT_TRUE(exit.success()) << exit.ToString();
+  EXPECT_NE(PortFromRpcbind(100003, 3), proxy.nfs_port()) << "registration left behind";
+  EXPECT_NE(PortFromRpcbind(100005, 3), proxy.mount_port()) << "registration left behind";
+}
+
+TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
+  TempDir dir("restart");
+  ASSERT_TRUE(dir.ok());
+  Rpcbind::Options ro;
+  ro.log_path = dir.Sub("rpcbind.log");
+  auto rpcbind = Rpcbind::Start(ro);
+  ASSERT_TRUE(rpcbind.ok()) << rpcbind.status().message();
+  Ganesha::Options go;
+  go.work_dir = dir.Sub("ganesha");
+  go.exports.emplace_back();
+  go.exports.back().path = dir.Sub("export");
+  auto ganesha = Ganesha::Start(go);
+  ASSERT_TRUE(ganesha.ok()) << ganesha.status().message();
+  ProxyProcess::Options po;
+  po.work_dir = dir.Sub("nfsedge");
+  po.exports.emplace_back();
+  po.exports.back().path = po.exports.back().upstream_path = dir.Sub("export");
+  po.extra_upstream_toml = "reconnect_min_ms = 20\nreconnect_max_ms = 200\n";
+  auto proxy = ProxyProcess::Start(po);
+  ASSERT_TRUE(proxy.ok()) << proxy.status().message();
+
+  auto c = ConnectOrFail("127.0.0.1", (*proxy)->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(dir.Sub("export"));
+  ASSERT_TRUE(mnt.ok());
+  ASSERT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok);
+
+  (*ganesha)->Stop();
+  auto again = Ganesha::Start(go);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  // Same client connection, same handle: the proxy reconnected upstream.
+  GetattrResult g = c->Getattr(mnt.fh);
+  EXPECT_TRUE(g.rpc_ok);
+  EXPECT_EQ(g.status, kNfs3Ok) << (*proxy)->LogTail();
+  EXPECT_TRUE((*proxy)->IsRunning());
+  EXPECT_TRUE((*proxy)->Stop().success());
+  (*again)->Stop();
+  (*rpcbind)->Stop();
+}
+
+}  // namespace
+}  // namespace nfsedge::itest
+
+int main(int argc, char** argv) {
+  nfsedge::itest::EnterPrivateNetwork();  // Before gtest or anything starts a thread.
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
