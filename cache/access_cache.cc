@@ -1,0 +1,76 @@
+#include "cache/access_cache.h"
+
+#include <algorithm>
+
+#include "cache/cache_key.h"
+
+namespace nfsedge {
+
+AccessCache::AccessCache(const Clock& clock, const AccessCacheOptions& options)
+    : clock_(clock), options_(options) {}
+
+std::string AccessCache::Key(std::string_view handle, const CredKey& cred) {
+  std::string k;
+  k.reserve(4 + handle.size() + cred.bytes().size());
+  AppendPrefixed(&k, handle);
+  k.append(cred.bytes());
+  return k;
+}
+
+void AccessCache::Put(std::string_view handle, const CredKey& cred, uint32_t asked,
+                      uint32_t granted, const fattr3& attr, const Lifetime& l) {
+  if (options_.max_entries == 0) return;
+  const MonoTime now = clock_.MonoNow();
+  Entry fresh{asked, granted & asked, PermId::FromFattr(attr),
+              now + ComputeLifetime(l, clock_.WallNow(), ChangeId::FromFattr(attr).LastChange())};
+  std::string key = Key(handle, cred);
+  if (Entry* old = lru_.Peek(key)) {
+    // Keep what the old entry knew about bits not asked now, but never let
+    // them outlive the old entry's own expiry.
+    if (now < old->expires && old->perm == fresh.perm && (old->asked & ~asked) != 0) {
+      fresh.granted |= old->granted & old->asked & ~asked;
+      fresh.asked |= old->asked;
+      fresh.expires = std::min(fresh.expires, old->expires);
+    }
+  }
+  lru_.Put(key, fresh);
+  while (lru_.size() > options_.max_entries) {
+    lru_.Erase(lru_.Oldest()->key);
+    stats_.evictions++;
+  }
+}
+
+std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredKey& cred,
+                                            uint32_t requested, const PermId& now) {
+  std::string key = Key(handle, cred);
+  Entry* e = lru_.Peek(key);
+  if (e == nullptr) {
+    stats_.misses++;
+    return std::nullopt;
+  }
+  if (clock_.MonoNow() >= e->expires || !(e->perm == now)) {
+    lru_.Erase(key);
+    stats_.stale++;
+    return std::nullopt;
+  }
+  if ((requested & ~e->asked) != 0) {
+    stats_.misses++;
+    return std::nullopt;
+  }
+  lru_.Find(key);
+  stats_.hits++;
+  return e->granted & requested;
+}
+
+bool AccessCache::Allows(std::string_view handle, const CredKey& cred, uint32_t bits,
+                         const PermId& now) {
+  if (bits == 0) return false;  // no evidence of anything
+  std::optional<uint32_t> granted = Lookup(handle, cred, bits, now);
+  return granted.has_value() && *granted == bits;
+}
+
+void AccessCache::Invalidate(std::string_view handle, const CredKey& cred) {
+  lru_.Erase(Key(handle, cred));
+}
+
+}  // namespace nfsedge

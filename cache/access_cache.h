@@ -1,0 +1,105 @@
+// AccessCache: upstream ACCESS results by (file handle, credential).
+//
+// An entry remembers the mask the credential asked for, the bits the upstream
+// granted, the object's PermId (mode, uid, gid) at that time, and an expiry
+// (lifetime.h rule, from the object's last change). It answers a request iff
+// the request is a subset of what was asked, the entry is fresh, and the
+// object's current PermId (from fresh attributes, AttrCache::Get) is the one
+// recorded.
+//
+// Why PermId and not the ChangeId: every CREATE or REMOVE in a directory
+// changes its mtime and ctime, and a WRITE a file's; tied to the ChangeId,
+// ACCESS entries (and with them the confinement evidence below) would vanish
+// on every change of contents, in the busiest directories. Permissions change
+// with mode, owner and group, which a chmod/chown through the proxy updates
+// at once (its wcc "after"), as the Linux client does. An ACL changed at the
+// head office (ctime only) is seen when the entry expires: within the
+// lifetime, as the consistency model promises.
+//
+// Confinement (DESIGN rule 6): a cached LOOKUP, READDIR or READ is served to
+// a credential only if Allows() confirms the needed bit for that credential:
+// ACCESS3_LOOKUP (or EXECUTE) on the directory for LOOKUP, ACCESS3_READ on
+// the directory for READDIR, ACCESS3_READ on the file for READ. Two
+// credentials never share an entry.
+//
+// Bounded (DESIGN rule 8): at most `max_entries`, least recently used evicted.
+//
+// Thread-safety: not synchronized; used from the proxy's event loop thread.
+#ifndef NFSEDGE_CACHE_ACCESS_CACHE_H_
+#define NFSEDGE_CACHE_ACCESS_CACHE_H_
+
+#include <rpc/xdr/nfs3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache/change_id.h"
+#include "cache/clock.h"
+#include "cache/cred_key.h"
+#include "cache/lifetime.h"
+#include "cache/lru_map.h"
+
+namespace nfsedge {
+
+struct AccessCacheOptions {
+  size_t max_entries = 100000;
+};
+
+struct AccessCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;  // no entry, or the request asks for bits never asked
+  uint64_t stale = 0;   // entry expired or PermId changed (entry dropped)
+  uint64_t evictions = 0;
+};
+
+class AccessCache {
+ public:
+  AccessCache(const Clock& clock, const AccessCacheOptions& options);
+  AccessCache(const AccessCache&) = delete;
+  AccessCache& operator=(const AccessCache&) = delete;
+
+  // Records that the upstream granted `granted` (of `asked`) to `cred` on
+  // `handle`, whose attributes were `attr` (ACCESS3resok.obj_attributes, or
+  // fresh cached ones). Bits granted but not asked are ignored. A fresh entry
+  // with the same PermId is merged with (its other asked bits are kept).
+  void Put(std::string_view handle, const CredKey& cred, uint32_t asked, uint32_t granted,
+           const fattr3& attr, const Lifetime& l);
+
+  // Returns the granted bits among `requested` iff an entry for (handle,
+  // cred) asked for all of `requested`, is fresh and has PermId `now`.
+  // Marks the entry used.
+  std::optional<uint32_t> Lookup(std::string_view handle, const CredKey& cred, uint32_t requested,
+                                 const PermId& now);
+
+  // Returns true iff the cache proves that the upstream grants every bit of
+  // `bits` to `cred` on `handle` (Lookup() answered and all are granted).
+  // False for bits == 0.
+  bool Allows(std::string_view handle, const CredKey& cred, uint32_t bits, const PermId& now);
+
+  // Drops the entry for (handle, cred), e.g. after the upstream refused an
+  // operation the cache thought allowed.
+  void Invalidate(std::string_view handle, const CredKey& cred);
+
+  size_t size() const { return lru_.size(); }
+  const AccessCacheStats& stats() const { return stats_; }
+
+ private:
+  struct Entry {
+    uint32_t asked;
+    uint32_t granted;
+    PermId perm;
+    MonoTime expires;
+  };
+  static std::string Key(std::string_view handle, const CredKey& cred);
+
+  const Clock& clock_;
+  const AccessCacheOptions options_;
+  LruMap<Entry> lru_;
+  AccessCacheStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_CACHE_ACCESS_CACHE_H_

@@ -1,0 +1,132 @@
+#include "cache/attr_cache.h"
+
+#include <utility>
+
+namespace nfsedge {
+
+AttrCache::AttrCache(const Clock& clock, const AttrCacheOptions& options)
+    : clock_(clock), options_(options) {}
+
+void AttrCache::Unindex(Entry* e) {
+  if (e->indexed) {
+    refresh_index_.erase(e->refresh_it);
+    e->indexed = false;
+  }
+}
+
+void AttrCache::Erase(std::string_view handle) {
+  Entry* e = lru_.Peek(handle);
+  if (e == nullptr) return;
+  Unindex(e);
+  lru_.Erase(handle);
+}
+
+void AttrCache::EvictToLimit() {
+  while (lru_.size() > options_.max_entries) {
+    auto* oldest = lru_.Oldest();
+    Unindex(&oldest->value);
+    lru_.Erase(oldest->key);
+    stats_.evictions++;
+  }
+}
+
+PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const Lifetime& l) {
+  ChangeId change = ChangeId::FromFattr(attr);
+  PostOpResult result = PostOpResult::kInserted;
+  if (Entry* e = lru_.Peek(handle)) {
+    if (Fresh(*e) && change.OlderThan(e->change)) {
+      stats_.ignored_older++;
+      return PostOpResult::kIgnored;
+    }
+    result = change == e->change ? PostOpResult::kUnchanged : PostOpResult::kChanged;
+    Unindex(e);
+  }
+  if (options_.max_entries == 0) return result;
+  Duration life = ComputeLifetime(l, clock_.WallNow(), change.LastChange());
+  Entry e;
+  e.attr = attr;
+  e.change = change;
+  e.expires = clock_.MonoNow() + life;
+  lru_.Put(handle, std::move(e));
+  EvictToLimit();
+  return result;
+}
+
+std::optional<fattr3> AttrCache::Get(std::string_view handle) {
+  Entry* e = lru_.Peek(handle);
+  if (e == nullptr) {
+    stats_.misses++;
+    return std::nullopt;
+  }
+  if (!Fresh(*e)) {
+    stats_.expired++;
+    return std::nullopt;
+  }
+  lru_.Find(handle);  // now the most recently used
+  stats_.hits++;
+  if (!e->indexed && !e->refresh_pending) {
+    e->refresh_it = refresh_index_.emplace(e->expires, std::string(handle));
+    e->indexed = true;
+  }
+  return e->attr;
+}
+
+std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {
+  Entry* e = lru_.Peek(handle);
+  if (e == nullptr) return std::nullopt;
+  return e->change;
+}
+
+PostOpResult AttrCache::ApplyPostOp(std::string_view handle, const post_op_attr& p,
+                                    const Lifetime& l) {
+  if (!p.attributes_follow) return PostOpResult::kNoAttributes;
+  return Put(handle, p.post_op_attr_u.attributes, l);
+}
+
+WccResult AttrCache::ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l) {
+  WccResult result = WccResult::kUnknown;
+  if (w.before.attributes_follow) {
+    if (Entry* e = lru_.Peek(handle)) {
+      ChangeId before = ChangeId::FromWcc(w.before.pre_op_attr_u.attributes);
+      result = before == e->change ? WccResult::kOwnChange : WccResult::kChangedElsewhere;
+    }
+  }
+  if (w.after.attributes_follow) {
+    Put(handle, w.after.post_op_attr_u.attributes, l);
+  } else {
+    Invalidate(handle);
+  }
+  return result;
+}
+
+void AttrCache::Invalidate(std::string_view handle) {
+  if (lru_.Peek(handle) == nullptr) return;
+  Erase(handle);
+  stats_.invalidations++;
+}
+
+std::vector<std::string> AttrCache::RefreshCandidates(Duration window, size_t max) {
+  std::vector<std::string> out;
+  const MonoTime now = clock_.MonoNow();
+  // Used entries that expired before anyone refreshed them leave the index;
+  // the next Get() misses and fetches them in the foreground.
+  while (!refresh_index_.empty() && refresh_index_.begin()->first <= now) {
+    auto it = refresh_index_.begin();
+    if (Entry* e = lru_.Peek(it->second)) e->indexed = false;
+    refresh_index_.erase(it);
+  }
+  while (!refresh_index_.empty() && out.size() < max &&
+         refresh_index_.begin()->first <= now + window) {
+    auto it = refresh_index_.begin();
+    if (Entry* e = lru_.Peek(it->second)) {
+      e->indexed = false;
+      e->refresh_pending = true;
+    }
+    out.push_back(std::move(it->second));
+    refresh_index_.erase(it);
+  }
+  stats_.refreshes += out.size();
+  return out;
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,141 @@
+// AttrCache: the freshest known attributes (fattr3) of upstream objects, by
+// file handle.
+//
+// Filled from every upstream reply that carries attributes: GETATTR, LOOKUP,
+// READDIRPLUS entries, post-op attributes and wcc data of every procedure
+// (DESIGN rule 5). An entry is fresh for a lifetime computed when it is filled
+// (lifetime.h: a tenth of the time since the object last changed, clamped to
+// the export's min/max; min = max = 0 is never fresh). Get() answers only
+// from fresh entries; a stale entry is kept, so that revalidation can compare
+// ChangeIds: the caches derived from an object (names, pages, data) are
+// stamped with its ChangeId and stay usable as long as a new GETATTR brings
+// the same one.
+//
+// Out-of-order replies: attributes whose ctime is older than a fresh entry's
+// are ignored (a GETATTR answered before a SETATTR must not undo it).
+//
+// wcc data tells apart the proxy's own changes from changes made elsewhere:
+// if the "before" attributes equal the cached ChangeId, nothing else touched
+// the object between what the proxy knew and this operation.
+//
+// Refresh-ahead: an entry that was used (a fresh Get) since it was filled and
+// expires within a window is a refresh candidate; the proxy revalidates those
+// in the background so that clients rarely wait.
+//
+// Bounded (DESIGN rule 8): at most `max_entries`, least recently used evicted.
+//
+// Thread-safety: not synchronized; used from the proxy's event loop thread.
+#ifndef NFSEDGE_CACHE_ATTR_CACHE_H_
+#define NFSEDGE_CACHE_ATTR_CACHE_H_
+
+#include <rpc/xdr/nfs3.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/change_id.h"
+#include "cache/clock.h"
+#include "cache/lifetime.h"
+#include "cache/lru_map.h"
+
+namespace nfsedge {
+
+struct AttrCacheOptions {
+  size_t max_entries = 100000;
+};
+
+struct AttrCacheStats {
+  uint64_t hits = 0;       // Get() answered from a fresh entry
+  uint64_t misses = 0;     // Get() found no entry
+  uint64_t expired = 0;    // Get() found a stale entry
+  uint64_t refreshes = 0;  // handles handed out by RefreshCandidates()
+  uint64_t evictions = 0;  // entries dropped for the bound
+  uint64_t invalidations = 0;
+  uint64_t ignored_older = 0;  // replies older than the fresh entry, not applied
+};
+
+// What a wcc_data says about who changed the object.
+enum class WccResult {
+  kOwnChange,         // before == cached ChangeId: only this operation changed it
+  kChangedElsewhere,  // before != cached ChangeId: changed behind the proxy's back
+  kUnknown,           // no cached entry or no before attributes: cannot tell
+};
+
+// What a post-op attribute did to the entry.
+enum class PostOpResult {
+  kNoAttributes,  // attributes_follow was false: nothing learnt
+  kInserted,      // there was no entry
+  kUnchanged,     // same ChangeId as the entry (data derived from it stays valid)
+  kChanged,       // different ChangeId
+  kIgnored,       // older than the fresh entry (out-of-order reply)
+};
+
+class AttrCache {
+ public:
+  AttrCache(const Clock& clock, const AttrCacheOptions& options);
+  AttrCache(const AttrCache&) = delete;
+  AttrCache& operator=(const AttrCache&) = delete;
+
+  // Stores `attr` for `handle`, fresh for a lifetime computed from `l`.
+  // Returns what happened to the entry.
+  PostOpResult Put(std::string_view handle, const fattr3& attr, const Lifetime& l);
+
+  // Returns the attributes of `handle` iff a fresh entry exists, and marks
+  // the entry used (for LRU and refresh-ahead).
+  std::optional<fattr3> Get(std::string_view handle);
+
+  // Returns the ChangeId of the entry for `handle`, fresh or stale, iff there
+  // is one. Does not count as a use.
+  std::optional<ChangeId> CachedChangeId(std::string_view handle);
+
+  // Applies a post_op_attr from any reply. Absent attributes change nothing.
+  PostOpResult ApplyPostOp(std::string_view handle, const post_op_attr& p, const Lifetime& l);
+
+  // Applies the wcc_data of a mutation of `handle`: stores "after" if present,
+  // otherwise drops the entry (the object changed to something unknown).
+  // Returns whether the change was the proxy's own (see WccResult); on
+  // anything but kOwnChange the caller invalidates what depends on the object.
+  WccResult ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l);
+
+  // Drops the entry for `handle`, if any.
+  void Invalidate(std::string_view handle);
+
+  // Returns up to `max` handles whose entries were used since they were last
+  // filled, are still fresh, and expire within `window` from now, soonest
+  // first. Each is handed out once per fill: a later Put() (the refresh's
+  // reply) re-arms it.
+  std::vector<std::string> RefreshCandidates(Duration window, size_t max);
+
+  size_t size() const { return lru_.size(); }
+  const AttrCacheStats& stats() const { return stats_; }
+
+ private:
+  using RefreshIndex = std::multimap<MonoTime, std::string>;
+  struct Entry {
+    fattr3 attr;
+    ChangeId change;
+    MonoTime expires;
+    bool refresh_pending = false;  // handed out by RefreshCandidates()
+    bool indexed = false;          // in refresh_index_ (used since fill)
+    RefreshIndex::iterator refresh_it;
+  };
+
+  bool Fresh(const Entry& e) const { return clock_.MonoNow() < e.expires; }
+  void Unindex(Entry* e);
+  void Erase(std::string_view handle);
+  void EvictToLimit();
+
+  const Clock& clock_;
+  const AttrCacheOptions options_;
+  LruMap<Entry> lru_;
+  RefreshIndex refresh_index_;  // entries used since their fill, by expiry
+  AttrCacheStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_CACHE_ATTR_CACHE_H_

@@ -1,0 +1,105 @@
+#include "cache/dir_cache.h"
+
+#include <cstring>
+
+#include "cache/cache_key.h"
+
+namespace nfsedge {
+namespace {
+
+// Bookkeeping per page (list node, index slot, directory set), roughly.
+constexpr size_t kEntryOverhead = 160;
+
+}  // namespace
+
+CookieVerf ToCookieVerf(const cookieverf3& v) {
+  CookieVerf out;
+  std::memcpy(out.data(), v, out.size());
+  return out;
+}
+
+DirCache::DirCache(const Clock& clock, const DirCacheOptions& options)
+    : clock_(clock), options_(options) {}
+
+std::string DirCache::Key(const DirPageKey& k) {
+  std::string out;
+  out.reserve(4 + k.dir.size() + 1 + 8 + k.verf.size() + 4);
+  AppendPrefixed(&out, k.dir);
+  out.push_back(k.plus ? 'P' : 'R');
+  AppendU64(&out, k.cookie);
+  out.append(k.verf.data(), k.verf.size());
+  AppendU32(&out, k.size_class);
+  return out;
+}
+
+void DirCache::EraseKey(std::string_view key) {
+  Entry* e = lru_.Peek(key);
+  if (e == nullptr) return;
+  auto d = dirs_.find(e->dir);
+  if (d != dirs_.end()) {
+    d->second.keys.erase(std::string(key));
+    if (d->second.keys.empty()) dirs_.erase(d);
+  }
+  lru_.Erase(key);
+}
+
+void DirCache::DropDir(std::unordered_map<std::string, Dir>::iterator it) {
+  for (const std::string& key : it->second.keys) lru_.Erase(key);
+  dirs_.erase(it);
+  stats_.dirs_dropped++;
+}
+
+void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
+  if (max_age <= Duration(0)) return;
+  std::string k = Key(key);
+  const size_t charge = page.bytes.size() + k.size() + key.dir.size() + kEntryOverhead;
+  if (charge > options_.max_bytes) return;
+  auto it = dirs_.find(key.dir);
+  if (it != dirs_.end() && !(it->second.stamp == page.dir_change)) {
+    if (page.dir_change.OlderThan(it->second.stamp)) return;  // an out-of-order reply
+    DropDir(it);
+    it = dirs_.end();
+  }
+  if (it == dirs_.end()) it = dirs_.emplace(key.dir, Dir{page.dir_change, {}}).first;
+  const MonoTime now = clock_.MonoNow();
+  const MonoTime expires = max_age >= MonoTime::max() - now ? MonoTime::max() : now + max_age;
+  lru_.Put(k, Entry{key.dir, std::move(page), expires}, charge);
+  it->second.keys.insert(std::move(k));
+  while (lru_.charge() > options_.max_bytes) {
+    EraseKey(lru_.Oldest()->key);
+    stats_.evictions++;
+  }
+}
+
+const DirPage* DirCache::Lookup(const DirPageKey& key, const ChangeId& dir_now) {
+  auto it = dirs_.find(key.dir);
+  if (it == dirs_.end()) {
+    stats_.misses++;
+    return nullptr;
+  }
+  if (!(it->second.stamp == dir_now)) {
+    DropDir(it);
+    stats_.stale++;
+    return nullptr;
+  }
+  std::string k = Key(key);
+  Entry* e = lru_.Find(k);
+  if (e == nullptr) {
+    stats_.misses++;
+    return nullptr;
+  }
+  if (clock_.MonoNow() >= e->expires) {
+    EraseKey(k);
+    stats_.stale++;
+    return nullptr;
+  }
+  stats_.hits++;
+  return &e->page;
+}
+
+void DirCache::InvalidateDir(std::string_view dir) {
+  auto it = dirs_.find(std::string(dir));
+  if (it != dirs_.end()) DropDir(it);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,184 @@
+#include "cache/access_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "test_attrs.h"
+
+namespace nfsedge {
+namespace {
+
+using std::chrono::seconds;
+
+const Lifetime kDir{seconds(30), seconds(60)};
+constexpr uint32_t kRead = ACCESS3_READ;
+constexpr uint32_t kLookup = ACCESS3_LOOKUP;
+constexpr uint32_t kModify = ACCESS3_MODIFY;
+constexpr uint32_t kExecute = ACCESS3_EXECUTE;
+
+class AccessCacheTest : public ::testing::Test {
+ protected:
+  fattr3 Dir(uint32_t mode = 0700, uint32_t uid = 1000) {
+    return MakeAttr(NF3DIR, 4096, clock_.WallNow() - seconds(3600), mode, uid, uid);
+  }
+
+  FakeClock clock_;
+  AccessCache cache_{clock_, AccessCacheOptions{}};
+  const CredKey alice_ = CredKey::FromIds(1000, 1000, {1000, 27});
+  const CredKey bob_ = CredKey::FromIds(1001, 1001, {1001});
+};
+
+TEST(CredKey, GroupsAreASet) {
+  EXPECT_EQ(CredKey::FromIds(1, 2, {5, 6, 7}), CredKey::FromIds(1, 2, {7, 5, 6}));
+  EXPECT_EQ(CredKey::FromIds(1, 2, {5, 6, 7}), CredKey::FromIds(1, 2, {6, 7, 5, 5}));
+  EXPECT_FALSE(CredKey::FromIds(1, 2, {5, 6, 7}) == CredKey::FromIds(1, 2, {5, 6}));
+  EXPECT_FALSE(CredKey::FromIds(1, 2, {}) == CredKey::FromIds(2, 1, {}));
+  EXPECT_FALSE(CredKey::FromIds(1, 2, {3}) == CredKey::FromIds(1, 3, {2}));
+  EXPECT_FALSE(CredKey::FromIds(0, 0, {}) == CredKey::AuthNone());
+  AuthSys sys;
+  sys.machine = "client1";
+  sys.uid = 1;
+  sys.gid = 2;
+  sys.gids = {7, 5, 6};
+  EXPECT_EQ(CredKey::FromAuthSys(sys), CredKey::FromIds(1, 2, {5, 6, 7}));
+  sys.machine = "client2";  // the machine name grants nothing
+  EXPECT_EQ(CredKey::FromAuthSys(sys), CredKey::FromIds(1, 2, {5, 6, 7}));
+}
+
+TEST_F(AccessCacheTest, AnswersSubsetsOfWhatWasAsked) {
+  fattr3 d = Dir();
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kRead | kLookup | kExecute, kRead | kLookup | kModify, d, kDir);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, p), kRead);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead | kLookup, p), kRead | kLookup);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kExecute, p), 0u);  // asked, denied
+  EXPECT_FALSE(cache_.Lookup("dir", alice_, kModify, p));    // never asked (grant ignored)
+  EXPECT_FALSE(cache_.Lookup("dir", alice_, kRead | kModify, p));
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup, p));
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup | kRead, p));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kExecute, p));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup | kExecute, p));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kModify, p));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, 0, p));
+}
+
+TEST_F(AccessCacheTest, TwoUsersNeverSeeEachOthersEntries) {
+  fattr3 d = Dir(0700, 1000);  // alice's private directory
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kRead | kLookup, kRead | kLookup, d, kDir);
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, p));
+  EXPECT_FALSE(cache_.Allows("dir", bob_, kLookup, p));
+  cache_.Put("dir", bob_, kRead | kLookup, 0, d, kDir);
+  EXPECT_EQ(cache_.Lookup("dir", bob_, kLookup, p), 0u);
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup, p));
+  EXPECT_FALSE(cache_.Allows("dir", bob_, kLookup, p));
+  // Same uid, different groups: a different credential.
+  CredKey alice_other_groups = CredKey::FromIds(1000, 1000, {1000});
+  EXPECT_FALSE(cache_.Lookup("dir", alice_other_groups, kLookup, p));
+  // Same groups in another order: the same credential.
+  EXPECT_TRUE(cache_.Allows("dir", CredKey::FromIds(1000, 1000, {27, 1000}), kLookup, p));
+  EXPECT_EQ(cache_.size(), 2u);
+}
+
+TEST_F(AccessCacheTest, ChmodOrChownInvalidates) {
+  fattr3 d = Dir(0755);
+  cache_.Put("dir", bob_, kLookup, kLookup, d, kDir);
+  fattr3 chmod = d;
+  chmod.mode = 0700;
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, PermId::FromFattr(chmod)));
+  EXPECT_EQ(cache_.stats().stale, 1u);
+  // The entry is gone, not merely hidden.
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, PermId::FromFattr(d)));
+
+  cache_.Put("dir", bob_, kLookup, kLookup, d, kDir);
+  fattr3 chown = d;
+  chown.uid = 1001;
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, PermId::FromFattr(chown)));
+  cache_.Put("dir", bob_, kLookup, kLookup, d, kDir);
+  fattr3 chgrp = d;
+  chgrp.gid = 27;
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, PermId::FromFattr(chgrp)));
+}
+
+TEST_F(AccessCacheTest, ContentChangesKeepTheEntry) {
+  fattr3 d = Dir(0755);
+  cache_.Put("dir", bob_, kLookup, kLookup, d, kDir);
+  fattr3 created_in = d;  // a CREATE in the directory moves mtime, ctime, size
+  created_in.size = 8192;
+  created_in.mtime.seconds += 5;
+  created_in.ctime.seconds += 5;
+  EXPECT_TRUE(cache_.Allows("dir", bob_, kLookup, PermId::FromFattr(created_in)));
+}
+
+TEST_F(AccessCacheTest, EntriesExpireWithTheLifetime) {
+  fattr3 d = Dir();  // changed an hour ago: 360 s -> max 60 s
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kLookup, kLookup, d, kDir);
+  clock_.Advance(seconds(59));
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup, p));
+  clock_.Advance(seconds(1));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup, p));
+  EXPECT_EQ(cache_.stats().stale, 1u);
+}
+
+TEST_F(AccessCacheTest, ZeroLifetimeIsNeverAHit) {
+  fattr3 d = Dir();
+  cache_.Put("dir", alice_, kLookup, kLookup, d, Lifetime{});
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup, PermId::FromFattr(d)));
+  EXPECT_EQ(cache_.stats().hits, 0u);
+}
+
+TEST_F(AccessCacheTest, AsksForOtherBitsMergeButNeverOutliveTheFirst) {
+  fattr3 d = Dir();
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kRead, kRead, d, kDir);  // expires at 60 s
+  clock_.Advance(seconds(30));
+  cache_.Put("dir", alice_, kModify, 0, d, kDir);  // would expire at 90 s
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead | kModify, p), kRead);
+  clock_.Advance(seconds(30));
+  EXPECT_FALSE(cache_.Lookup("dir", alice_, kModify, p));
+  // A superset ask replaces the entry with its own lifetime.
+  cache_.Put("dir", alice_, kRead, kRead, d, kDir);
+  clock_.Advance(seconds(30));
+  cache_.Put("dir", alice_, kRead | kModify, kModify, d, kDir);
+  clock_.Advance(seconds(45));
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead | kModify, p), kModify);
+}
+
+TEST_F(AccessCacheTest, InvalidateOneCredential) {
+  fattr3 d = Dir(0755);
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kLookup, kLookup, d, kDir);
+  cache_.Put("dir", bob_, kLookup, kLookup, d, kDir);
+  cache_.Invalidate("dir", bob_);
+  EXPECT_FALSE(cache_.Allows("dir", bob_, kLookup, p));
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup, p));
+}
+
+TEST_F(AccessCacheTest, BoundedWithLeastRecentlyUsedEviction) {
+  AccessCache small(clock_, AccessCacheOptions{2});
+  fattr3 d = Dir(0755);
+  PermId p = PermId::FromFattr(d);
+  small.Put("d1", alice_, kLookup, kLookup, d, kDir);
+  small.Put("d1", bob_, kLookup, kLookup, d, kDir);
+  EXPECT_TRUE(small.Allows("d1", alice_, kLookup, p));  // bob's is now the oldest
+  small.Put("d2", alice_, kLookup, kLookup, d, kDir);
+  EXPECT_EQ(small.size(), 2u);
+  EXPECT_EQ(small.stats().evictions, 1u);
+  EXPECT_FALSE(small.Allows("d1", bob_, kLookup, p));
+  EXPECT_TRUE(small.Allows("d1", alice_, kLookup, p));
+  EXPECT_TRUE(small.Allows("d2", alice_, kLookup, p));
+}
+
+TEST_F(AccessCacheTest, Counters) {
+  fattr3 d = Dir(0755);
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kLookup, kLookup, d, kDir);
+  EXPECT_TRUE(cache_.Lookup("dir", alice_, kLookup, p));
+  EXPECT_FALSE(cache_.Lookup("dir", bob_, kLookup, p));
+  EXPECT_FALSE(cache_.Lookup("dir", alice_, kRead, p));
+  EXPECT_EQ(cache_.stats().hits, 1u);
+  EXPECT_EQ(cache_.stats().misses, 2u);
+}
+
+}  // namespace
+}  // namespace nfsedge

@@ -1,0 +1,250 @@
+#include "cache/attr_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "test_attrs.h"
+
+namespace nfsedge {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const Lifetime kReg{seconds(3), seconds(60)};
+
+class AttrCacheTest : public ::testing::Test {
+ protected:
+  // A file last changed `age` before now.
+  fattr3 FileChanged(Duration age, uint64_t size = 100) {
+    return MakeAttr(NF3REG, size, clock_.WallNow() - age);
+  }
+
+  FakeClock clock_;
+  AttrCache cache_{clock_, AttrCacheOptions{}};
+};
+
+TEST_F(AttrCacheTest, LifetimeGrowsWithAgeSinceChange) {
+  cache_.Put("recent", FileChanged(seconds(1)), kReg);    // 0.1 s -> min 3 s
+  cache_.Put("middle", FileChanged(seconds(200)), kReg);  // 20 s
+  cache_.Put("old", FileChanged(seconds(9000)), kReg);    // 900 s -> max 60 s
+
+  clock_.Advance(seconds(3) - milliseconds(1));
+  EXPECT_TRUE(cache_.Get("recent"));
+  clock_.Advance(milliseconds(1));
+  EXPECT_FALSE(cache_.Get("recent"));
+  EXPECT_TRUE(cache_.Get("middle"));
+
+  clock_.Advance(seconds(17) - milliseconds(1));  // t = 20 s - 1 ms
+  EXPECT_TRUE(cache_.Get("middle"));
+  clock_.Advance(milliseconds(1));
+  EXPECT_FALSE(cache_.Get("middle"));
+  EXPECT_TRUE(cache_.Get("old"));
+
+  clock_.Advance(seconds(40) - milliseconds(1));  // t = 60 s - 1 ms
+  EXPECT_TRUE(cache_.Get("old"));
+  clock_.Advance(milliseconds(1));
+  EXPECT_FALSE(cache_.Get("old"));
+}
+
+TEST_F(AttrCacheTest, ZeroLifetimeIsNeverAHit) {
+  cache_.Put("fh", FileChanged(seconds(100000)), Lifetime{});
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.stats().hits, 0u);
+  EXPECT_EQ(cache_.stats().expired, 1u);
+  // The entry is still there for revalidation.
+  EXPECT_EQ(cache_.CachedChangeId("fh"), ChangeId::FromFattr(FileChanged(seconds(100000))));
+}
+
+TEST_F(AttrCacheTest, GetReturnsTheStoredAttributes) {
+  fattr3 a = FileChanged(seconds(100), 1234);
+  a.mode = 0751;
+  cache_.Put("fh", a, kReg);
+  std::optional<fattr3> got = cache_.Get("fh");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->size, 1234u);
+  EXPECT_EQ(got->mode, 0751u);
+  EXPECT_FALSE(cache_.Get("other"));
+}
+
+TEST_F(AttrCacheTest, RevalidationWithTheSameChangeIdSaysUnchanged) {
+  fattr3 a = FileChanged(seconds(100));
+  EXPECT_EQ(cache_.Put("fh", a, kReg), PostOpResult::kInserted);
+  clock_.Advance(seconds(11));
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.CachedChangeId("fh"), ChangeId::FromFattr(a));
+  fattr3 same = a;
+  same.atime.seconds += 11;  // atime moved: not a change
+  EXPECT_EQ(cache_.Put("fh", same, kReg), PostOpResult::kUnchanged);
+  EXPECT_TRUE(cache_.Get("fh"));
+  fattr3 grown = FileChanged(seconds(0), 200);
+  EXPECT_EQ(cache_.Put("fh", grown, kReg), PostOpResult::kChanged);
+  EXPECT_EQ(cache_.Get("fh")->size, 200u);
+}
+
+TEST_F(AttrCacheTest, PostOpUpdatesOnlyWhenAttributesFollow) {
+  EXPECT_EQ(cache_.ApplyPostOp("fh", PostOp(nullptr), kReg), PostOpResult::kNoAttributes);
+  EXPECT_FALSE(cache_.CachedChangeId("fh"));
+  fattr3 a = FileChanged(seconds(100));
+  EXPECT_EQ(cache_.ApplyPostOp("fh", PostOp(&a), kReg), PostOpResult::kInserted);
+  EXPECT_TRUE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.ApplyPostOp("fh", PostOp(nullptr), kReg), PostOpResult::kNoAttributes);
+  EXPECT_TRUE(cache_.Get("fh"));
+}
+
+TEST_F(AttrCacheTest, OlderAttributesDoNotOverwriteAFreshEntry) {
+  fattr3 older = FileChanged(seconds(50), 1);
+  fattr3 newer = FileChanged(seconds(10), 2);
+  cache_.Put("fh", newer, kReg);
+  EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kIgnored);
+  EXPECT_EQ(cache_.Get("fh")->size, 2u);
+  EXPECT_EQ(cache_.stats().ignored_older, 1u);
+  // Once the entry is stale, whatever the upstream says wins (a server clock
+  // stepped back must not freeze the cache).
+  clock_.Advance(seconds(4));
+  EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kChanged);
+  EXPECT_EQ(cache_.Get("fh")->size, 1u);
+}
+
+TEST_F(AttrCacheTest, WccWithMatchingBeforeIsTheProxysOwnChange) {
+  fattr3 a = FileChanged(seconds(100), 10);
+  fattr3 b = FileChanged(seconds(0), 20);
+  cache_.Put("fh", a, kReg);
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(&a, &b), kReg), WccResult::kOwnChange);
+  EXPECT_EQ(cache_.Get("fh")->size, 20u);
+}
+
+TEST_F(AttrCacheTest, WccWithOtherBeforeMeansChangedElsewhere) {
+  fattr3 a = FileChanged(seconds(100), 10);
+  fattr3 x = FileChanged(seconds(50), 15);  // someone else's change, unseen
+  fattr3 b = FileChanged(seconds(0), 20);
+  cache_.Put("fh", a, kReg);
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(&x, &b), kReg), WccResult::kChangedElsewhere);
+  EXPECT_EQ(cache_.Get("fh")->size, 20u);
+  // A stale entry still tells: what the proxy last knew is what counts.
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(cache_.Get("fh"));
+  fattr3 c = FileChanged(seconds(0), 30);
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(&b, &c), kReg), WccResult::kOwnChange);
+}
+
+TEST_F(AttrCacheTest, WccWithoutEntryOrBeforeIsUnknown) {
+  fattr3 a = FileChanged(seconds(100), 10);
+  fattr3 b = FileChanged(seconds(0), 20);
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(&a, &b), kReg), WccResult::kUnknown);
+  EXPECT_EQ(cache_.Get("fh")->size, 20u);  // "after" is still learnt
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(nullptr, &a), kReg), WccResult::kUnknown);
+}
+
+TEST_F(AttrCacheTest, WccWithoutAfterDropsTheEntry) {
+  fattr3 a = FileChanged(seconds(100), 10);
+  cache_.Put("fh", a, kReg);
+  EXPECT_EQ(cache_.ApplyWcc("fh", MakeWcc(&a, nullptr), kReg), WccResult::kOwnChange);
+  EXPECT_FALSE(cache_.CachedChangeId("fh"));
+  EXPECT_FALSE(cache_.Get("fh"));
+}
+
+TEST_F(AttrCacheTest, Invalidate) {
+  cache_.Put("fh", FileChanged(seconds(100)), kReg);
+  cache_.Invalidate("fh");
+  cache_.Invalidate("never-there");
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.stats().invalidations, 1u);
+  EXPECT_EQ(cache_.size(), 0u);
+}
+
+TEST_F(AttrCacheTest, RefreshCandidatesAreUsedEntriesAboutToExpire) {
+  cache_.Put("used-soon", FileChanged(seconds(200)), kReg);    // expires at 20 s
+  cache_.Put("unused-soon", FileChanged(seconds(200)), kReg);  // expires at 20 s
+  cache_.Put("used-later", FileChanged(seconds(500)), kReg);   // expires at 50 s
+  cache_.Put("zero", FileChanged(seconds(500)), Lifetime{});   // never fresh
+  EXPECT_TRUE(cache_.Get("used-soon"));
+  EXPECT_TRUE(cache_.Get("used-later"));
+  EXPECT_FALSE(cache_.Get("zero"));
+
+  clock_.Advance(seconds(15));
+  EXPECT_TRUE(cache_.RefreshCandidates(seconds(4), 10).empty());  // 20 s is 5 s away
+  clock_.Advance(seconds(2));
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(4), 10), std::vector<std::string>{"used-soon"});
+  // Handed out once: a use while the refresh is in flight does not repeat it.
+  EXPECT_TRUE(cache_.Get("used-soon"));
+  EXPECT_TRUE(cache_.RefreshCandidates(seconds(4), 10).empty());
+  EXPECT_EQ(cache_.stats().refreshes, 1u);
+
+  // The refresh's reply re-arms it; it must be used again to be refreshed.
+  cache_.Put("used-soon", FileChanged(seconds(217)), kReg);  // expires at 17 + 21.7 s
+  EXPECT_TRUE(cache_.RefreshCandidates(seconds(60), 10) == std::vector<std::string>{"used-later"});
+  EXPECT_TRUE(cache_.Get("used-soon"));
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 10), std::vector<std::string>{"used-soon"});
+  EXPECT_EQ(cache_.stats().refreshes, 3u);
+}
+
+TEST_F(AttrCacheTest, RefreshCandidatesSoonestFirstUpToMax) {
+  cache_.Put("c", FileChanged(seconds(300)), kReg);  // 30 s
+  cache_.Put("a", FileChanged(seconds(100)), kReg);  // 10 s
+  cache_.Put("b", FileChanged(seconds(200)), kReg);  // 20 s
+  for (const char* h : {"a", "b", "c"}) EXPECT_TRUE(cache_.Get(h));
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 2), (std::vector<std::string>{"c"}));
+}
+
+TEST_F(AttrCacheTest, ExpiredEntriesAreNotRefreshCandidates) {
+  cache_.Put("fh", FileChanged(seconds(100)), kReg);  // 10 s
+  EXPECT_TRUE(cache_.Get("fh"));
+  clock_.Advance(seconds(10));
+  EXPECT_TRUE(cache_.RefreshCandidates(seconds(60), 10).empty());
+}
+
+TEST_F(AttrCacheTest, InvalidatedOrEvictedEntriesLeaveTheRefreshIndex) {
+  AttrCache small(clock_, AttrCacheOptions{2});
+  small.Put("a", FileChanged(seconds(100)), kReg);
+  small.Put("b", FileChanged(seconds(100)), kReg);
+  EXPECT_TRUE(small.Get("a"));
+  EXPECT_TRUE(small.Get("b"));
+  small.Invalidate("b");
+  small.Put("c", FileChanged(seconds(100)), kReg);
+  small.Put("d", FileChanged(seconds(100)), kReg);  // evicts a
+  EXPECT_TRUE(small.RefreshCandidates(seconds(60), 10).empty());
+}
+
+TEST_F(AttrCacheTest, BoundedWithLeastRecentlyUsedEviction) {
+  AttrCache small(clock_, AttrCacheOptions{3});
+  for (const char* h : {"a", "b", "c"}) small.Put(h, FileChanged(seconds(100)), kReg);
+  EXPECT_TRUE(small.Get("a"));  // b is now the least recently used
+  small.Put("d", FileChanged(seconds(100)), kReg);
+  EXPECT_EQ(small.size(), 3u);
+  EXPECT_EQ(small.stats().evictions, 1u);
+  EXPECT_FALSE(small.CachedChangeId("b"));
+  EXPECT_TRUE(small.Get("a"));
+  EXPECT_TRUE(small.Get("c"));
+  EXPECT_TRUE(small.Get("d"));
+}
+
+TEST_F(AttrCacheTest, ZeroEntriesStoresNothing) {
+  AttrCache none(clock_, AttrCacheOptions{0});
+  none.Put("a", FileChanged(seconds(100)), kReg);
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_FALSE(none.Get("a"));
+}
+
+TEST_F(AttrCacheTest, Counters) {
+  cache_.Put("fh", FileChanged(seconds(100)), kReg);
+  EXPECT_TRUE(cache_.Get("fh"));
+  EXPECT_TRUE(cache_.Get("fh"));
+  EXPECT_FALSE(cache_.Get("nope"));
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.stats().hits, 2u);
+  EXPECT_EQ(cache_.stats().misses, 1u);
+  EXPECT_EQ(cache_.stats().expired, 1u);
+}
+
+TEST_F(AttrCacheTest, HandlesAreExactBytes) {
+  cache_.Put(std::string("\0\1", 2), FileChanged(seconds(100), 1), kReg);
+  cache_.Put(std::string("\0\1\0", 3), FileChanged(seconds(100), 2), kReg);
+  EXPECT_EQ(cache_.Get(std::string("\0\1", 2))->size, 1u);
+  EXPECT_EQ(cache_.Get(std::string("\0\1\0", 3))->size, 2u);
+  EXPECT_FALSE(cache_.Get(std::string("\0", 1)));
+}
+
+}  // namespace
+}  // namespace nfsedge
