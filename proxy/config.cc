@@ -90,6 +90,12 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
   r.Bool("root_squash", &e->root_squash);
   r.Uint("anon_uid", 0, kMaxU32, &e->anon_uid);
   r.Uint("anon_gid", 0, kMaxU32, &e->anon_gid);
+  r.Uint("acregmin", 0, 86400, &e->acregmin);
+  r.Uint("acregmax", 0, 86400, &e->acregmax);
+  r.Uint("acdirmin", 0, 86400, &e->acdirmin);
+  r.Uint("acdirmax", 0, 86400, &e->acdirmax);
+  if (e->acregmin > e->acregmax) r.Error("acregmin", "must not exceed acregmax");
+  if (e->acdirmin > e->acdirmax) r.Error("acdirmin", "must not exceed acdirmax");
   if (r.Has("path") && !IsCleanAbsolutePath(e->path)) {
     r.Error("path", "must be an absolute path without '.', '..', '//' or a trailing '/'");
   }
@@ -123,6 +129,13 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
   ReadServer(server ? *server : kEmpty, source, &c.server, &errors);
   const toml::table* upstream = table("upstream");
   ReadUpstream(upstream ? *upstream : kEmpty, source, &c.upstream, &errors);
+  if (const toml::table* cache = table("cache")) {
+    TableReader r(*cache, source, "[cache]", &errors);
+    r.Uint("max_attr_entries", 0, kMaxU32, &c.cache.max_attr_entries);
+    r.Uint("max_access_entries", 0, kMaxU32, &c.cache.max_access_entries);
+    r.Uint("max_name_entries", 0, kMaxU32, &c.cache.max_name_entries);
+    r.RejectUnknownKeys();
+  }
   if (const toml::table* log = table("log")) {
     TableReader r(*log, source, "[log]", &errors);
     std::string level = "info";
@@ -155,7 +168,8 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
   // Keys the top level may hold; anything else is a typo worth reporting.
   for (const auto& [k, v] : root) {
     std::string key(k.str());
-    if (key != "server" && key != "upstream" && key != "log" && key != "export") {
+    if (key != "server" && key != "upstream" && key != "cache" && key != "log" &&
+        key != "export") {
       errors.push_back(source + ":" + std::to_string(k.source().begin.line) +
                        ": unknown top-level key '" + key + "'");
     }

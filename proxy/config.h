@@ -54,12 +54,25 @@ struct ExportConfig {
   bool root_squash = true;
   uint32_t anon_uid = 65534;
   uint32_t anon_gid = 65534;
+  // Attribute lifetimes in seconds, as a Linux client's mount options: a
+  // cached answer is at most this old; 0/0 means always ask the upstream.
+  uint32_t acregmin = 3;
+  uint32_t acregmax = 60;
+  uint32_t acdirmin = 30;
+  uint32_t acdirmax = 60;
+};
+
+struct CacheConfig {
+  uint32_t max_attr_entries = 1000000;
+  uint32_t max_access_entries = 1000000;
+  uint32_t max_name_entries = 1000000;
 };
 
 struct Config {
   std::string source;  // file name, for messages
   ServerConfig server;
   UpstreamConfig upstream;
+  CacheConfig cache;
   LogLevel log_level = LogLevel::kInfo;
   std::vector<ExportConfig> exports;
 };

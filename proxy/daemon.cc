@@ -12,6 +12,7 @@ Daemon::Daemon(Config config)
       base_(event_base_new()),
       exports_(config_.exports),
       handles_(config_.server.max_handles),
+      cache_(clock_, config_.cache),
       shutdown_timer_(base_.get(), [this] { CheckShutdown(); }) {}
 
 Daemon::~Daemon() {
@@ -67,7 +68,7 @@ Status Daemon::Start() {
   NfsServiceOptions no;
   // Leave room for RPC and NFS headers within one record.
   no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
-  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no);
+  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_);
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
   dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
   ServerOptions so;
@@ -129,13 +130,13 @@ int Daemon::Run() {
 void Daemon::BeginShutdown() {
   if (shutting_down_) {
     NFSEDGE_LOG(kWarn) << "second signal: stopping now";
-    shutdown_deadline_ = Clock::now();
+    shutdown_deadline_ = SteadyClock::now();
     CheckShutdown();
     return;
   }
   shutting_down_ = true;
   server_->StopListening();
-  shutdown_deadline_ = Clock::now() + std::chrono::seconds(config_.server.shutdown_grace);
+  shutdown_deadline_ = SteadyClock::now() + std::chrono::seconds(config_.server.shutdown_grace);
   NFSEDGE_LOG(kInfo) << "shutting down: " << server_->calls_in_flight() << " calls in flight";
   shutdown_timer_.ArmPeriodic(std::chrono::milliseconds(20));
   CheckShutdown();
@@ -143,7 +144,7 @@ void Daemon::BeginShutdown() {
 
 void Daemon::CheckShutdown() {
   size_t left = server_->calls_in_flight();
-  if (left > 0 && Clock::now() < shutdown_deadline_) return;
+  if (left > 0 && SteadyClock::now() < shutdown_deadline_) return;
   if (left > 0) NFSEDGE_LOG(kWarn) << "giving up on " << left << " calls in flight";
   shutdown_timer_.Cancel();
   server_->CloseAll();

@@ -13,10 +13,12 @@
 
 #include <memory>
 
+#include "cache/clock.h"
 #include "cache/handle_registry.h"
 #include "proxy/config.h"
 #include "proxy/dispatcher.h"
 #include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
 #include "rpc/event_loop.h"
@@ -48,6 +50,8 @@ class Daemon {
   EventBasePtr base_;
   ExportTable exports_;
   HandleRegistry handles_;
+  SystemClock clock_;
+  MetadataCache cache_;
   std::unique_ptr<RpcClient> nfs_upstream_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
@@ -56,7 +60,7 @@ class Daemon {
   std::unique_ptr<RpcServer> server_;
   EventPtr sigterm_, sigint_;
   Timer shutdown_timer_;
-  Clock::time_point shutdown_deadline_{};
+  SteadyClock::time_point shutdown_deadline_{};
   bool shutting_down_ = false;
   bool registered_ = false;
   uint16_t nfs_port_ = 0, mount_port_ = 0;

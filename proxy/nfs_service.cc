@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "rpc/auth_sys.h"
 #include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
@@ -23,11 +24,25 @@ void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
   clamp(&ok->dtpref);
 }
 
+// Returns true iff `cred` is one any NFSv3 server accepts, so that a cached
+// answer cannot be given where the upstream would refuse the credential:
+// AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
+// always go upstream, which decides.
+bool IsCacheableCred(const OpaqueAuth& cred) {
+  if (cred.flavor != kAuthSys) return false;
+  std::optional<AuthSys> sys = DecodeAuthSys(cred.body);
+  return sys && sys->gids.size() <= 16;
+}
+
 }  // namespace
 
 NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
-                       NfsServiceOptions options)
-    : exports_(exports), handles_(handles), upstream_(upstream), options_(options) {}
+                       NfsServiceOptions options, MetadataCache* cache)
+    : exports_(exports),
+      handles_(handles),
+      upstream_(upstream),
+      options_(options),
+      cache_(cache) {}
 
 nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                            const Export** exp) {
@@ -54,15 +69,15 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplySuccess("");
     return;
   }
-  XdrBox args(p.args_xdr, p.args_size);
-  if (!args.Decode(call->args())) {
+  auto args = std::make_shared<XdrBox>(p.args_xdr, p.args_size);
+  if (!args->Decode(call->args())) {
     NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
                         << ": arguments do not decode";
     call->ReplyAccepted(kGarbageArgs);
     return;
   }
   const Export* exp = nullptr;
-  nfsstat3 err = Admit(p, args.get(), *call, &exp);
+  nfsstat3 err = Admit(p, args->get(), *call, &exp);
   if (err != NFS3_OK) {
     st.local_errors++;
     NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
@@ -70,12 +85,20 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplySuccess(EncodeNfsError(p, err));
     return;
   }
+  OpaqueAuth cred = exp->MapCredential(call->header().cred);
+  if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
+    if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, CredKeyOf(cred))) {
+      st.cache_answers++;
+      call->ReplySuccess(*r);
+      return;
+    }
+  }
   std::string clamped;
-  if (ClampTransfer(p, args.get())) args.Encode(&clamped);
+  if (ClampTransfer(p, args->get())) args->Encode(&clamped);
   std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
-  Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, exp->MapCredential(call->header().cred),
-                            forward, [this, &p, exp, call](StatusOr<RpcReply> r) {
-                              OnReply(p, *exp, call, std::move(r));
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, cred, forward,
+                            [this, &p, exp, call, args, cred](StatusOr<RpcReply> r) {
+                              OnReply(p, *exp, call, args, cred, std::move(r));
                             });
   if (!s.ok()) {
     st.upstream_errors++;
@@ -107,7 +130,9 @@ bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {
 }
 
 void NfsService::OnReply(const NfsProc& p, const Export& exp,
-                         const std::shared_ptr<IncomingCall>& call, StatusOr<RpcReply> reply) {
+                         const std::shared_ptr<IncomingCall>& call,
+                         const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
+                         StatusOr<RpcReply> reply) {
   if (!reply.ok()) {
     stats_[p.proc].upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " for " << call->peer().ToString() << ": "
@@ -117,6 +142,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
+    if (cache_) cache_->Learn(p, args->get(), r.results(), exp, CredKeyOf(cred));
     PostProcess(p, exp, &r);
   }
   StoreBE32(r.record.data(), call->xid());
@@ -148,8 +174,8 @@ void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* repl
   }
   if (ro_access) {
     // As Linux's server does: a read-only export grants no write access.
-    static_cast<ACCESS3res*>(res.get())->ACCESS3res_u.resok.access &=
-        ~(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
+    auto& access = static_cast<ACCESS3res*>(res.get())->ACCESS3res_u.resok.access;
+    access = MaskAccess(exp, access);
     rewrite = true;
   }
   if (rewrite) {

@@ -6,8 +6,9 @@
 // empty one, XDEV across exports), applies the export's rules (NFS3ERR_ACCES
 // for a client outside its networks, NFS3ERR_ROFS for a mutation of a
 // read-only export, root squash on the credential), and forwards the call
-// upstream. The upstream's reply goes back with the client's XID, after the
-// handles it carries are registered. An upstream that cannot answer in time
+// upstream, unless the MetadataCache can answer it. The upstream's reply
+// teaches the cache, and goes back with the client's XID, after the handles
+// it carries are registered. An upstream that cannot answer in time
 // gets the client NFS3ERR_JUKEBOX ("try again later").
 //
 // Thread-safety: runs on the event loop's thread.
@@ -21,6 +22,7 @@
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
 #include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
 #include "proxy/nfs_procs.h"
 #include "rpc/rpc_caller.h"
 
@@ -34,14 +36,16 @@ struct NfsServiceOptions {
 
 struct NfsProcStats {
   uint64_t calls = 0;
+  uint64_t cache_answers = 0;    // answered from the metadata cache
   uint64_t local_errors = 0;     // answered by the proxy without the upstream
   uint64_t upstream_errors = 0;  // no reply from the upstream (JUKEBOX)
 };
 
 class NfsService : public RpcProgram {
  public:
+  // `cache` may be null: every call then goes upstream.
   NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
-             NfsServiceOptions options);
+             NfsServiceOptions options, MetadataCache* cache = nullptr);
 
   uint32_t program() const override { return kNfsProgram; }
   uint32_t version() const override { return kNfsVersion; }
@@ -56,6 +60,7 @@ class NfsService : public RpcProgram {
   nfsstat3 Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                  const Export** exp);
   void OnReply(const NfsProc& p, const Export& exp, const std::shared_ptr<IncomingCall>& call,
+               const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
                StatusOr<RpcReply> reply);
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
@@ -69,6 +74,7 @@ class NfsService : public RpcProgram {
   HandleRegistry& handles_;
   RpcCaller& upstream_;
   const NfsServiceOptions options_;
+  MetadataCache* cache_;
   std::array<NfsProcStats, kNfsProcCount> stats_{};
 };
 

@@ -75,7 +75,8 @@ std::string ProxyProcess::RenderConfig(const Options& o) {
       << "access = " << Quote(e.access) << "\n"
       << "root_squash = " << Bool(e.root_squash) << "\n"
       << "anon_uid = " << e.anon_uid << "\n"
-      << "anon_gid = " << e.anon_gid << "\n\n";
+      << "anon_gid = " << e.anon_gid << "\n"
+      << e.extra_toml << "\n";
   }
   return c.str();
 }

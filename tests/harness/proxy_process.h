@@ -28,6 +28,7 @@ struct ProxyExport {
   bool root_squash = false;
   uint32_t anon_uid = 65534;
   uint32_t anon_gid = 65534;
+  std::string extra_toml;  // Raw lines for this table (e.g. "acregmin = 0").
 };
 
 class ProxyProcess {

@@ -7,6 +7,8 @@
 #include <nfsc/libnfs.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <memory>
 
 #include "harness/files.h"
@@ -44,11 +46,29 @@ class LifecycleTest : public ::testing::Test {
 TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   Testbed::Options o;
   o.name = "rpcbind";
-  o.proxy.rpcbind = "yes";
+  o.start_proxy = false;
   auto tb = Testbed::Start(o);
   ASSERT_TRUE(tb.ok()) << tb.status().message();
   Testbed& bed = **tb;
-  ProxyProcess& proxy = *bed.proxy();
+  // ganesha registers too, and may finish after "NFS SERVER INITIALIZED":
+  // let it be done before nfsedge registers over it (on a real branch
+  // machine only the proxy serves NFS).
+  Deadline ganesha_registered(Millis(10000));
+  while (PortFromRpcbind(100005, 3) != bed.ganesha().mount_port() &&
+         !ganesha_registered.Expired()) {
+    usleep(10000);
+  }
+  ProxyProcess::Options po;
+  po.work_dir = bed.dir().Sub("nfsedge");
+  po.rpcbind = "yes";
+  po.exports.emplace_back();
+  po.exports.back().path = po.exports.back().upstream_path = bed.ganesha().export_path();
+  auto started = ProxyProcess::Start(po);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  ProxyProcess& proxy = **started;
+  // The proxy registers once it listens: its ports may answer a moment first.
+  Deadline registered(Millis(10000));
+  while (PortFromRpcbind(100005, 3) != proxy.mount_port() && !registered.Expired()) usleep(10000);
   EXPECT_EQ(PortFromRpcbind(100003, 3), proxy.nfs_port());
   EXPECT_EQ(PortFromRpcbind(100005, 3), proxy.mount_port());
 
@@ -59,7 +79,7 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   const std::string path = bed.ganesha().export_path();
   ASSERT_TRUE(WriteFile(path + "/hello.txt", "hello").ok());
   int rc = nfs_mount(nfs, "127.0.0.1", path.c_str());
-  ASSERT_EQ(rc, 0) << nfs_get_error(nfs) << "\n" << bed.LogTails();
+  ASSERT_EQ(rc, 0) << nfs_get_error(nfs) << "\n" << proxy.LogTail();
   nfs_stat_64 st{};
   EXPECT_EQ(nfs_stat64(nfs, "/hello.txt", &st), 0) << nfs_get_error(nfs);
   EXPECT_EQ(st.nfs_size, 5u);
@@ -72,7 +92,7 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   ASSERT_TRUE(dump.rpc_ok);
   bool found = false;
   for (const MountEntry& m : dump.mounts) found |= m.directory == path;
-  EXPECT_TRUE(found) << bed.LogTails();
+  EXPECT_TRUE(found) << proxy.LogTail();
 
   ExitStatus exit = proxy.Stop();
   EXPECT_TRUE(exit.success()) << exit.ToString();

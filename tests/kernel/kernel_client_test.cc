@@ -199,11 +199,11 @@ class KernelClientTest : public ::testing::Test {
     o.proxy.nfs_port = kProxyNfsPort;
     o.proxy.mount_port = kProxyMountPort;
     o.proxy.log_level = "info";
-    o.proxy.exports = {{.path = export_dir,
-                        .upstream_path = export_dir,
-                        .clients = {kGuestNetwork},
-                        .access = "rw",
-                        .root_squash = false}};
+    harness::ProxyExport pe;
+    pe.path = pe.upstream_path = export_dir;
+    pe.clients = {kGuestNetwork};
+    pe.root_squash = false;
+    o.proxy.exports = {pe};
     auto bed = harness::Testbed::Start(o);
     ASSERT_TRUE(bed.ok()) << bed.status().message();
 

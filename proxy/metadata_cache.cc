@@ -1,0 +1,402 @@
+#include "proxy/metadata_cache.h"
+
+#include <cstring>
+
+#include "cache/cache_key.h"
+#include "rpc/auth_sys.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+std::string_view Bytes(const nfs_fh3& fh) {
+  return std::string_view(fh.data.data_val, fh.data.data_len);
+}
+
+template <typename T>
+std::string Encode(xdrproc_t proc, const T& value) {
+  std::string out;
+  XdrEncode(proc, &value, &out);
+  return out;
+}
+
+void SetPostOp(post_op_attr* p, const fattr3& a) {
+  p->attributes_follow = TRUE;
+  p->post_op_attr_u.attributes = a;
+}
+
+bool IsDotName(const char* name) {
+  return name == nullptr || std::string_view(name) == "." || std::string_view(name) == "..";
+}
+
+// Decodes the status and post-op attributes at the head of READ results
+// without copying the data.
+bool DecodeReadHead(std::string_view results, nfsstat3* status, post_op_attr* attr) {
+  XDR xdrs;
+  xdrmem_create(&xdrs, const_cast<char*>(results.data()), static_cast<u_int>(results.size()),
+                XDR_DECODE);
+  bool ok = xdr_nfsstat3(&xdrs, status) && xdr_post_op_attr(&xdrs, attr);
+  xdr_destroy(&xdrs);
+  return ok;
+}
+
+}  // namespace
+
+ExportLifetimes LifetimesOf(const Export& exp) {
+  const ExportConfig& c = exp.config();
+  using std::chrono::seconds;
+  ExportLifetimes l;
+  l.reg = Lifetime{seconds(c.acregmin), seconds(c.acregmax)};
+  l.dir = Lifetime{seconds(c.acdirmin), seconds(c.acdirmax)};
+  return l;
+}
+
+CredKey CredKeyOf(const OpaqueAuth& cred) {
+  if (cred.flavor == kAuthSys) {
+    if (std::optional<AuthSys> sys = DecodeAuthSys(cred.body)) return CredKey::FromAuthSys(*sys);
+  }
+  return CredKey::AuthNone();
+}
+
+uint32_t MaskAccess(const Export& exp, uint32_t granted) {
+  if (!exp.read_only()) return granted;
+  return granted & ~(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
+}
+
+MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
+    : attrs_(clock, AttrCacheOptions{config.max_attr_entries}),
+      access_(clock, AccessCacheOptions{config.max_access_entries}),
+      names_(NameCacheOptions{config.max_name_entries, 255}),
+      max_children_(config.max_name_entries) {}
+
+std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* args,
+                                                 const Export& exp, const CredKey& cred) {
+  switch (p.proc) {
+    case NFSPROC3_GETATTR: {
+      const auto* a = static_cast<const GETATTR3args*>(args);
+      std::optional<fattr3> attr = attrs_.Get(Bytes(a->object));
+      if (!attr) return std::nullopt;
+      GETATTR3res res{};
+      res.status = NFS3_OK;
+      res.GETATTR3res_u.resok.obj_attributes = *attr;
+      return Encode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), res);
+    }
+    case NFSPROC3_ACCESS: {
+      const auto* a = static_cast<const ACCESS3args*>(args);
+      std::optional<fattr3> attr = attrs_.Get(Bytes(a->object));
+      if (!attr) return std::nullopt;
+      std::optional<uint32_t> granted =
+          access_.Lookup(Bytes(a->object), cred, a->access, PermId::FromFattr(*attr));
+      if (!granted) return std::nullopt;
+      ACCESS3res res{};
+      res.status = NFS3_OK;
+      SetPostOp(&res.ACCESS3res_u.resok.obj_attributes, *attr);
+      res.ACCESS3res_u.resok.access = MaskAccess(exp, *granted);
+      return Encode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), res);
+    }
+    case NFSPROC3_LOOKUP:
+      return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred);
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, const Export& exp,
+                                                       const CredKey& cred) {
+  if (IsDotName(a.what.name)) return std::nullopt;
+  std::string_view dir = Bytes(a.what.dir);
+  std::optional<fattr3> dir_attr = attrs_.Get(dir);
+  if (!dir_attr) return std::nullopt;
+  // DESIGN rule 6: only with evidence that this credential may search dir.
+  if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr))) {
+    return std::nullopt;
+  }
+  std::optional<NameHit> hit = names_.Lookup(dir, a.what.name, ChangeId::FromFattr(*dir_attr));
+  if (!hit) return std::nullopt;
+  LOOKUP3res res{};
+  if (hit->negative) {
+    res.status = NFS3ERR_NOENT;
+    SetPostOp(&res.LOOKUP3res_u.resfail.dir_attributes, *dir_attr);
+    return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
+  }
+  std::optional<fattr3> child_attr = attrs_.Get(hit->child);
+  if (!child_attr) return std::nullopt;
+  res.status = NFS3_OK;
+  res.LOOKUP3res_u.resok.object.data.data_val = hit->child.data();
+  res.LOOKUP3res_u.resok.object.data.data_len = static_cast<u_int>(hit->child.size());
+  SetPostOp(&res.LOOKUP3res_u.resok.obj_attributes, *child_attr);
+  SetPostOp(&res.LOOKUP3res_u.resok.dir_attributes, *dir_attr);
+  (void)exp;
+  return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
+}
+
+void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {
+  if (!a.attributes_follow || fh.data.data_len == 0) return;
+  attrs_.ApplyPostOp(Bytes(fh), a, l.For(a.post_op_attr_u.attributes.type));
+}
+
+bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w,
+                                            const ExportLifetimes& l) {
+  std::optional<ChangeId> prev = attrs_.CachedChangeId(fh);
+  ftype3 type = w.after.attributes_follow ? w.after.post_op_attr_u.attributes.type : NF3REG;
+  WccResult r = attrs_.ApplyWcc(fh, w, l.For(type));
+  if (r == WccResult::kOwnChange) return true;
+  // No "before" (common on failures): unchanged iff "after" is what we had.
+  return r == WccResult::kUnknown && prev && w.after.attributes_follow &&
+         ChangeId::FromFattr(w.after.post_op_attr_u.attributes) == *prev;
+}
+
+void MetadataCache::Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifetimes& l) {
+  if (!ApplyWccKeepsDependents(Bytes(fh), w, l)) names_.InvalidateDir(Bytes(fh));
+}
+
+void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
+                          const Export& exp, const CredKey& cred) {
+  if (p.proc == NFSPROC3_NULL) return;
+  if (p.proc == NFSPROC3_READ) {
+    // Only the attributes: decoding the whole result would copy the data.
+    nfsstat3 status;
+    XdrValue<post_op_attr> attr(reinterpret_cast<xdrproc_t>(xdr_post_op_attr));
+    if (DecodeReadHead(results, &status, &attr.get())) {
+      PostOp(static_cast<const READ3args*>(args)->file, attr.get(), LifetimesOf(exp));
+    }
+    return;
+  }
+  XdrBox res(p.res_xdr, p.res_size);
+  if (!res.Decode(results)) return;
+  LearnDecoded(p, args, res.get(), exp, cred);
+}
+
+void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void* res,
+                                 const Export& exp, const CredKey& cred) {
+  const ExportLifetimes l = LifetimesOf(exp);
+  nfsstat3 status;
+  std::memcpy(&status, res, sizeof(status));
+  const bool ok = status == NFS3_OK;
+  switch (p.proc) {
+    case NFSPROC3_GETATTR: {
+      if (!ok) return;
+      const fattr3& a = static_cast<const GETATTR3res*>(res)->GETATTR3res_u.resok.obj_attributes;
+      attrs_.Put(Bytes(static_cast<const GETATTR3args*>(args)->object), a, l.For(a.type));
+      return;
+    }
+    case NFSPROC3_SETATTR: {
+      const auto* r = static_cast<const SETATTR3res*>(res);
+      const wcc_data& w = ok ? r->SETATTR3res_u.resok.obj_wcc : r->SETATTR3res_u.resfail.obj_wcc;
+      std::string_view fh = Bytes(static_cast<const SETATTR3args*>(args)->object);
+      if (ApplyWccKeepsDependents(fh, w, l)) {
+        names_.OnSetattr(fh, DirChange::FromWcc(w));
+      } else {
+        names_.InvalidateDir(fh);
+      }
+      return;
+    }
+    case NFSPROC3_LOOKUP: {
+      const auto* a = static_cast<const LOOKUP3args*>(args);
+      const auto* r = static_cast<const LOOKUP3res*>(res);
+      const post_op_attr& dir_attr =
+          ok ? r->LOOKUP3res_u.resok.dir_attributes : r->LOOKUP3res_u.resfail.dir_attributes;
+      PostOp(a->what.dir, dir_attr, l);
+      if (IsDotName(a->what.name) || !dir_attr.attributes_follow) return;
+      ChangeId dir_change = ChangeId::FromFattr(dir_attr.post_op_attr_u.attributes);
+      if (ok) {
+        const LOOKUP3resok& o = r->LOOKUP3res_u.resok;
+        PostOp(o.object, o.obj_attributes, l);
+        names_.PutPositive(Bytes(a->what.dir), a->what.name, Bytes(o.object), dir_change);
+        RememberChild(Bytes(a->what.dir), a->what.name, Bytes(o.object));
+      } else if (status == NFS3ERR_NOENT) {
+        names_.PutNegative(Bytes(a->what.dir), a->what.name, dir_change);
+      }
+      return;
+    }
+    case NFSPROC3_ACCESS: {
+      const auto* a = static_cast<const ACCESS3args*>(args);
+      const auto* r = static_cast<const ACCESS3res*>(res);
+      const post_op_attr& attr =
+          ok ? r->ACCESS3res_u.resok.obj_attributes : r->ACCESS3res_u.resfail.obj_attributes;
+      PostOp(a->object, attr, l);
+      if (ok && attr.attributes_follow) {
+        const fattr3& f = attr.post_op_attr_u.attributes;
+        access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
+                    l.For(f.type));
+      }
+      return;
+    }
+    case NFSPROC3_READLINK: {
+      const auto* r = static_cast<const READLINK3res*>(res);
+      PostOp(static_cast<const READLINK3args*>(args)->symlink,
+             ok ? r->READLINK3res_u.resok.symlink_attributes
+                : r->READLINK3res_u.resfail.symlink_attributes,
+             l);
+      return;
+    }
+    case NFSPROC3_WRITE: {
+      const auto* r = static_cast<const WRITE3res*>(res);
+      Wcc(static_cast<const WRITE3args*>(args)->file,
+          ok ? r->WRITE3res_u.resok.file_wcc : r->WRITE3res_u.resfail.file_wcc, l);
+      return;
+    }
+#define NFSEDGE_ARM(T, r, field) (ok ? (r)->T##_u.resok.field : (r)->T##_u.resfail.field)
+#define NFSEDGE_CREATED(PROC, R, A)                                                    \
+  case PROC: {                                                                         \
+    const auto* r = static_cast<const R*>(res);                                        \
+    LearnCreate(static_cast<const A*>(args)->where, ok ? &r->R##_u.resok.obj : nullptr, \
+                ok ? &r->R##_u.resok.obj_attributes : nullptr,                          \
+                NFSEDGE_ARM(R, r, dir_wcc), l);                                         \
+    return;                                                                             \
+  }
+    NFSEDGE_CREATED(NFSPROC3_CREATE, CREATE3res, CREATE3args)
+    NFSEDGE_CREATED(NFSPROC3_MKDIR, MKDIR3res, MKDIR3args)
+    NFSEDGE_CREATED(NFSPROC3_SYMLINK, SYMLINK3res, SYMLINK3args)
+    NFSEDGE_CREATED(NFSPROC3_MKNOD, MKNOD3res, MKNOD3args)
+#undef NFSEDGE_CREATED
+    case NFSPROC3_REMOVE: {
+      const auto* r = static_cast<const REMOVE3res*>(res);
+      LearnRemove(static_cast<const REMOVE3args*>(args)->object, ok,
+                  NFSEDGE_ARM(REMOVE3res, r, dir_wcc), l);
+      return;
+    }
+    case NFSPROC3_RMDIR: {
+      const auto* r = static_cast<const RMDIR3res*>(res);
+      LearnRemove(static_cast<const RMDIR3args*>(args)->object, ok,
+                  NFSEDGE_ARM(RMDIR3res, r, dir_wcc), l);
+      return;
+    }
+    case NFSPROC3_RENAME: {
+      const auto* a = static_cast<const RENAME3args*>(args);
+      const auto* r = static_cast<const RENAME3res*>(res);
+      const wcc_data& fw =
+          ok ? r->RENAME3res_u.resok.fromdir_wcc : r->RENAME3res_u.resfail.fromdir_wcc;
+      const wcc_data& tw = ok ? r->RENAME3res_u.resok.todir_wcc : r->RENAME3res_u.resfail.todir_wcc;
+      // The moved object's ctime changed, and the replaced one's link count.
+      std::string moved;
+      if (ok) {
+        if (std::string* c = last_child_.Peek(ChildKey(Bytes(a->from.dir), a->from.name))) {
+          moved = *c;
+        }
+        ForgetChild(a->from);
+        ForgetChild(a->to);
+      }
+      Wcc(a->from.dir, fw, l);
+      Wcc(a->to.dir, tw, l);
+      if (ok) {
+        names_.OnRename(Bytes(a->from.dir), a->from.name, Bytes(a->to.dir), a->to.name,
+                        DirChange::FromWcc(fw), DirChange::FromWcc(tw));
+        if (!moved.empty()) RememberChild(Bytes(a->to.dir), a->to.name, moved);
+      }
+      return;
+    }
+    case NFSPROC3_LINK: {
+      const auto* a = static_cast<const LINK3args*>(args);
+      const auto* r = static_cast<const LINK3res*>(res);
+      PostOp(a->file,
+             ok ? r->LINK3res_u.resok.file_attributes : r->LINK3res_u.resfail.file_attributes, l);
+      const wcc_data& w = ok ? r->LINK3res_u.resok.linkdir_wcc : r->LINK3res_u.resfail.linkdir_wcc;
+      Wcc(a->link.dir, w, l);
+      if (ok) {
+        names_.OnCreate(Bytes(a->link.dir), a->link.name, Bytes(a->file), DirChange::FromWcc(w));
+        RememberChild(Bytes(a->link.dir), a->link.name, Bytes(a->file));
+      }
+      return;
+    }
+    case NFSPROC3_READDIR: {
+      const auto* r = static_cast<const READDIR3res*>(res);
+      PostOp(static_cast<const READDIR3args*>(args)->dir,
+             ok ? r->READDIR3res_u.resok.dir_attributes : r->READDIR3res_u.resfail.dir_attributes,
+             l);
+      return;
+    }
+    case NFSPROC3_READDIRPLUS: {
+      const auto* a = static_cast<const READDIRPLUS3args*>(args);
+      const auto* r = static_cast<const READDIRPLUS3res*>(res);
+      const post_op_attr& dir_attr = ok ? r->READDIRPLUS3res_u.resok.dir_attributes
+                                        : r->READDIRPLUS3res_u.resfail.dir_attributes;
+      PostOp(a->dir, dir_attr, l);
+      if (!ok || !dir_attr.attributes_follow) return;
+      ChangeId dir_change = ChangeId::FromFattr(dir_attr.post_op_attr_u.attributes);
+      for (const entryplus3* e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+        if (!e->name_handle.handle_follows || IsDotName(e->name)) continue;
+        const nfs_fh3& child = e->name_handle.post_op_fh3_u.handle;
+        PostOp(child, e->name_attributes, l);
+        names_.PutPositive(Bytes(a->dir), e->name, Bytes(child), dir_change);
+        RememberChild(Bytes(a->dir), e->name, Bytes(child));
+      }
+      return;
+    }
+    case NFSPROC3_FSSTAT: {
+      const auto* r = static_cast<const FSSTAT3res*>(res);
+      PostOp(static_cast<const FSSTAT3args*>(args)->fsroot,
+             NFSEDGE_ARM(FSSTAT3res, r, obj_attributes), l);
+      return;
+    }
+    case NFSPROC3_FSINFO: {
+      const auto* r = static_cast<const FSINFO3res*>(res);
+      PostOp(static_cast<const FSINFO3args*>(args)->fsroot,
+             NFSEDGE_ARM(FSINFO3res, r, obj_attributes), l);
+      return;
+    }
+    case NFSPROC3_PATHCONF: {
+      const auto* r = static_cast<const PATHCONF3res*>(res);
+      PostOp(static_cast<const PATHCONF3args*>(args)->object,
+             NFSEDGE_ARM(PATHCONF3res, r, obj_attributes), l);
+      return;
+    }
+    case NFSPROC3_COMMIT: {
+      const auto* r = static_cast<const COMMIT3res*>(res);
+      Wcc(static_cast<const COMMIT3args*>(args)->file,
+          ok ? r->COMMIT3res_u.resok.file_wcc : r->COMMIT3res_u.resfail.file_wcc, l);
+      return;
+    }
+    default:
+      return;
+  }
+#undef NFSEDGE_ARM
+}
+
+void MetadataCache::LearnCreate(const diropargs3& where, const post_op_fh3* obj,
+                                const post_op_attr* obj_attr, const wcc_data& w,
+                                const ExportLifetimes& l) {
+  Wcc(where.dir, w, l);
+  if (!obj) return;  // failed: the wcc data said all there is to say
+  if (obj->handle_follows) {
+    const nfs_fh3& child = obj->post_op_fh3_u.handle;
+    PostOp(child, *obj_attr, l);
+    names_.OnCreate(Bytes(where.dir), where.name, Bytes(child), DirChange::FromWcc(w));
+    RememberChild(Bytes(where.dir), where.name, Bytes(child));
+  } else {
+    names_.InvalidateDir(Bytes(where.dir));  // a new name with an unknown handle
+  }
+}
+
+std::string MetadataCache::ChildKey(std::string_view dir, std::string_view name) {
+  std::string key;
+  AppendPrefixed(&key, dir);
+  AppendPrefixed(&key, name);
+  return key;
+}
+
+void MetadataCache::RememberChild(std::string_view dir, std::string_view name,
+                                  std::string_view child) {
+  if (max_children_ == 0) return;
+  last_child_.Put(ChildKey(dir, name), std::string(child));
+  while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
+}
+
+void MetadataCache::ForgetChild(const diropargs3& d) {
+  std::string key = ChildKey(Bytes(d.dir), d.name);
+  std::string* child = last_child_.Peek(key);
+  if (!child) return;
+  attrs_.Invalidate(*child);
+  names_.InvalidateDir(*child);  // if it was a directory, its names went too
+  last_child_.Erase(key);
+}
+
+void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,
+                                const ExportLifetimes& l) {
+  if (ok) ForgetChild(what);  // gone, or its link count changed
+  Wcc(what.dir, w, l);
+  if (ok) names_.OnRemove(Bytes(what.dir), what.name, DirChange::FromWcc(w));
+}
+
+}  // namespace nfsedge

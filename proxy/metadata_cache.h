@@ -1,0 +1,99 @@
+// MetadataCache: answers GETATTR, ACCESS and LOOKUP from the attribute,
+// ACCESS and name caches (cache/) when they prove the answer fresh, and
+// learns from every upstream reply (post-op attributes, wcc data, names,
+// ACCESS results, READDIRPLUS entries).
+//
+// Freshness: an answer is given only from entries within the export's
+// lifetimes (acregmin/acregmax, acdirmin/acdirmax; 0 = always ask). Every
+// mutation through the proxy updates the entries it touches from its reply's
+// wcc data, so clients of the proxy see their own and each other's changes
+// at once; a wcc "before" that is not what the cache held drops what
+// depended on the object.
+//
+// Confinement (DESIGN rule 6): a LOOKUP is answered to a credential only if
+// the ACCESS cache proves that the upstream lets that credential search the
+// directory; ACCESS answers are per credential. GETATTR needs no evidence:
+// the upstream answers it to anyone who holds the handle.
+//
+// Thread-safety: single-threaded, on the event loop.
+#ifndef NFSEDGE_PROXY_METADATA_CACHE_H_
+#define NFSEDGE_PROXY_METADATA_CACHE_H_
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache/access_cache.h"
+#include "cache/attr_cache.h"
+#include "cache/clock.h"
+#include "cache/cred_key.h"
+#include "cache/lifetime.h"
+#include "cache/lru_map.h"
+#include "cache/name_cache.h"
+#include "proxy/config.h"
+#include "proxy/exports.h"
+#include "proxy/nfs_procs.h"
+
+namespace nfsedge {
+
+class MetadataCache {
+ public:
+  MetadataCache(const Clock& clock, const CacheConfig& config);
+
+  // Returns the results (NFSv3 result union, XDR) answering `p` with decoded
+  // `args` for `cred` on `exp` iff the caches prove them fresh and allowed.
+  std::optional<std::string> Answer(const NfsProc& p, const void* args, const Export& exp,
+                                    const CredKey& cred);
+
+  // Learns from the upstream's `results` (XDR) to `p` with `args`, sent for
+  // `cred`. Results that do not decode are ignored.
+  void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
+             const CredKey& cred);
+
+  const AttrCache& attrs() const { return attrs_; }
+  const AccessCache& access() const { return access_; }
+  const NameCache& names() const { return names_; }
+
+ private:
+  std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
+                                          const CredKey& cred);
+  void LearnDecoded(const NfsProc& p, const void* args, const void* res, const Export& exp,
+                    const CredKey& cred);
+  void LearnCreate(const diropargs3& where, const post_op_fh3* obj, const post_op_attr* obj_attr,
+                   const wcc_data& w, const ExportLifetimes& l);
+  void LearnRemove(const diropargs3& what, bool ok, const wcc_data& w, const ExportLifetimes& l);
+  // Remembers that `name` in `dir` was `child`, whatever happens to the
+  // directory's name cache entries, so that a REMOVE, RMDIR or RENAME
+  // through the proxy can forget the child's attributes.
+  void RememberChild(std::string_view dir, std::string_view name, std::string_view child);
+  // Forgets the attributes (and names, for a directory) of the object `d`
+  // last named, if known.
+  void ForgetChild(const diropargs3& d);
+  static std::string ChildKey(std::string_view dir, std::string_view name);
+  void PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l);
+  // Applies wcc data to the attribute cache. Returns true iff it shows that
+  // only this operation changed the object (or nothing did), so what depends
+  // on the object stays valid.
+  bool ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w, const ExportLifetimes& l);
+  // Applies a directory's or file's wcc data; drops its names when it changed
+  // behind the proxy's back.
+  void Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifetimes& l);
+
+  AttrCache attrs_;
+  AccessCache access_;
+  NameCache names_;
+  const size_t max_children_;
+  LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
+};
+
+// Returns the export's lifetimes from its config.
+ExportLifetimes LifetimesOf(const Export& exp);
+// Returns the cache key of a credential as sent upstream.
+CredKey CredKeyOf(const OpaqueAuth& cred);
+// Returns `granted` without write bits on a read-only export.
+uint32_t MaskAccess(const Export& exp, uint32_t granted);
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_METADATA_CACHE_H_
