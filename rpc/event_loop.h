@@ -33,7 +33,7 @@ using EventPtr = std::unique_ptr<event, EventDeleter>;
 using BuffereventPtr = std::unique_ptr<bufferevent, BuffereventDeleter>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using Duration = std::chrono::steady_clock::duration;
 
 // Returns a timeval for `d` (negative durations become zero).

@@ -259,7 +259,7 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   Pending p;
   p.record = EncodeRecord(body);
   p.done = std::move(done);
-  p.deadline = Clock::now() + options_.timeout;
+  p.deadline = SteadyClock::now() + options_.timeout;
   pending_.emplace(xid, std::move(p));
   queue_.push_back(xid);
   stats_.calls++;
@@ -293,7 +293,7 @@ void RpcClient::Pump() {
 
 void RpcClient::SweepDeadlines() {
   if (pending_.empty()) return;
-  auto now = Clock::now();
+  auto now = SteadyClock::now();
   std::vector<ReplyCallback> expired;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.deadline > now) {

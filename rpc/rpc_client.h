@@ -91,7 +91,7 @@ class RpcClient : public RpcCaller {
   struct Pending {
     std::string record;  // framed call, with our XID
     ReplyCallback done;
-    Clock::time_point deadline;
+    SteadyClock::time_point deadline;
     int conn = -1;  // connection it was sent on; -1 = waiting in queue_
     int losses = 0;  // connections lost while this call was on them
   };

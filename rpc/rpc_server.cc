@@ -21,7 +21,7 @@ IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string rec
       args_offset_(parsed.args_offset),
       header_(parsed.header),
       peer_(peer),
-      received_(Clock::now()) {}
+      received_(SteadyClock::now()) {}
 
 IncomingCall::~IncomingCall() { Release(); }
 

@@ -45,7 +45,7 @@ class IncomingCall {
   // The procedure's arguments (bytes after the call header).
   std::string_view args() const { return std::string_view(record_).substr(args_offset_); }
   const SockAddr& peer() const { return peer_; }
-  Clock::time_point received() const { return received_; }
+  SteadyClock::time_point received() const { return received_; }
 
   // Sends `reply`, a complete RPC reply message (header and results).
   void Reply(std::string reply);
@@ -63,7 +63,7 @@ class IncomingCall {
   size_t args_offset_;
   CallHeader header_;
   SockAddr peer_;
-  Clock::time_point received_;
+  SteadyClock::time_point received_;
   bool replied_ = false;
 };
 
