@@ -1,0 +1,221 @@
+// MetadataCache with a fake clock: what it answers, for whom, and for how
+// long, after learning from upstream replies.
+#include "proxy/metadata_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cache/clock.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+namespace {
+
+constexpr uint32_t kWall0 = 1704067200;  // FakeClock's wall start
+
+fattr3 Attr(ftype3 type, uint64_t size, uint32_t changed_at, uint32_t mode = 0755) {
+  fattr3 a{};
+  a.type = type;
+  a.mode = mode;
+  a.nlink = 1;
+  a.size = size;
+  a.mtime.seconds = a.ctime.seconds = changed_at;
+  return a;
+}
+
+nfs_fh3 Fh(std::string& bytes) {
+  nfs_fh3 fh{};
+  fh.data.data_val = bytes.data();
+  fh.data.data_len = static_cast<u_int>(bytes.size());
+  return fh;
+}
+
+template <typename T>
+std::string Xdr(xdrproc_t proc, const T& v) {
+  std::string out;
+  EXPECT_TRUE(XdrEncode(proc, &v, &out));
+  return out;
+}
+
+post_op_attr PostOp(const fattr3& a) {
+  post_op_attr p{};
+  p.attributes_follow = TRUE;
+  p.post_op_attr_u.attributes = a;
+  return p;
+}
+
+class MetadataCacheTest : public ::testing::Test {
+ protected:
+  MetadataCacheTest() : exp_(0, MakeConfig(10, 10)), zero_(1, MakeConfig(0, 0)), cache_(clock_, {}) {}
+
+  static ExportConfig MakeConfig(uint32_t min, uint32_t max) {
+    ExportConfig c;
+    c.path = "/e";
+    c.upstream_path = "/e";
+    c.acregmin = c.acdirmin = min;
+    c.acregmax = c.acdirmax = max;
+    return c;
+  }
+
+  void LearnGetattr(const Export& e, std::string& fh, const fattr3& a) {
+    GETATTR3args args{Fh(fh)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = a;
+    cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), res), e, user_);
+  }
+  void LearnAccess(std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted,
+                   const CredKey& who) {
+    ACCESS3args args{Fh(fh), asked};
+    ACCESS3res res{};
+    res.status = NFS3_OK;
+    res.ACCESS3res_u.resok.obj_attributes = PostOp(a);
+    res.ACCESS3res_u.resok.access = granted;
+    cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), res), exp_, who);
+  }
+  void LearnLookup(std::string& dir, const char* name, const fattr3& dir_attr, std::string* child,
+                   const fattr3* child_attr) {
+    LOOKUP3args args{};
+    args.what.dir = Fh(dir);
+    args.what.name = const_cast<char*>(name);
+    LOOKUP3res res{};
+    if (child) {
+      res.status = NFS3_OK;
+      res.LOOKUP3res_u.resok.object = Fh(*child);
+      res.LOOKUP3res_u.resok.obj_attributes = PostOp(*child_attr);
+      res.LOOKUP3res_u.resok.dir_attributes = PostOp(dir_attr);
+    } else {
+      res.status = NFS3ERR_NOENT;
+      res.LOOKUP3res_u.resfail.dir_attributes = PostOp(dir_attr);
+    }
+    cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res), exp_, user_);
+  }
+  std::optional<std::string> Getattr(const Export& e, std::string& fh) {
+    GETATTR3args args{Fh(fh)};
+    return cache_.Answer(*FindNfsProc(NFSPROC3_GETATTR), &args, e, user_);
+  }
+  std::optional<std::string> Access(std::string& fh, uint32_t mask, const CredKey& who) {
+    ACCESS3args args{Fh(fh), mask};
+    return cache_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &args, exp_, who);
+  }
+  std::optional<std::string> Lookup(std::string& dir, const char* name, const CredKey& who) {
+    LOOKUP3args args{};
+    args.what.dir = Fh(dir);
+    args.what.name = const_cast<char*>(name);
+    return cache_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &args, exp_, who);
+  }
+  static uint32_t StatusOf(const std::optional<std::string>& r) { return LoadBE32(r->data()); }
+
+  FakeClock clock_;
+  Export exp_, zero_;
+  MetadataCache cache_;
+  CredKey user_ = CredKey::FromIds(1000, 1000, {});
+  CredKey other_ = CredKey::FromIds(2000, 2000, {});
+  std::string dir_ = "DIR-HANDLE", file_ = "FILE-HANDLE";
+};
+
+TEST_F(MetadataCacheTest, GetattrIsAnsweredWithinTheLifetimeOnly) {
+  LearnGetattr(exp_, file_, Attr(NF3REG, 5, kWall0 - 3600));
+  std::optional<std::string> r = Getattr(exp_, file_);
+  ASSERT_TRUE(r);
+  XdrValue<GETATTR3res> res(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+  ASSERT_TRUE(res.Decode(*r));
+  EXPECT_EQ(res->status, NFS3_OK);
+  EXPECT_EQ(res->GETATTR3res_u.resok.obj_attributes.size, 5u);
+  clock_.Advance(std::chrono::seconds(11));
+  EXPECT_FALSE(Getattr(exp_, file_));
+}
+
+TEST_F(MetadataCacheTest, LifetimeZeroNeverAnswers) {
+  LearnGetattr(zero_, file_, Attr(NF3REG, 5, kWall0 - 3600));
+  EXPECT_FALSE(Getattr(zero_, file_));
+}
+
+TEST_F(MetadataCacheTest, AccessIsPerCredentialAndNeedsTheAskedBits) {
+  fattr3 a = Attr(NF3REG, 5, kWall0 - 3600, 0640);
+  LearnAccess(file_, a, ACCESS3_READ | ACCESS3_MODIFY, ACCESS3_READ, user_);
+  std::optional<std::string> r = Access(file_, ACCESS3_READ, user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_FALSE(Access(file_, ACCESS3_READ, other_)) << "another user's answer";
+  EXPECT_FALSE(Access(file_, ACCESS3_EXECUTE, user_)) << "bits never asked";
+}
+
+TEST_F(MetadataCacheTest, LookupNeedsSearchEvidenceForTheCaller) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600, 0700);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  LearnLookup(dir_, "f", d, &file_, &f);
+  EXPECT_FALSE(Lookup(dir_, "f", user_)) << "no ACCESS evidence yet";
+  LearnAccess(dir_, d, 0x3f, ACCESS3_LOOKUP | ACCESS3_READ, user_);
+  std::optional<std::string> r = Lookup(dir_, "f", user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_FALSE(Lookup(dir_, "f", other_));
+  LearnAccess(dir_, d, 0x3f, 0, other_);  // the upstream refuses the other user
+  EXPECT_FALSE(Lookup(dir_, "f", other_));
+}
+
+TEST_F(MetadataCacheTest, NegativeLookupIsAnsweredNoent) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "missing", d, nullptr, nullptr);
+  std::optional<std::string> r = Lookup(dir_, "missing", user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3ERR_NOENT));
+}
+
+TEST_F(MetadataCacheTest, DirectoryChangedElsewhereLosesItsNames) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "f", d, &file_, &f);
+  ASSERT_TRUE(Lookup(dir_, "f", user_));
+  // A REMOVE of another name whose wcc "before" is not what was cached.
+  REMOVE3args args{};
+  args.object.dir = Fh(dir_);
+  args.object.name = const_cast<char*>("g");
+  REMOVE3res res{};
+  res.status = NFS3_OK;
+  wcc_data& w = res.REMOVE3res_u.resok.dir_wcc;
+  w.before.attributes_follow = TRUE;
+  w.before.pre_op_attr_u.attributes.size = 4096;
+  w.before.pre_op_attr_u.attributes.mtime.seconds = kWall0 - 60;  // changed meanwhile
+  w.before.pre_op_attr_u.attributes.ctime.seconds = kWall0 - 60;
+  fattr3 after = Attr(NF3DIR, 4096, kWall0);
+  w.after = PostOp(after);
+  cache_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_REMOVE3res), res), exp_, user_);
+  EXPECT_FALSE(Lookup(dir_, "f", user_)) << "names of a directory changed elsewhere";
+}
+
+TEST_F(MetadataCacheTest, OwnRemoveForgetsTheChildAndLeavesANegativeName) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "f", d, &file_, &f);
+  ASSERT_TRUE(Getattr(exp_, file_));
+  REMOVE3args args{};
+  args.object.dir = Fh(dir_);
+  args.object.name = const_cast<char*>("f");
+  REMOVE3res res{};
+  res.status = NFS3_OK;
+  wcc_data& w = res.REMOVE3res_u.resok.dir_wcc;
+  w.before.attributes_follow = TRUE;
+  w.before.pre_op_attr_u.attributes.size = d.size;
+  w.before.pre_op_attr_u.attributes.mtime = d.mtime;
+  w.before.pre_op_attr_u.attributes.ctime = d.ctime;
+  w.after = PostOp(Attr(NF3DIR, 4096, kWall0));
+  cache_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_REMOVE3res), res), exp_, user_);
+  EXPECT_FALSE(Getattr(exp_, file_)) << "the removed file's attributes";
+  std::optional<std::string> r = Lookup(dir_, "f", user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3ERR_NOENT));
+}
+
+}  // namespace
+}  // namespace nfsedge
