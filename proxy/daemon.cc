@@ -1,6 +1,7 @@
 #include "proxy/daemon.h"
 
 #include <csignal>
+#include <sstream>
 
 #include "proxy/rpcbind.h"
 #include "rpc/log.h"
@@ -28,6 +29,33 @@ Daemon::~Daemon() {
   nfs_upstream_.reset();
   sigterm_.reset();
   sigint_.reset();
+  sigusr1_.reset();
+}
+
+void Daemon::LogStats() {
+  std::ostringstream procs;
+  for (uint32_t i = 0; i < kNfsProcCount; ++i) {
+    const NfsProcStats& st = nfs_->stats(i);
+    if (st.calls == 0) continue;
+    procs << " " << FindNfsProc(i)->name << "=" << st.calls << "/" << st.cache_answers << "/"
+          << st.local_errors << "/" << st.upstream_errors;
+  }
+  NFSEDGE_LOG(kInfo) << "stats nfs calls/cache_answers/refused/upstream_errors:" << procs.str();
+  const AttrCacheStats& a = cache_.attrs().stats();
+  const AccessCacheStats& x = cache_.access().stats();
+  const NameCacheStats& n = cache_.names().stats();
+  NFSEDGE_LOG(kInfo) << "stats cache attr entries=" << cache_.attrs().size() << " hits=" << a.hits
+                     << " misses=" << a.misses << " expired=" << a.expired
+                     << " evictions=" << a.evictions << "; access entries="
+                     << cache_.access().size() << " hits=" << x.hits << " misses=" << x.misses
+                     << " stale=" << x.stale << "; names entries=" << cache_.names().size()
+                     << " positive_hits=" << n.positive_hits
+                     << " negative_hits=" << n.negative_hits << " misses=" << n.misses
+                     << " dirs_dropped=" << n.dirs_dropped << "; handles=" << handles_.size();
+  const ClientStats& u = nfs_upstream_->stats();
+  NFSEDGE_LOG(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
+                     << " timeouts=" << u.timeouts << " resent=" << u.resent
+                     << " reconnects=" << u.reconnects << " refused=" << u.refused;
 }
 
 StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers) {
@@ -109,8 +137,12 @@ Status Daemon::Start() {
   };
   sigterm_.reset(evsignal_new(base_.get(), SIGTERM, on_signal, this));
   sigint_.reset(evsignal_new(base_.get(), SIGINT, on_signal, this));
+  sigusr1_.reset(evsignal_new(
+      base_.get(), SIGUSR1,
+      [](evutil_socket_t, short, void* arg) { static_cast<Daemon*>(arg)->LogStats(); }, this));
   evsignal_add(sigterm_.get(), nullptr);
   evsignal_add(sigint_.get(), nullptr);
+  evsignal_add(sigusr1_.get(), nullptr);
 
   nfs_upstream_->Start();
   mount_upstream_->Start();
@@ -123,6 +155,7 @@ Status Daemon::Start() {
 
 int Daemon::Run() {
   event_base_dispatch(base_.get());
+  LogStats();
   NFSEDGE_LOG(kInfo) << "nfsedge stopped";
   return 0;
 }

@@ -4,7 +4,8 @@
 //
 // Shutdown (SIGTERM or SIGINT): stop accepting, wait up to shutdown_grace
 // seconds for calls in flight to be answered, then close everything and
-// return from Run() with 0. A second signal cuts the wait short.
+// return from Run() with 0. A second signal cuts the wait short. SIGUSR1
+// writes the counters to the log.
 //
 // Thread-safety: Start() and Run() are called from one thread, which then
 // runs the event loop.
@@ -43,6 +44,9 @@ class Daemon {
 
  private:
   void BeginShutdown();
+  // Logs the counters: per NFS procedure (calls, cache answers, errors),
+  // caches (hits, misses, entries), upstream. On SIGUSR1 and at exit.
+  void LogStats();
   void CheckShutdown();
   StatusOr<SockAddr> UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers);
 
@@ -58,7 +62,7 @@ class Daemon {
   std::unique_ptr<MountService> mount_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<RpcServer> server_;
-  EventPtr sigterm_, sigint_;
+  EventPtr sigterm_, sigint_, sigusr1_;
   Timer shutdown_timer_;
   SteadyClock::time_point shutdown_deadline_{};
   bool shutting_down_ = false;
