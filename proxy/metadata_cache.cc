@@ -131,6 +131,16 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
   return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
 }
 
+bool MetadataCache::HasSearchEvidence(std::string_view dir, const CredKey& cred) {
+  std::optional<fattr3> a = attrs_.Get(dir);
+  return a && access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*a));
+}
+
+bool MetadataCache::HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask) {
+  std::optional<fattr3> a = attrs_.Get(fh);
+  return a && access_.Lookup(fh, cred, mask, PermId::FromFattr(*a)).has_value();
+}
+
 void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {
   if (!a.attributes_follow || fh.data.data_len == 0) return;
   attrs_.ApplyPostOp(Bytes(fh), a, l.For(a.post_op_attr_u.attributes.type));

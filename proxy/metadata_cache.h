@@ -51,6 +51,13 @@ class MetadataCache {
   void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
              const CredKey& cred);
 
+  // Returns true iff the caches prove that `cred` may search directory
+  // `dir` (fresh attributes and an ACCESS result granting LOOKUP).
+  bool HasSearchEvidence(std::string_view dir, const CredKey& cred);
+  // Returns true iff a fresh ACCESS result exists for (`fh`, `cred`) that
+  // asked for every bit of `mask`.
+  bool HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask);
+
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
   const NameCache& names() const { return names_; }

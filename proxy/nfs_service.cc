@@ -93,6 +93,13 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
       return;
     }
   }
+  if (cache_ && IsCacheableCred(cred)) {
+    if (p.proc == NFSPROC3_LOOKUP) {
+      SpeculateAccess(HandleBytes(static_cast<LOOKUP3args*>(args->get())->what.dir), *exp, cred);
+    } else if (p.proc == NFSPROC3_READDIRPLUS) {
+      SpeculateAccess(HandleBytes(static_cast<READDIRPLUS3args*>(args->get())->dir), *exp, cred);
+    }
+  }
   std::string clamped;
   if (ClampTransfer(p, args->get())) args->Encode(&clamped);
   std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
@@ -105,6 +112,62 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": " << s.ToString();
     call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
   }
+}
+
+void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
+                                 const OpaqueAuth& cred) {
+  if (speculating_.size() >= options_.max_speculative) return;
+  CredKey key = CredKeyOf(cred);
+  if (cache_->HasAccess(fh, key, kAllAccessBits)) return;
+  std::string id = std::string(fh) + std::string(key.bytes());
+  if (!speculating_.insert(id).second) return;
+  std::string handle(fh);
+  ACCESS3args a{};
+  a.object.data.data_val = handle.data();
+  a.object.data.data_len = static_cast<u_int>(handle.size());
+  a.access = kAllAccessBits;
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), &a, &wire);
+  const Export* e = &exp;
+  Status s = upstream_.Call(
+      kNfsProgram, kNfsVersion, NFSPROC3_ACCESS, cred, wire,
+      [this, id, handle, e, key](StatusOr<RpcReply> r) mutable {
+        speculating_.erase(id);
+        if (!r.ok() || r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
+          return;
+        }
+        ACCESS3args a{};
+        a.object.data.data_val = handle.data();
+        a.object.data.data_len = static_cast<u_int>(handle.size());
+        a.access = kAllAccessBits;
+        cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
+      });
+  if (!s.ok()) {
+    speculating_.erase(id);
+    return;
+  }
+  stats_[NFSPROC3_ACCESS].speculative++;
+}
+
+void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_view results,
+                                const Export& exp, const OpaqueAuth& cred) {
+  if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return;
+  if (p.proc == NFSPROC3_LOOKUP) {
+    // The client opens what it looked up next: ACCESS on the object.
+    XdrValue<LOOKUP3res> res(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res));
+    if (res.Decode(results)) SpeculateAccess(HandleBytes(res->LOOKUP3res_u.resok.object), exp, cred);
+  } else if (p.proc == NFSPROC3_READDIRPLUS) {
+    XdrBox box(p.res_xdr, p.res_size);
+    if (!box.Decode(results)) return;
+    const auto* res = static_cast<const READDIRPLUS3res*>(box.get());
+    for (const entryplus3* e = res->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+      if (!e->name_handle.handle_follows) continue;
+      std::string_view name(e->name ? e->name : "");
+      if (name == "." || name == "..") continue;
+      SpeculateAccess(HandleBytes(e->name_handle.post_op_fh3_u.handle), exp, cred);
+    }
+  }
+  (void)args;
 }
 
 bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {
@@ -142,7 +205,10 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
-    if (cache_) cache_->Learn(p, args->get(), r.results(), exp, CredKeyOf(cred));
+    if (cache_) {
+      cache_->Learn(p, args->get(), r.results(), exp, CredKeyOf(cred));
+      if (IsCacheableCred(cred)) SpeculateAfter(p, args->get(), r.results(), exp, cred);
+    }
     PostProcess(p, exp, &r);
   }
   StoreBE32(r.record.data(), call->xid());

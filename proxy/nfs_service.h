@@ -18,6 +18,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <unordered_set>
 
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
@@ -28,7 +30,13 @@
 
 namespace nfsedge {
 
+// Every ACCESS bit: what speculative ACCESS calls ask for.
+inline constexpr uint32_t kAllAccessBits = 0x3f;
+
 struct NfsServiceOptions {
+  // Speculative ACCESS calls in flight at most (DESIGN rule 8); beyond it
+  // speculation is skipped, never queued.
+  uint32_t max_speculative = 32;
   // Largest READ/WRITE/READDIR payload the proxy can carry in one record;
   // FSINFO replies are clamped to it.
   uint32_t max_transfer = 1 << 20;
@@ -39,6 +47,7 @@ struct NfsProcStats {
   uint64_t cache_answers = 0;    // answered from the metadata cache
   uint64_t local_errors = 0;     // answered by the proxy without the upstream
   uint64_t upstream_errors = 0;  // no reply from the upstream (JUKEBOX)
+  uint64_t speculative = 0;      // ACCESS calls the proxy made ahead of the client
 };
 
 class NfsService : public RpcProgram {
@@ -69,12 +78,21 @@ class NfsService : public RpcProgram {
   // Registers handles in a successful reply, clamps FSINFO, and removes the
   // write bits from ACCESS on a read-only export; may rewrite reply->record.
   void PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply);
+  // Fetches ACCESS (all bits) for `cred` on `fh` in the background unless the
+  // cache already has it or the same fetch is in flight, so the ACCESS, and
+  // the LOOKUPs in a directory, that a client sends next are answered
+  // locally.
+  void SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred);
+  // After a reply: speculation for what the client will ask next.
+  void SpeculateAfter(const NfsProc& p, const void* args, std::string_view results,
+                      const Export& exp, const OpaqueAuth& cred);
 
   const ExportTable& exports_;
   HandleRegistry& handles_;
   RpcCaller& upstream_;
   const NfsServiceOptions options_;
   MetadataCache* cache_;
+  std::unordered_set<std::string> speculating_;  // handle + credential key
   std::array<NfsProcStats, kNfsProcCount> stats_{};
 };
 

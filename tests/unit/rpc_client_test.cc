@@ -163,7 +163,7 @@ TEST_F(RpcClientTest, InFlightIsCappedAndQueueIsBounded) {
   StartClient(o);
   loop_.Start();
   for (int i = 0; i < 5; ++i) Send("hold", i);
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     size_t n;
     loop_.RunSync([&] { n = handler_.held.size(); });
     if (n == 2) break;

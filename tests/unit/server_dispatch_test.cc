@@ -312,14 +312,14 @@ TEST_F(ServerDispatchTest, RepliesLeaveOutOfOrderAndBackPressureHolds) {
     c.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, FhArgs(kRootFh)));
   }
   // max_calls_per_connection = 4: only four reach the upstream.
-  for (int i = 0; i < 100 && NfsCalls() < 4; ++i) usleep(10000);
+  for (int i = 0; i < 1000 && NfsCalls() < 4; ++i) usleep(10000);
   usleep(50000);
   EXPECT_EQ(NfsCalls(), 4u);
   loop_.RunSync([&] { nfs_up_->Answer(3, GetattrOk()); });
   std::optional<std::string> r = c.ReadRecord();
   ASSERT_TRUE(r);
   EXPECT_EQ(ParseReply(*r)->xid, 4u);  // the fourth call, answered first
-  for (int i = 0; i < 100 && NfsCalls() < 5; ++i) usleep(10000);
+  for (int i = 0; i < 1000 && NfsCalls() < 5; ++i) usleep(10000);
   EXPECT_EQ(NfsCalls(), 5u);  // a slot freed: one more call read
   loop_.RunSync([&] {
     // From now on answer at once, and answer the calls still held.
