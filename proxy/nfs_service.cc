@@ -103,11 +103,24 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   std::string clamped;
   if (ClampTransfer(p, args->get())) args->Encode(&clamped);
   std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
+  // Single flight: an identical read-only call already on its way upstream
+  // (same procedure, arguments and credential) answers this one too.
+  std::string flight;
+  if ((p.flags & kIdempotent) && !(p.flags & kMutating)) {
+    flight = FlightKey(p.proc, cred, forward);
+    auto [it, first] = joined_.try_emplace(flight);
+    if (!first) {
+      it->second.push_back(call);
+      st.coalesced++;
+      return;
+    }
+  }
   Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, cred, forward,
-                            [this, &p, exp, call, args, cred](StatusOr<RpcReply> r) {
-                              OnReply(p, *exp, call, args, cred, std::move(r));
+                            [this, &p, exp, call, args, cred, flight](StatusOr<RpcReply> r) {
+                              OnReply(p, *exp, call, args, cred, flight, std::move(r));
                             });
   if (!s.ok()) {
+    if (!flight.empty()) joined_.erase(flight);
     st.upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": " << s.ToString();
     call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
@@ -195,12 +208,22 @@ bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {
 void NfsService::OnReply(const NfsProc& p, const Export& exp,
                          const std::shared_ptr<IncomingCall>& call,
                          const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
-                         StatusOr<RpcReply> reply) {
+                         const std::string& flight, StatusOr<RpcReply> reply) {
+  std::vector<std::shared_ptr<IncomingCall>> joined;
+  if (!flight.empty()) {
+    auto it = joined_.find(flight);
+    if (it != joined_.end()) {
+      joined = std::move(it->second);
+      joined_.erase(it);
+    }
+  }
   if (!reply.ok()) {
     stats_[p.proc].upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " for " << call->peer().ToString() << ": "
                        << reply.status().ToString() << "; answering NFS3ERR_JUKEBOX";
-    call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
+    std::string err = EncodeNfsError(p, NFS3ERR_JUKEBOX);
+    call->ReplySuccess(err);
+    for (const auto& j : joined) j->ReplySuccess(err);
     return;
   }
   RpcReply& r = *reply;
@@ -211,8 +234,23 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     }
     PostProcess(p, exp, &r);
   }
+  for (const auto& j : joined) {
+    std::string copy = r.record;
+    StoreBE32(copy.data(), j->xid());
+    j->Reply(std::move(copy));
+  }
   StoreBE32(r.record.data(), call->xid());
   call->Reply(std::move(r.record));
+}
+
+std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args) {
+  std::string key;
+  XdrWriter w(&key);
+  w.WriteU32(proc);
+  w.WriteU32(cred.flavor);
+  w.WriteOpaque(cred.body);
+  key.append(args);
+  return key;
 }
 
 void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply) {

@@ -6,7 +6,9 @@
 // empty one, XDEV across exports), applies the export's rules (NFS3ERR_ACCES
 // for a client outside its networks, NFS3ERR_ROFS for a mutation of a
 // read-only export, root squash on the credential), and forwards the call
-// upstream, unless the MetadataCache can answer it. The upstream's reply
+// upstream, unless the MetadataCache can answer it or an identical read-only
+// call (same procedure, arguments, credential) is already in flight, whose
+// reply then answers both (single flight). The upstream's reply
 // teaches the cache, and goes back with the client's XID, after the handles
 // it carries are registered. An upstream that cannot answer in time
 // gets the client NFS3ERR_JUKEBOX ("try again later").
@@ -19,7 +21,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
@@ -48,6 +52,7 @@ struct NfsProcStats {
   uint64_t local_errors = 0;     // answered by the proxy without the upstream
   uint64_t upstream_errors = 0;  // no reply from the upstream (JUKEBOX)
   uint64_t speculative = 0;      // ACCESS calls the proxy made ahead of the client
+  uint64_t coalesced = 0;        // answered by an identical call already in flight
 };
 
 class NfsService : public RpcProgram {
@@ -70,7 +75,9 @@ class NfsService : public RpcProgram {
                  const Export** exp);
   void OnReply(const NfsProc& p, const Export& exp, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
-               StatusOr<RpcReply> reply);
+               const std::string& flight, StatusOr<RpcReply> reply);
+  // The key under which identical read-only calls share one upstream call.
+  static std::string FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args);
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.
@@ -93,6 +100,8 @@ class NfsService : public RpcProgram {
   const NfsServiceOptions options_;
   MetadataCache* cache_;
   std::unordered_set<std::string> speculating_;  // handle + credential key
+  // Calls waiting on an identical call in flight, by FlightKey.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
   std::array<NfsProcStats, kNfsProcCount> stats_{};
 };
 

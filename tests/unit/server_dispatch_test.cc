@@ -309,7 +309,8 @@ TEST_F(ServerDispatchTest, RepliesLeaveOutOfOrderAndBackPressureHolds) {
   loop_.RunSync([&] { nfs_up_->set_responder(nullptr); });  // hold every call
   BlockingClient c(port_);
   for (uint32_t xid = 1; xid <= 6; ++xid) {
-    c.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, FhArgs(kRootFh)));
+    // Distinct credentials: identical calls would share one upstream call.
+    c.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(1000 + xid, 100)));
   }
   // max_calls_per_connection = 4: only four reach the upstream.
   for (int i = 0; i < 1000 && NfsCalls() < 4; ++i) usleep(10000);
@@ -336,6 +337,35 @@ TEST_F(ServerDispatchTest, RepliesLeaveOutOfOrderAndBackPressureHolds) {
     xids.insert(ParseReply(*r)->xid);
   }
   EXPECT_EQ(xids, (std::set<uint32_t>{1, 2, 3, 5, 6}));
+}
+
+TEST_F(ServerDispatchTest, IdenticalReadOnlyCallsShareOneUpstreamCall) {
+  Mount("/data");
+  loop_.RunSync([&] { nfs_up_->set_responder(nullptr); });  // hold
+  BlockingClient a(port_), b(port_), other(port_);
+  a.SendRecord(MakeCall(101, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(1000, 100)));
+  for (int i = 0; i < 1000 && NfsCalls() < 1; ++i) usleep(10000);
+  b.SendRecord(MakeCall(202, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(1000, 100)));
+  other.SendRecord(MakeCall(303, kNfsProgram, 3, 1, FhArgs(kRootFh), SysCred(2000, 100)));
+  for (int i = 0; i < 1000 && NfsCalls() < 2; ++i) usleep(10000);
+  usleep(50000);
+  EXPECT_EQ(NfsCalls(), 2u);  // a and b share one; another user's goes on its own
+  loop_.RunSync([&] {
+    for (size_t i = 0; i < nfs_up_->calls.size(); ++i) nfs_up_->Answer(i, GetattrOk());
+  });
+  for (auto [client, xid] : {std::pair{&a, 101u}, {&b, 202u}, {&other, 303u}}) {
+    std::optional<std::string> r = client->ReadRecord();
+    ASSERT_TRUE(r) << xid;
+    EXPECT_EQ(ParseReply(*r)->xid, xid);
+    EXPECT_EQ(r->substr(ParseReply(*r)->results_offset), GetattrOk());
+  }
+  // Mutations are never shared.
+  std::string args = FhArgs(kRootFh);
+  XdrWriter(&args).WriteOpaque("x");
+  a.SendRecord(MakeCall(1, kNfsProgram, 3, 12, args, SysCred(1000, 100)));
+  b.SendRecord(MakeCall(2, kNfsProgram, 3, 12, args, SysCred(1000, 100)));
+  for (int i = 0; i < 1000 && NfsCalls() < 4; ++i) usleep(10000);
+  EXPECT_EQ(NfsCalls(), 4u);
 }
 
 }  // namespace
