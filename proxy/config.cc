@@ -134,6 +134,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("max_attr_entries", 0, kMaxU32, &c.cache.max_attr_entries);
     r.Uint("max_access_entries", 0, kMaxU32, &c.cache.max_access_entries);
     r.Uint("max_name_entries", 0, kMaxU32, &c.cache.max_name_entries);
+    r.Uint("refresh_ahead_ms", 0, 3600000, &c.cache.refresh_ahead_ms);
     r.RejectUnknownKeys();
   }
   if (const toml::table* log = table("log")) {

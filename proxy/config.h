@@ -66,6 +66,9 @@ struct CacheConfig {
   uint32_t max_attr_entries = 1000000;
   uint32_t max_access_entries = 1000000;
   uint32_t max_name_entries = 1000000;
+  // Revalidate attributes that clients use this long before they expire
+  // (refresh-ahead), milliseconds; 0 = off.
+  uint32_t refresh_ahead_ms = 1000;
 };
 
 struct Config {

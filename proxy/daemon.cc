@@ -23,6 +23,7 @@ Daemon::~Daemon() {
   }
   server_.reset();
   dispatcher_.reset();
+  refresher_.reset();
   mount_.reset();
   nfs_.reset();
   mount_upstream_.reset();
@@ -51,7 +52,8 @@ void Daemon::LogStats() {
                      << " stale=" << x.stale << "; names entries=" << cache_.names().size()
                      << " positive_hits=" << n.positive_hits
                      << " negative_hits=" << n.negative_hits << " misses=" << n.misses
-                     << " dirs_dropped=" << n.dirs_dropped << "; handles=" << handles_.size();
+                     << " dirs_dropped=" << n.dirs_dropped << "; handles=" << handles_.size()
+                     << "; refresh_ahead=" << refresher_->sent();
   const ClientStats& u = nfs_upstream_->stats();
   NFSEDGE_LOG(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
                      << " timeouts=" << u.timeouts << " resent=" << u.resent
@@ -98,6 +100,10 @@ Status Daemon::Start() {
   no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
   nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_);
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
+  RefresherOptions ro;
+  ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);
+  refresher_ = std::make_unique<Refresher>(base_.get(), cache_, handles_, exports_,
+                                           *nfs_upstream_, ro);
   dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
   ServerOptions so;
   so.max_connections = s.max_connections;
@@ -146,6 +152,7 @@ Status Daemon::Start() {
 
   nfs_upstream_->Start();
   mount_upstream_->Start();
+  refresher_->Start();
   NFSEDGE_LOG(kInfo) << "nfsedge ready: listening on " << s.listen << " nfs port " << nfs_port_
                      << ", mount port " << mount_port_ << "; upstream " << nfs_addr->ToString()
                      << " (mount " << mount_addr->ToString() << "), " << exports_.all().size()

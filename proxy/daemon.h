@@ -22,6 +22,7 @@
 #include "proxy/metadata_cache.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
+#include "proxy/refresher.h"
 #include "rpc/event_loop.h"
 #include "rpc/rpc_client.h"
 #include "rpc/rpc_server.h"
@@ -60,6 +61,7 @@ class Daemon {
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
   std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Refresher> refresher_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<RpcServer> server_;
   EventPtr sigterm_, sigint_, sigusr1_;

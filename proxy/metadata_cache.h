@@ -58,6 +58,12 @@ class MetadataCache {
   // asked for every bit of `mask`.
   bool HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask);
 
+  // Handles of attributes used since their fill that expire within
+  // `window` (AttrCache::RefreshCandidates).
+  std::vector<std::string> RefreshCandidates(Duration window, size_t max) {
+    return attrs_.RefreshCandidates(window, max);
+  }
+
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
   const NameCache& names() const { return names_; }

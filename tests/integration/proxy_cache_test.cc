@@ -26,6 +26,11 @@ class CacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK();
+    StartBed(0);
+  }
+  // Starts ganesha and nfsedge; refresh-ahead off unless `refresh_ahead_ms`.
+  void StartBed(int refresh_ahead_ms) {
+    bed_.reset();
     Testbed::Options o;
     o.name = "cache";
     for (const char* name : {"timed", "nocache", "long"}) {
@@ -41,6 +46,7 @@ class CacheTest : public ::testing::Test {
                                     "\nacdirmin = " + t + "\nacdirmax = " + t + "\n";
     o.proxy.exports[1].extra_toml = "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
     o.proxy.exports[2].extra_toml = "acregmin = 60\nacregmax = 60\nacdirmin = 60\nacdirmax = 60\n";
+    o.proxy.extra_toml = "[cache]\nrefresh_ahead_ms = " + std::to_string(refresh_ahead_ms) + "\n";
     auto tb = Testbed::Start(o);
     ASSERT_TRUE(tb.ok()) << tb.status().message();
     bed_ = std::move(tb).value();
@@ -92,6 +98,37 @@ TEST_F(CacheTest, ChangeBehindTheProxyIsSeenWithinTheLifetimeAndNotBefore) {
   auto seen = steady_clock::now() - filled;
   EXPECT_EQ(size, 10u) << "still stale after the lifetime";
   EXPECT_GE(seen, std::chrono::seconds(kLifetimeSeconds)) << "fresh value came before the lifetime";
+}
+
+// With refresh-ahead, a file a client keeps using is revalidated before its
+// attributes expire: every GETATTR is answered from cache, and a change
+// behind the proxy still shows within the lifetime.
+TEST_F(CacheTest, RefreshAheadKeepsUsedEntriesFresh) {
+  StartBed(1000);
+  ASSERT_TRUE(WriteFile(Disk(0) + "/f", "12345").ok());
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  LookupResult f = c->Lookup(Root(*c, 0), "f");
+  ASSERT_TRUE(f.ok());
+  int getattrs = 0;
+  uint64_t size = 5;
+  auto start = steady_clock::now();
+  while (steady_clock::now() - start < std::chrono::seconds(3 * kLifetimeSeconds)) {
+    if (steady_clock::now() - start > std::chrono::seconds(1) && size == 5) {
+      ASSERT_TRUE(WriteFile(Disk(0) + "/f", "1234567890").ok());
+    }
+    size = SizeOf(*c, f.fh);
+    getattrs++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  EXPECT_EQ(size, 10u);
+  ExitStatus exit = bed_->proxy()->Stop();
+  ASSERT_TRUE(exit.success());
+  // The counters the proxy logs at exit: GETATTR=calls/cache_answers/...
+  std::string log = bed_->proxy()->LogTail(20);
+  std::string want = "GETATTR=" + std::to_string(getattrs) + "/" + std::to_string(getattrs) + "/";
+  EXPECT_NE(log.find(want), std::string::npos) << "wanted " << want << " in\n" << log;
+  EXPECT_EQ(log.find("refresh_ahead=0"), std::string::npos) << log;
 }
 
 TEST_F(CacheTest, LifetimeZeroAlwaysAsksTheUpstream) {
