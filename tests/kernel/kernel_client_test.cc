@@ -12,6 +12,7 @@
 // Single-threaded: the tests and main() run on one thread.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -264,6 +265,72 @@ TEST_F(KernelClientTest, ThroughProxy) { RunCase(Target::kProxy, GuestWorkload::
 
 TEST_F(KernelClientTest, ThroughProxySyncMount) {
   RunCase(Target::kProxy, GuestWorkload::Kind::kShort, "sync");
+}
+
+// Builds a small source-like tree directly in `root`.
+void SeedTree(const std::string& root) {
+  for (int d = 0; d < 12; ++d) {
+    std::string dir = root + "/tree/d" + std::to_string(d) + "/sub" + std::to_string(d % 3);
+    ASSERT_TRUE(harness::MakeDirs(dir).ok());
+    for (int f = 0; f < 8; ++f) {
+      std::string body(100 + 997 * ((d * 8 + f) % 23), static_cast<char>('a' + (d + f) % 26));
+      ASSERT_TRUE(harness::WriteFile(dir + "/file" + std::to_string(f) + ".h", body).ok());
+    }
+    ASSERT_EQ(symlink("sub0", (root + "/tree/d" + std::to_string(d) + "/link").c_str()), 0);
+  }
+}
+
+// `ls -lR`, `find` and `tar c` through the kernel client give the same output
+// through nfsedge (with its metadata cache) as directly against ganesha, and
+// again on a second, warm pass.
+TEST_F(KernelClientTest, TreeCommandsSameThroughProxyAsDirect) {
+  harness::TempDir dir("kernel-tree");
+  ASSERT_TRUE(dir.ok());
+  const std::string export_dir = dir.Sub("export");
+  ASSERT_TRUE(harness::MakeDirs(export_dir, 0777).ok());
+  SeedTree(export_dir);
+  harness::Testbed::Options o;
+  o.name = "kernel-tree";
+  o.ganesha.exports = {{.path = export_dir}};
+  o.ganesha.bind_address = kHostAddress;
+  o.ganesha.nfs_port = kGaneshaNfsPort;
+  o.ganesha.mount_port = kGaneshaMountPort;
+  o.proxy.listen = kHostAddress;
+  o.proxy.nfs_port = kProxyNfsPort;
+  o.proxy.mount_port = kProxyMountPort;
+  o.proxy.log_level = "info";
+  harness::ProxyExport pe;
+  pe.path = pe.upstream_path = export_dir;
+  pe.clients = {kGuestNetwork};
+  pe.root_squash = false;
+  o.proxy.exports = {pe};
+  auto bed = harness::Testbed::Start(o);
+  ASSERT_TRUE(bed.ok()) << bed.status().message();
+
+  const std::string cmd =
+      "cd tree && for pass in 1 2; do echo \"== pass $pass\"; ls -lR; find . | sort; "
+      "tar cf - . | md5sum; find . -type f | sort | xargs cat | md5sum; done";
+  std::string outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    const bool proxy = i == 1;
+    std::vector<std::string> args = {
+        "-s", kHostAddress,
+        "-n", std::to_string(proxy ? kProxyNfsPort : kGaneshaNfsPort),
+        "-m", std::to_string(proxy ? kProxyMountPort : kGaneshaMountPort),
+        "-e", export_dir,
+        "-t", kTap,
+        "-T", std::to_string(kGuestTimeoutSeconds),
+        cmd};
+    auto run = RunScript(args, dir.Sub(proxy ? "proxy.log" : "direct.log"));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    if (run->exit.exited && run->exit.code == kCannotRun) GTEST_SKIP() << CannotRunReason(run->log);
+    ASSERT_TRUE(run->exit.success()) << Explain(run->exit) << "\n" << run->log
+                                     << (*bed)->LogTails();
+    outputs[i] = GuestOutput(run->log);
+  }
+  EXPECT_GT(outputs[0].size(), 1000u) << outputs[0];
+  EXPECT_EQ(outputs[0], outputs[1]) << "direct and through nfsedge differ";
+  EXPECT_TRUE((*bed)->Stop().success());
 }
 
 }  // namespace
