@@ -1,0 +1,72 @@
+#include "workload.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nfsedge::bench {
+
+StatusOr<PhaseResult*> PhaseRecorder::End(const std::string& name, bool shown) {
+  PhaseResult phase;
+  phase.name = name;
+  phase.shown = shown;
+  phase.seconds = SecondsSince(start_);
+  CallCounts now = session_.counts();
+  phase.client_calls = now.Minus(counted_);
+  counted_ = now;
+  if (ctx_.mark_wan) {
+    auto wan = ctx_.mark_wan();
+    if (!wan.ok()) return Status::Error("WAN stats after " + name + ": " + wan.status().message());
+    phase.wan = std::move(wan).value();
+  }
+  report_->phases.push_back(std::move(phase));
+  start_ = std::chrono::steady_clock::now();
+  return &report_->phases.back();
+}
+
+const std::vector<WorkloadInfo>& AllWorkloads() {
+  static const std::vector<WorkloadInfo> kAll = {
+      {"treewalk",
+       "tar c of a source tree: READDIRPLUS, then LOOKUP, GETATTR, ACCESS, READ "
+       "per entry, one call at a time; cold then warm",
+       LinkKind::kDefault, false, &PrepareTreewalk, &RunTreewalk},
+      {"stablewrite", "copy a file with FILE_SYNC writes, K in flight (Juszczak's biods)",
+       LinkKind::kDefault, false, nullptr, &RunStableWrite},
+      {"unstablewrite", "sequential UNSTABLE writes, 8 in flight, then COMMIT", LinkKind::kDefault,
+       false, nullptr, &RunUnstableWrite},
+      {"seqread", "sequential reads, 4 in flight; cold then warm", LinkKind::kDefault, false,
+       &PrepareSeqRead, &RunSeqRead},
+      {"strideread", "2-, 4-, 8-stride reads of 8 KiB blocks (Ellard & Seltzer), cold",
+       LinkKind::kDefault, false, &PrepareStrideRead, &RunStrideRead},
+      {"congestion",
+       "bulk FILE_SYNC write over a slow link with GETATTR (forwarded) and TCP echo "
+       "probes",
+       LinkKind::kCongestion, true, &PrepareCongestion, &RunCongestion},
+      {"lan", "GETATTR rate and latency with no WAN delay (every GETATTR forwarded)",
+       LinkKind::kLan, true, &PrepareLan, &RunLan},
+  };
+  return kAll;
+}
+
+const WorkloadInfo* FindWorkload(const std::string& name) {
+  for (const WorkloadInfo& w : AllWorkloads()) {
+    if (name == w.name) return &w;
+  }
+  return nullptr;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double MiBPerSecond(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / kMiB / seconds : 0;
+}
+
+double Quantile(std::vector<double>* samples, double q) {
+  if (samples->empty()) return 0;
+  std::sort(samples->begin(), samples->end());
+  size_t i = static_cast<size_t>(std::ceil(q * samples->size()));
+  return (*samples)[std::clamp<size_t>(i, 1, samples->size()) - 1];
+}
+
+}  // namespace nfsedge::bench
