@@ -85,12 +85,31 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplySuccess(EncodeNfsError(p, err));
     return;
   }
-  OpaqueAuth cred = exp->MapCredential(call->header().cred);
+  Serve(p, call, args, *exp, exp->MapCredential(call->header().cred));
+}
+
+void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                       const std::shared_ptr<XdrBox>& args, const Export& export_ref,
+                       const OpaqueAuth& cred) {
+  NfsProcStats& st = stats_[p.proc];
+  const Export* exp = &export_ref;
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
-    if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, CredKeyOf(cred))) {
+    CredKey key = CredKeyOf(cred);
+    if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
       st.cache_answers++;
       call->ReplySuccess(*r);
       return;
+    }
+    if (p.proc == NFSPROC3_ACCESS) {
+      // A speculative ACCESS for this object and credential is on its way:
+      // its reply answers this call (it asked for every bit).
+      std::string_view fh = HandleBytes(static_cast<ACCESS3args*>(args->get())->object);
+      auto it = speculating_.find(std::string(fh) + std::string(key.bytes()));
+      if (it != speculating_.end()) {
+        it->second.push_back(Waiter{call, args, exp, cred});
+        st.coalesced++;
+        return;
+      }
     }
   }
   if (cache_ && IsCacheableCred(cred)) {
@@ -133,7 +152,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
   CredKey key = CredKeyOf(cred);
   if (cache_->HasAccess(fh, key, kAllAccessBits)) return;
   std::string id = std::string(fh) + std::string(key.bytes());
-  if (!speculating_.insert(id).second) return;
+  if (!speculating_.try_emplace(id).second) return;
   std::string handle(fh);
   ACCESS3args a{};
   a.object.data.data_val = handle.data();
@@ -145,18 +164,25 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
   Status s = upstream_.Call(
       kNfsProgram, kNfsVersion, NFSPROC3_ACCESS, cred, wire,
       [this, id, handle, e, key](StatusOr<RpcReply> r) mutable {
-        speculating_.erase(id);
-        if (!r.ok() || r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
-          return;
+        std::vector<Waiter> waiters;
+        if (auto it = speculating_.find(id); it != speculating_.end()) {
+          waiters = std::move(it->second);
+          speculating_.erase(it);
         }
-        ACCESS3args a{};
-        a.object.data.data_val = handle.data();
-        a.object.data.data_len = static_cast<u_int>(handle.size());
-        a.access = kAllAccessBits;
-        cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
+        if (r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess) {
+          ACCESS3args a{};
+          a.object.data.data_val = handle.data();
+          a.object.data.data_len = static_cast<u_int>(handle.size());
+          a.access = kAllAccessBits;
+          cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
+        }
+        // Answered from what was just learned, or sent on as usual.
+        for (Waiter& w : waiters) {
+          Serve(*FindNfsProc(NFSPROC3_ACCESS), w.call, w.args, *w.exp, w.cred);
+        }
       });
   if (!s.ok()) {
-    speculating_.erase(id);
+    speculating_.erase(id);  // nobody waits yet: the call was never queued
     return;
   }
   stats_[NFSPROC3_ACCESS].speculative++;

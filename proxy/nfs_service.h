@@ -52,7 +52,7 @@ struct NfsProcStats {
   uint64_t local_errors = 0;     // answered by the proxy without the upstream
   uint64_t upstream_errors = 0;  // no reply from the upstream (JUKEBOX)
   uint64_t speculative = 0;      // ACCESS calls the proxy made ahead of the client
-  uint64_t coalesced = 0;        // answered by an identical call already in flight
+  uint64_t coalesced = 0;        // joined an identical (or speculative) call in flight
 };
 
 class NfsService : public RpcProgram {
@@ -78,6 +78,10 @@ class NfsService : public RpcProgram {
                const std::string& flight, StatusOr<RpcReply> reply);
   // The key under which identical read-only calls share one upstream call.
   static std::string FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args);
+  // Answers an admitted call: from the cache, by joining a call in flight,
+  // or by forwarding it upstream.
+  void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+             const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.
@@ -99,7 +103,16 @@ class NfsService : public RpcProgram {
   RpcCaller& upstream_;
   const NfsServiceOptions options_;
   MetadataCache* cache_;
-  std::unordered_set<std::string> speculating_;  // handle + credential key
+  // A client call waiting for a speculative call's reply.
+  struct Waiter {
+    std::shared_ptr<IncomingCall> call;
+    std::shared_ptr<XdrBox> args;
+    const Export* exp;
+    OpaqueAuth cred;
+  };
+  // Speculative ACCESS calls in flight, by handle + credential key, with the
+  // client ACCESS calls that wait for them.
+  std::unordered_map<std::string, std::vector<Waiter>> speculating_;
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
   std::array<NfsProcStats, kNfsProcCount> stats_{};
