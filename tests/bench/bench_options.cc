@@ -93,17 +93,32 @@ std::string BuildDirOfExecutable() {
   return path;
 }
 
-std::string SourceRevision() {
-  std::string cmd =
-      std::string("git -C '") + NFSEDGE_SOURCE_DIR + "' describe --always --dirty 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return "?";
-  char buf[128] = {0};
-  size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+namespace {
+
+// Returns the output of `command` (a fixed string, run by the shell) without
+// trailing newlines, or "" on failure.
+std::string CommandOutput(const std::string& command) {
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[256];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   pclose(p);
-  std::string rev(buf, n);
-  while (!rev.empty() && rev.back() == '\n') rev.pop_back();
-  return rev.empty() ? "?" : rev;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string SourceRevision() {
+  const std::string git = std::string("git -C '") + NFSEDGE_SOURCE_DIR + "' ";
+  std::string rev = CommandOutput(git + "rev-parse --short HEAD 2>/dev/null");
+  if (rev.empty()) return "?";
+  // docs/ is what --write-docs rewrites: changes there say nothing about the code measured.
+  std::string changed = CommandOutput(
+      git + "status --porcelain --untracked-files=no -- . ':(exclude)docs' 2>/dev/null");
+  return changed.empty() ? rev : rev + " with uncommitted changes";
 }
 
 StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {

@@ -47,7 +47,8 @@ harness::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& a
 // executable in build/tests/<folder>/), or "" if unknown.
 std::string BuildDirOfExecutable();
 
-// Returns `git describe --always --dirty` of the source tree, or "?".
+// Returns the source tree's commit ("7d247e0"), with " with uncommitted
+// changes" if tracked files outside docs/ differ from it; "?" if unknown.
 std::string SourceRevision();
 
 }  // namespace nfsedge::bench
