@@ -1,7 +1,8 @@
 #!/bin/bash
 # dev.sh - the one entry script of nfsedge: install dependencies, build, demo, test, bench.
 #
-#   ./dev.sh demo     install, build, run the demo (ganesha + nfsedge + a libnfs workload)
+#   ./dev.sh demo     install, build, run the demo: ganesha behind an emulated 50 ms WAN,
+#                     nfsedge in front, a tree walk direct vs proxied (--no-wait to exit)
 #   ./dev.sh test     install, build, run the whole test suite (what CI runs)
 #   ./dev.sh bench    install, build, run the benchmark suite (long; see docs/benchmarks.md)
 #   ./dev.sh deps     only install the Debian 12 packages
@@ -46,5 +47,5 @@ case "$cmd" in
   test)  deps; build; cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@" ;;
   demo)  deps; build; exec "$BUILD/tests/tools/nfsedge-demo" --build-dir "$BUILD" "$@" ;;
   bench) deps; build; exec "$BUILD/tests/bench/nfsedge-bench" --build-dir "$BUILD" "$@" ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac
