@@ -168,6 +168,29 @@ std::string Join(const std::vector<std::string>& lines) {
 
 enum class Target { kGanesha, kProxy };
 
+// ganesha exporting `export_dir` on `ganesha_address`, and (iff `proxy`)
+// nfsedge on the guest's network in front of it.
+harness::Testbed::Options BedOptions(const std::string& name, const std::string& export_dir,
+                                     const std::string& ganesha_address, bool proxy) {
+  harness::Testbed::Options o;
+  o.name = name;
+  o.ganesha.exports = {{.path = export_dir}};
+  o.ganesha.bind_address = ganesha_address;
+  o.ganesha.nfs_port = kGaneshaNfsPort;
+  o.ganesha.mount_port = kGaneshaMountPort;
+  o.start_proxy = proxy;
+  o.proxy.listen = kHostAddress;
+  o.proxy.nfs_port = kProxyNfsPort;
+  o.proxy.mount_port = kProxyMountPort;
+  o.proxy.log_level = "info";
+  harness::ProxyExport pe;
+  pe.path = pe.upstream_path = export_dir;
+  pe.clients = {kGuestNetwork};
+  pe.root_squash = false;
+  o.proxy.exports = {pe};
+  return o;
+}
+
 class KernelClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -189,22 +212,8 @@ class KernelClientTest : public ::testing::Test {
     ASSERT_EQ(workload.SeedServerDir(export_dir), "");
     ASSERT_EQ(workload.WriteInputs(in_dir), "");
 
-    harness::Testbed::Options o;
-    o.name = "kernel-bed";
-    o.ganesha.exports = {{.path = export_dir}};
-    o.ganesha.bind_address = proxy ? "127.0.0.1" : kHostAddress;
-    o.ganesha.nfs_port = kGaneshaNfsPort;
-    o.ganesha.mount_port = kGaneshaMountPort;
-    o.start_proxy = proxy;
-    o.proxy.listen = kHostAddress;
-    o.proxy.nfs_port = kProxyNfsPort;
-    o.proxy.mount_port = kProxyMountPort;
-    o.proxy.log_level = "info";
-    harness::ProxyExport pe;
-    pe.path = pe.upstream_path = export_dir;
-    pe.clients = {kGuestNetwork};
-    pe.root_squash = false;
-    o.proxy.exports = {pe};
+    harness::Testbed::Options o =
+        BedOptions("kernel-bed", export_dir, proxy ? "127.0.0.1" : kHostAddress, proxy);
     auto bed = harness::Testbed::Start(o);
     ASSERT_TRUE(bed.ok()) << bed.status().message();
 
@@ -289,21 +298,7 @@ TEST_F(KernelClientTest, TreeCommandsSameThroughProxyAsDirect) {
   const std::string export_dir = dir.Sub("export");
   ASSERT_TRUE(harness::MakeDirs(export_dir, 0777).ok());
   SeedTree(export_dir);
-  harness::Testbed::Options o;
-  o.name = "kernel-tree";
-  o.ganesha.exports = {{.path = export_dir}};
-  o.ganesha.bind_address = kHostAddress;
-  o.ganesha.nfs_port = kGaneshaNfsPort;
-  o.ganesha.mount_port = kGaneshaMountPort;
-  o.proxy.listen = kHostAddress;
-  o.proxy.nfs_port = kProxyNfsPort;
-  o.proxy.mount_port = kProxyMountPort;
-  o.proxy.log_level = "info";
-  harness::ProxyExport pe;
-  pe.path = pe.upstream_path = export_dir;
-  pe.clients = {kGuestNetwork};
-  pe.root_squash = false;
-  o.proxy.exports = {pe};
+  harness::Testbed::Options o = BedOptions("kernel-tree", export_dir, kHostAddress, true);
   auto bed = harness::Testbed::Start(o);
   ASSERT_TRUE(bed.ok()) << bed.status().message();
 
