@@ -135,6 +135,25 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("max_access_entries", 0, kMaxU32, &c.cache.max_access_entries);
     r.Uint("max_name_entries", 0, kMaxU32, &c.cache.max_name_entries);
     r.Uint("refresh_ahead_ms", 0, 3600000, &c.cache.refresh_ahead_ms);
+    r.Bytes("memory_bytes", 0, 1ull << 40, &c.cache.memory_bytes);
+    r.Bytes("block_size", 4096, 1 << 20, &c.cache.block_size);
+    if ((c.cache.block_size & (c.cache.block_size - 1)) != 0) {
+      r.Error("block_size", "must be a power of two");
+    }
+    r.String("disk_dir", &c.cache.disk_dir);
+    if (!c.cache.disk_dir.empty() && c.cache.disk_dir[0] != '/') {
+      r.Error("disk_dir", "must be an absolute path");
+    }
+    r.Bytes("disk_bytes", 1 << 20, 1ull << 50, &c.cache.disk_bytes);
+    r.String("disk_policy", &c.cache.disk_policy);
+    if (c.cache.disk_policy != "all" && c.cache.disk_policy != "evicted") {
+      r.Error("disk_policy", "must be \"all\" or \"evicted\"");
+    }
+    r.Uint("disk_threads", 1, 64, &c.cache.disk_threads);
+    r.Bytes("read_size", 0, 1 << 20, &c.cache.read_size);
+    r.Bytes("readahead_max_bytes", 0, 1ull << 30, &c.cache.readahead_max_bytes);
+    r.Uint("readahead_fetches", 1, 1024, &c.cache.readahead_fetches);
+    r.Uint("readahead_cursors", 16, 1 << 24, &c.cache.readahead_cursors);
     r.RejectUnknownKeys();
   }
   if (const toml::table* log = table("log")) {

@@ -69,6 +69,27 @@ struct CacheConfig {
   // Revalidate attributes that clients use this long before they expire
   // (refresh-ahead), milliseconds; 0 = off.
   uint32_t refresh_ahead_ms = 1000;
+
+  // Data cache. Memory tier: bytes of file data kept in memory; 0 = no data
+  // cache (READs are forwarded as is).
+  uint64_t memory_bytes = 1ull << 30;
+  // Block size of both tiers: a power of two, 4K..1M.
+  uint64_t block_size = 64 << 10;
+  // Disk tier (RocksDB) directory; empty = no disk tier.
+  std::string disk_dir;
+  uint64_t disk_bytes = 16ull << 30;
+  // "all": every block fetched is also written to disk; "evicted": only
+  // blocks evicted from memory are.
+  std::string disk_policy = "all";
+  uint32_t disk_threads = 2;
+  // Upstream READ size; 0 = the server's FSINFO rtpref.
+  uint64_t read_size = 0;
+  // Read-ahead of one stream at most this far beyond the client; 0 = off.
+  uint64_t readahead_max_bytes = 16 << 20;
+  // Read-ahead fetches in flight at most.
+  uint32_t readahead_fetches = 16;
+  // Read-ahead cursors, shared by all files (8 at most per file).
+  uint32_t readahead_cursors = 8192;
 };
 
 struct Config {

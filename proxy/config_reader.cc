@@ -1,5 +1,9 @@
 #include "proxy/config_reader.h"
 
+#include <cctype>
+#include <cstdint>
+#include <optional>
+
 namespace nfsedge {
 
 TableReader::TableReader(const toml::table& table, std::string source, std::string where,
@@ -35,6 +39,56 @@ void TableReader::Uint(const char* key, uint64_t min, uint64_t max, uint32_t* ou
                    " (got " + std::to_string(*v) + ")");
   } else {
     *out = static_cast<uint32_t>(*v);
+  }
+}
+
+namespace {
+
+std::string ByteCount(uint64_t v) {
+  static const char* kSuffix[] = {"", "K", "M", "G", "T"};
+  int i = 0;
+  while (i < 4 && v != 0 && v % 1024 == 0) {
+    v /= 1024;
+    ++i;
+  }
+  return std::to_string(v) + kSuffix[i];
+}
+
+// Returns the bytes `text` ("123", "64K", "1G") stands for, if it is one.
+std::optional<uint64_t> ParseByteCount(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 15 || text.size() > digits + 1) return std::nullopt;
+  uint64_t v = std::stoull(text.substr(0, digits));
+  if (digits == text.size()) return v;
+  const std::string units = "KMGT";
+  size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(text.back()))));
+  if (u == std::string::npos) return std::nullopt;
+  for (size_t i = 0; i <= u; ++i) {
+    if (v > (UINT64_MAX >> 10)) return std::nullopt;
+    v <<= 10;
+  }
+  return v;
+}
+
+}  // namespace
+
+void TableReader::Bytes(const char* key, uint64_t min, uint64_t max, uint64_t* out) {
+  const toml::node* n = Get(key);
+  if (!n) return;
+  std::optional<uint64_t> v;
+  if (n->is_integer() && *n->value<int64_t>() >= 0) {
+    v = static_cast<uint64_t>(*n->value<int64_t>());
+  } else if (n->is_string()) {
+    v = ParseByteCount(*n->value<std::string>());
+  }
+  if (!v) {
+    Error(key, "must be a byte count: an integer, or a string such as \"64K\", \"512M\", \"2G\"");
+  } else if (*v < min || *v > max) {
+    Error(key, "must be between " + ByteCount(min) + " and " + ByteCount(max) + " (got " +
+                   ByteCount(*v) + ")");
+  } else {
+    *out = *v;
   }
 }
 

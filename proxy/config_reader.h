@@ -23,6 +23,9 @@ class TableReader {
   // Each reads `key` if present (leaving `*out` at its default otherwise).
   // A present key of the wrong type or out of [min, max] adds an error.
   void Uint(const char* key, uint64_t min, uint64_t max, uint32_t* out);
+  // A byte count: an integer, or a string with a binary suffix K, M, G or T
+  // ("64K", "1G").
+  void Bytes(const char* key, uint64_t min, uint64_t max, uint64_t* out);
   void Port(const char* key, bool allow_zero, uint16_t* out);
   void String(const char* key, std::string* out);
   void Bool(const char* key, bool* out);

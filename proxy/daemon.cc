@@ -26,6 +26,9 @@ Daemon::~Daemon() {
   refresher_.reset();
   mount_.reset();
   nfs_.reset();
+  read_path_.reset();
+  disk_.reset();  // finishes its pool's work; what it posts is dropped below
+  poster_.reset();
   mount_upstream_.reset();
   nfs_upstream_.reset();
   sigterm_.reset();
@@ -58,6 +61,84 @@ void Daemon::LogStats() {
   NFSEDGE_LOG(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
                      << " timeouts=" << u.timeouts << " resent=" << u.resent
                      << " reconnects=" << u.reconnects << " refused=" << u.refused;
+  LogDataStats();
+}
+
+Status Daemon::StartDataCache(uint32_t max_transfer) {
+  const CacheConfig& c = config_.cache;
+  if (c.memory_bytes == 0) return Status::Ok();
+  BlockCacheOptions bo;
+  bo.max_bytes = c.memory_bytes;
+  bo.block_size = static_cast<uint32_t>(c.block_size);
+  blocks_ = std::make_unique<BlockCache>(bo);
+  if (!c.disk_dir.empty()) {
+    StatusOr<std::unique_ptr<LoopPoster>> poster = LoopPoster::Create(base_.get());
+    if (!poster.ok()) return poster.status();
+    poster_ = std::move(*poster);
+    DiskTierOptions d;
+    d.dir = c.disk_dir;
+    d.max_bytes = c.disk_bytes;
+    d.threads = static_cast<int>(c.disk_threads);
+    d.block_size = bo.block_size;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, poster_->AsFunction());
+    if (!disk.ok()) {
+      return Status(disk.status().code(), "cache.disk_dir " + c.disk_dir + ": " +
+                                              disk.status().message());
+    }
+    disk_ = std::move(*disk);
+    if (c.disk_policy == "evicted") {
+      blocks_->SetEvictionHandler([this](std::string_view fh, uint64_t index, Block&& b) {
+        if (!disk_->MayContain(fh, index)) disk_->Put(fh, index, std::move(b));
+      });
+    }
+  }
+  ReadaheadOptions ra;
+  ra.max_cursors = c.readahead_cursors;
+  readahead_ = std::make_unique<ReadaheadTable>(clock_, ra);
+  path_ = std::make_unique<PathEstimator>(clock_);
+  ReadPathOptions ro;
+  ro.read_size = static_cast<uint32_t>(c.read_size);
+  ro.max_transfer = max_transfer;
+  ro.readahead_max = c.readahead_max_bytes;
+  ro.max_background = c.readahead_fetches;
+  ro.disk_write_through = c.disk_policy == "all";
+  read_path_ = std::make_unique<ReadPath>(clock_, cache_, *blocks_, disk_.get(), *readahead_,
+                                          *path_, *nfs_upstream_, ro);
+  NFSEDGE_LOG(kInfo) << "data cache: " << c.memory_bytes << " bytes in memory, blocks of "
+                     << c.block_size << " bytes"
+                     << (disk_ ? ", disk tier " + c.disk_dir + " (" +
+                                     std::to_string(c.disk_bytes) + " bytes, " + c.disk_policy +
+                                     ")"
+                               : std::string(", no disk tier"));
+  return Status::Ok();
+}
+
+void Daemon::LogDataStats() {
+  if (!read_path_) return;
+  const ReadPathStats& r = read_path_->stats();
+  const BlockCacheStats& b = blocks_->stats();
+  std::ostringstream line;
+  line << "stats data reads=" << r.reads << " served=" << r.served
+       << " memory_hits=" << r.memory_hits << " forwarded=" << r.forwarded
+       << " no_evidence=" << r.no_evidence << " revalidations=" << r.revalidations
+       << " fetches=" << r.fetches << " fetch_bytes=" << r.fetch_bytes
+       << " readahead_fetches=" << r.readahead_fetches << " readahead_bytes=" << r.readahead_bytes
+       << " fetch_errors=" << r.fetch_errors << " read_size=" << read_path_->read_size()
+       << "; memory bytes=" << b.bytes << " hits=" << b.hits << " misses=" << b.misses
+       << " stale=" << b.stale << " evictions=" << b.evictions
+       << " readahead_used=" << b.readahead_used << " readahead_wasted=" << b.readahead_wasted;
+  if (disk_) {
+    const DiskTierStats& d = disk_->stats();
+    line << "; disk_reads=" << r.disk_reads << " disk_hits=" << r.disk_hits << " bytes=" << d.bytes
+         << " entries=" << d.entries << " puts=" << d.puts << " dropped_puts=" << d.dropped_puts
+         << " evictions=" << d.evictions << " errors=" << d.errors;
+  }
+  const std::optional<Duration> rtt = path_->min_rtt();
+  line << "; path min_rtt_us="
+       << (rtt ? std::chrono::duration_cast<std::chrono::microseconds>(*rtt).count() : -1)
+       << " delivery_rate=" << static_cast<uint64_t>(path_->delivery_rate())
+       << " bdp=" << path_->bdp();
+  NFSEDGE_LOG(kInfo) << line.str();
 }
 
 StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers) {
@@ -98,7 +179,10 @@ Status Daemon::Start() {
   NfsServiceOptions no;
   // Leave room for RPC and NFS headers within one record.
   no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
-  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_);
+  Status data = StartDataCache(no.max_transfer);
+  if (!data.ok()) return data;
+  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_,
+                                      read_path_.get());
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);

@@ -22,8 +22,10 @@
 #include "proxy/metadata_cache.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
+#include "proxy/read_path.h"
 #include "proxy/refresher.h"
 #include "rpc/event_loop.h"
+#include "rpc/loop_poster.h"
 #include "rpc/rpc_client.h"
 #include "rpc/rpc_server.h"
 
@@ -50,6 +52,10 @@ class Daemon {
   void LogStats();
   void CheckShutdown();
   StatusOr<SockAddr> UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers);
+  // Makes the data cache (memory blocks, disk tier, read-ahead) from the
+  // config; leaves read_path_ null when memory_bytes is 0.
+  Status StartDataCache(uint32_t max_transfer);
+  void LogDataStats();
 
   Config config_;
   EventBasePtr base_;
@@ -58,6 +64,13 @@ class Daemon {
   SystemClock clock_;
   MetadataCache cache_;
   std::unique_ptr<RpcClient> nfs_upstream_;
+  // Data cache: present iff cache.memory_bytes > 0.
+  std::unique_ptr<LoopPoster> poster_;
+  std::unique_ptr<BlockCache> blocks_;
+  std::unique_ptr<DiskTier> disk_;
+  std::unique_ptr<ReadaheadTable> readahead_;
+  std::unique_ptr<PathEstimator> path_;
+  std::unique_ptr<ReadPath> read_path_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
   std::unique_ptr<MountService> mount_;

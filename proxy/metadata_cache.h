@@ -58,6 +58,14 @@ class MetadataCache {
   // asked for every bit of `mask`.
   bool HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask);
 
+  // Returns the attributes of `fh` iff fresh (marks them used).
+  std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }
+  // Returns true iff a fresh ACCESS result proves that the upstream grants
+  // every bit of `bits` to `cred` on `fh`, whose fresh attributes are `attr`.
+  bool Allows(std::string_view fh, const CredKey& cred, uint32_t bits, const fattr3& attr) {
+    return access_.Allows(fh, cred, bits, PermId::FromFattr(attr));
+  }
+
   // Handles of attributes used since their fill that expire within
   // `window` (AttrCache::RefreshCandidates).
   std::vector<std::string> RefreshCandidates(Duration window, size_t max) {

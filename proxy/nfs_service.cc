@@ -37,12 +37,13 @@ bool IsCacheableCred(const OpaqueAuth& cred) {
 }  // namespace
 
 NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
-                       NfsServiceOptions options, MetadataCache* cache)
+                       NfsServiceOptions options, MetadataCache* cache, ReadPath* read_path)
     : exports_(exports),
       handles_(handles),
       upstream_(upstream),
       options_(options),
-      cache_(cache) {}
+      cache_(cache),
+      read_path_(cache ? read_path : nullptr) {}
 
 nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                            const Export** exp) {
@@ -93,6 +94,19 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
                        const OpaqueAuth& cred) {
   NfsProcStats& st = stats_[p.proc];
   const Export* exp = &export_ref;
+  if (read_path_ && p.proc == NFSPROC3_READ && IsCacheableCred(cred)) {
+    const auto* a = static_cast<const READ3args*>(args->get());
+    // Without ACCESS evidence the read path forwards; the next READ finds it.
+    SpeculateAccess(HandleBytes(a->file), *exp, cred);
+    read_path_->Serve(
+        *a, *exp, cred,
+        [this, call](std::string results) {
+          stats_[NFSPROC3_READ].cache_answers++;
+          call->ReplySuccess(results);
+        },
+        [this, &p, call, args, exp, cred] { Forward(p, call, args, *exp, cred); });
+    return;
+  }
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
@@ -119,6 +133,14 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       SpeculateAccess(HandleBytes(static_cast<READDIRPLUS3args*>(args->get())->dir), *exp, cred);
     }
   }
+  Forward(p, call, args, *exp, cred);
+}
+
+void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                         const std::shared_ptr<XdrBox>& args, const Export& export_ref,
+                         const OpaqueAuth& cred) {
+  NfsProcStats& st = stats_[p.proc];
+  const Export* exp = &export_ref;
   std::string clamped;
   if (ClampTransfer(p, args->get())) args->Encode(&clamped);
   std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
@@ -257,6 +279,11 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     if (cache_) {
       cache_->Learn(p, args->get(), r.results(), exp, CredKeyOf(cred));
       if (IsCacheableCred(cred)) SpeculateAfter(p, args->get(), r.results(), exp, cred);
+    }
+    if (read_path_ && p.proc == NFSPROC3_READ) {
+      read_path_->LearnForwarded(*static_cast<const READ3args*>(args->get()), r.results());
+    } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
+      read_path_->LearnFsinfo(r.results());
     }
     PostProcess(p, exp, &r);
   }

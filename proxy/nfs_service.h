@@ -30,6 +30,7 @@
 #include "proxy/exports.h"
 #include "proxy/metadata_cache.h"
 #include "proxy/nfs_procs.h"
+#include "proxy/read_path.h"
 #include "rpc/rpc_caller.h"
 
 namespace nfsedge {
@@ -57,9 +58,11 @@ struct NfsProcStats {
 
 class NfsService : public RpcProgram {
  public:
-  // `cache` may be null: every call then goes upstream.
+  // `cache` may be null: every call then goes upstream. `read_path` may be
+  // null (no data cache): READs then go upstream as is.
   NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
-             NfsServiceOptions options, MetadataCache* cache = nullptr);
+             NfsServiceOptions options, MetadataCache* cache = nullptr,
+             ReadPath* read_path = nullptr);
 
   uint32_t program() const override { return kNfsProgram; }
   uint32_t version() const override { return kNfsVersion; }
@@ -82,6 +85,9 @@ class NfsService : public RpcProgram {
   // or by forwarding it upstream.
   void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
              const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
+  // Sends an admitted call upstream (or joins an identical one in flight).
+  void Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+               const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.
@@ -103,6 +109,7 @@ class NfsService : public RpcProgram {
   RpcCaller& upstream_;
   const NfsServiceOptions options_;
   MetadataCache* cache_;
+  ReadPath* read_path_;
   // A client call waiting for a speculative call's reply.
   struct Waiter {
     std::shared_ptr<IncomingCall> call;

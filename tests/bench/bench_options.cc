@@ -55,6 +55,8 @@ const char kBenchUsage[] =
     "  --rtt-ms D              round-trip time of the WAN (default 50; quick 10)\n"
     "  --rate-bps R            WAN rate each way, bit/s; 0 = unlimited (default 0)\n"
     "  --queue-bytes Q         WAN bottleneck queue (default 262144)\n"
+    "  --bulk-rate-bps R       rate of the bulk data workloads' link (unstablewrite, seqread,\n"
+    "                          strideread), bit/s; 0 = unlimited (default 200000000)\n"
     "  --congestion-rtt-ms D, --congestion-rate-bps R, --congestion-queue-bytes Q\n"
     "                          the congestion workload's link (default 40 ms, 2000000, 262144)\n"
     "  --tree-files N, --tree-dirs N   treewalk tree (default 2100 / 150; quick 200 / 20)\n"
@@ -178,6 +180,8 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
       if (!ToU64(value, &o.link.rate_bps)) return bad();
     } else if (name == "--queue-bytes") {
       if (!ToU64(value, &o.link.queue_bytes) || o.link.queue_bytes == 0) return bad();
+    } else if (name == "--bulk-rate-bps") {
+      if (!ToU64(value, &o.bulk_rate_bps)) return bad();
     } else if (name == "--congestion-rtt-ms") {
       if (!ToDouble(value, &o.congestion_link.rtt_ms)) return bad();
     } else if (name == "--congestion-rate-bps") {

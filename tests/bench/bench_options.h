@@ -23,6 +23,9 @@ struct BenchOptions {
   std::vector<Mode> modes = {Mode::kDirect, Mode::kProxied};
   LinkShape link;                                        // --rtt-ms, --rate-bps, --queue-bytes
   LinkShape congestion_link{40, 2'000'000, 256 * kKiB};  // --congestion-*
+  // Rate of the bulk data workloads' link (its RTT and queue are --rtt-ms,
+  // --queue-bytes): --bulk-rate-bps.
+  uint64_t bulk_rate_bps = 200'000'000;
   BenchSizes sizes;
   uint64_t seed = 20240601;
   std::string build_dir;  // Where nfsedge and nfsedge-wan were built.

@@ -115,6 +115,18 @@ std::string ResultsMarkdown(const BenchRecord& record) {
                                      : "n/a (proxied)") +
           " |\n";
   }
+  bool any_stats = false;
+  for (const RunResult& r : record.runs) {
+    if (r.proxy_stats.empty()) continue;
+    if (!any_stats) {
+      md += "\nnfsedge's own counters at the end of each proxied run (cache hits and misses, "
+            "read-ahead used and wasted, upstream READ size; a restart logs them twice):\n\n";
+      any_stats = true;
+    }
+    md += "- **" + r.workload + "**\n\n```\n";
+    for (const std::string& line : r.proxy_stats) md += line + "\n";
+    md += "```\n";
+  }
   return md;
 }
 

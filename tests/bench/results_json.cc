@@ -83,6 +83,7 @@ Json ResultsJson(const BenchRecord& record) {
   o["quick"] = record.options.quick;
   o["link"] = LinkJson(record.options.link);
   o["congestion_link"] = LinkJson(record.options.congestion_link);
+  o["bulk_rate_bps"] = record.options.bulk_rate_bps;
   o["sizes"] = SizesJson(record.options.sizes);
   o["seed"] = record.options.seed;
   j["options"] = std::move(o);
@@ -106,6 +107,9 @@ Json ResultsJson(const BenchRecord& record) {
     rj["wan_up_bytes"] = r.wan_up_bytes;
     rj["wan_down_bytes"] = r.wan_down_bytes;
     rj["log_dir"] = r.log_dir;
+    Json stats = Json::Array();
+    for (const std::string& line : r.proxy_stats) stats.Push(Json(line));
+    rj["proxy_stats"] = std::move(stats);
     Json phases = Json::Array();
     for (const PhaseResult& p : r.report.phases) phases.Push(PhaseJson(p));
     rj["phases"] = std::move(phases);

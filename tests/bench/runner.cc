@@ -38,6 +38,8 @@ LinkShape Runner::LinkFor(const WorkloadInfo& w) const {
   switch (w.link) {
     case LinkKind::kCongestion:
       return options_.congestion_link;
+    case LinkKind::kBulk:
+      return LinkShape{options_.link.rtt_ms, options_.bulk_rate_bps, options_.link.queue_bytes};
     case LinkKind::kLan:
       return LinkShape{0, 0, options_.link.queue_bytes};
     case LinkKind::kDefault:
@@ -54,13 +56,15 @@ harness::ProxyProcess::Options Runner::ProxyOptions(const std::string& work_dir,
   p.upstream_host = "127.0.0.1";
   p.upstream_nfs_port = nfs_port;
   p.upstream_mount_port = mount_port;
-  p.log_level = "warn";  // Per-call logging would be measured too.
+  p.log_level = "info";  // Start-up and the counters at exit; per-call logging is debug.
   // The export is written here rather than by ProxyProcess (p.exports stays
   // empty) so that it can carry the cache lifetimes.
   const std::string path = ganesha().export_path();
   p.extra_toml = "[[export]]\npath = \"" + path + "\"\nupstream_path = \"" + path +
                  "\"\nclients = [\"127.0.0.0/8\"]\naccess = \"rw\"\nroot_squash = false\n";
   if (always_revalidate) p.extra_toml += "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
+  // The disk tier of the data cache, fresh for every run.
+  p.extra_toml = "[cache]\ndisk_dir = \"" + work_dir + "/cache\"\n\n" + p.extra_toml;
   return p;
 }
 
@@ -98,6 +102,23 @@ RunResult Runner::Run(const WorkloadInfo& w, Mode mode) {
   return r;
 }
 
+void Runner::CollectProxyStats(harness::ProxyProcess& proxy, RunResult* result) {
+  // The log is appended to across restarts: take the lines after the last
+  // start only.
+  std::vector<std::string> lines;
+  std::string tail = proxy.LogTail(60);
+  for (size_t pos = 0; pos < tail.size();) {
+    size_t end = tail.find('\n', pos);
+    if (end == std::string::npos) end = tail.size();
+    std::string line = tail.substr(pos, end - pos);
+    if (line.find("nfsedge ready") != std::string::npos) lines.clear();
+    size_t at = line.find("stats ");
+    if (at != std::string::npos) lines.push_back(line.substr(at));
+    pos = end + 1;
+  }
+  result->proxy_stats.insert(result->proxy_stats.end(), lines.begin(), lines.end());
+}
+
 Status Runner::RunWorkload(const WorkloadInfo& w, Mode mode, const std::string& log_dir,
                            RunResult* result) {
   WorkloadContext ctx;
@@ -119,13 +140,23 @@ Status Runner::RunWorkload(const WorkloadInfo& w, Mode mode, const std::string& 
   WanEmulator& emu = **wan;
   std::unique_ptr<harness::ProxyProcess> proxy;
   harness::TcpEndpoint nfs = Loopback(emu.port(0)), mount = Loopback(emu.port(1));
+  const harness::ProxyProcess::Options proxy_options =
+      ProxyOptions(log_dir + "/nfsedge", emu.port(0), emu.port(1), w.always_revalidate);
   if (mode == Mode::kProxied) {
-    auto p = harness::ProxyProcess::Start(
-        ProxyOptions(log_dir + "/nfsedge", emu.port(0), emu.port(1), w.always_revalidate));
+    auto p = harness::ProxyProcess::Start(proxy_options);
     if (!p.ok()) return Status::Error("nfsedge: " + p.status().message());
     proxy = std::move(p).value();
     nfs.port = proxy->nfs_port();
     mount.port = proxy->mount_port();
+    ctx.restart_proxy = [&]() -> Status {
+      harness::ExitStatus exit = proxy->Stop();
+      CollectProxyStats(*proxy, result);
+      if (!exit.success()) return Status::Error("nfsedge exited with " + exit.ToString());
+      auto again = harness::ProxyProcess::Start(proxy_options);
+      if (!again.ok()) return Status::Error("nfsedge restart: " + again.status().message());
+      proxy = std::move(again).value();
+      return Status::OK();
+    };
   }
   auto base = emu.Snapshot();
   if (!base.ok()) return base.status();
@@ -146,6 +177,7 @@ Status Runner::RunWorkload(const WorkloadInfo& w, Mode mode, const std::string& 
   Status run = w.run(ctx, &result->report);
   if (proxy) {
     harness::ExitStatus exit = proxy->Stop();
+    CollectProxyStats(*proxy, result);
     if (run.ok() && !exit.success()) {
       run = Status::Error("nfsedge exited with " + exit.ToString() + ":\n" + proxy->LogTail(20));
     }

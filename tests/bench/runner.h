@@ -50,6 +50,8 @@ struct RunResult {
   bool counts_match = false;
   double wall_seconds = 0;
   std::string log_dir;
+  // Proxied runs: the counter lines nfsedge logged at exit ("stats ...").
+  std::vector<std::string> proxy_stats;
 };
 
 class Runner {
@@ -62,6 +64,8 @@ class Runner {
   RunResult Run(const WorkloadInfo& workload, Mode mode);
   // The link a workload runs over.
   LinkShape LinkFor(const WorkloadInfo& workload) const;
+  // Appends the counter lines of `proxy`'s log (it logs them at exit).
+  static void CollectProxyStats(harness::ProxyProcess& proxy, RunResult* result);
   void Stop();
 
   const BenchOptions& options() const { return options_; }

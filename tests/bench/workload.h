@@ -89,6 +89,9 @@ struct WorkloadContext {
   harness::TcpEndpoint echo;  // An echo service reached through the WAN.
   // Ends a phase: returns what crossed the WAN since the previous call.
   std::function<StatusOr<WanDelta>()> mark_wan;
+  // Proxied runs: stops nfsedge and starts it again with the same config
+  // (its disk cache survives; clients must mount again). Empty when direct.
+  std::function<Status()> restart_proxy;
 };
 
 struct WorkloadReport {
@@ -122,6 +125,7 @@ class PhaseRecorder {
 enum class LinkKind {
   kDefault,     // The run's --rtt-ms / --rate-bps.
   kCongestion,  // The congestion link (--congestion-*).
+  kBulk,        // --rtt-ms and --queue-bytes at --bulk-rate-bps.
   kLan,         // No delay, no rate limit.
 };
 

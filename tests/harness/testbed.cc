@@ -46,11 +46,21 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(Options o) {
         p.exports.push_back(pe);
       }
     }
+    t->proxy_options_ = p;
     auto proxy = ProxyProcess::Start(p);
     if (!proxy.ok()) return proxy.status();
     t->proxy_ = std::move(proxy).value();
   }
   return t;
+}
+
+Status Testbed::RestartProxy() {
+  proxy_exit_ = proxy_->Stop();
+  if (!proxy_exit_.success()) return Status::Error("nfsedge did not stop cleanly");
+  auto proxy = ProxyProcess::Start(proxy_options_);
+  if (!proxy.ok()) return proxy.status();
+  proxy_ = std::move(proxy).value();
+  return Status::OK();
 }
 
 std::string Testbed::LogTails(size_t max_lines) const {

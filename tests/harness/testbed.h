@@ -45,6 +45,10 @@ class Testbed {
   // nullptr iff !start_proxy.
   ProxyProcess* proxy() { return proxy_.get(); }
 
+  // Stops the proxy (SIGTERM) and starts it again with the same options, as
+  // an administrator's restart does. REQUIRES: the bed started a proxy.
+  Status RestartProxy();
+
   // Tails of the proxy's and ganesha's logs, for failure messages.
   std::string LogTails(size_t max_lines = 60) const;
   // Stops the proxy, ganesha and rpcbind; returns the proxy's exit status
@@ -58,6 +62,7 @@ class Testbed {
   std::unique_ptr<Rpcbind> rpcbind_;
   std::unique_ptr<Ganesha> ganesha_;
   std::unique_ptr<ProxyProcess> proxy_;
+  ProxyProcess::Options proxy_options_;
   ExitStatus proxy_exit_{true, 0, 0};
 };
 

@@ -53,6 +53,51 @@ std::string ErrorOf(const std::string& text) {
   return c.ok() ? "" : c.status().message();
 }
 
+TEST(Config, DataCacheKeysTakeByteCountsWithSuffixes) {
+  std::string text = std::string(kMinimal) + R"(
+[cache]
+memory_bytes = "512M"
+block_size = 131072
+disk_dir = "/var/cache/nfsedge"
+disk_bytes = "2G"
+disk_policy = "evicted"
+readahead_max_bytes = "8m"
+)";
+  StatusOr<Config> c = ParseConfig(text, "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.memory_bytes, 512ull << 20);
+  EXPECT_EQ(c->cache.block_size, 128ull << 10);
+  EXPECT_EQ(c->cache.disk_dir, "/var/cache/nfsedge");
+  EXPECT_EQ(c->cache.disk_bytes, 2ull << 30);
+  EXPECT_EQ(c->cache.disk_policy, "evicted");
+  EXPECT_EQ(c->cache.readahead_max_bytes, 8ull << 20);
+  StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->cache.memory_bytes, 1ull << 30);
+  EXPECT_EQ(d->cache.block_size, 64ull << 10);
+  EXPECT_TRUE(d->cache.disk_dir.empty());
+}
+
+TEST(Config, BadDataCacheValuesAreReported) {
+  std::string text = std::string(kMinimal) + R"(
+[cache]
+memory_bytes = "lots"
+block_size = 100000
+disk_dir = "relative/dir"
+disk_policy = "sometimes"
+readahead_max_bytes = "3X"
+)";
+  StatusOr<Config> c = ParseConfig(text, "t.toml");
+  ASSERT_FALSE(c.ok());
+  const std::string m = c.status().message();
+  EXPECT_NE(m.find("memory_bytes: must be a byte count"), std::string::npos) << m;
+  EXPECT_NE(m.find("block_size: must be a power of two"), std::string::npos) << m;
+  EXPECT_NE(m.find("disk_dir: must be an absolute path"), std::string::npos) << m;
+  EXPECT_NE(m.find("disk_policy: must be"), std::string::npos) << m;
+  EXPECT_NE(m.find("readahead_max_bytes: must be a byte count"), std::string::npos) << m;
+  EXPECT_NE(m.find("t.toml:"), std::string::npos) << m;
+}
+
 TEST(Config, UnknownKeyIsReportedWithFileAndLine) {
   std::string msg = ErrorOf(std::string(kMinimal) + "\n[server]\nnfs_prot = 2049\n");
   EXPECT_NE(msg.find("bad.toml:10:"), std::string::npos) << msg;

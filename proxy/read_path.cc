@@ -1,0 +1,388 @@
+#include "proxy/read_path.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "proxy/nfs_procs.h"
+#include "rpc/log.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+// A READ that cannot be served after this many attempts is forwarded as is
+// (a file changing under every fetch, a block the disk tier keeps failing).
+constexpr int kMaxAttempts = 5;
+
+bool Succeeded(const StatusOr<RpcReply>& r) {
+  return r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess;
+}
+
+nfs_fh3 FhOf(const std::string& fh) {
+  nfs_fh3 h{};
+  h.data.data_val = const_cast<char*>(fh.data());
+  h.data.data_len = static_cast<u_int>(fh.size());
+  return h;
+}
+
+}  // namespace
+
+struct ReadPath::Op {
+  std::string fh;
+  uint64_t offset = 0;
+  uint32_t count = 0;
+  const Export* exp = nullptr;
+  OpaqueAuth cred;
+  CredKey key = CredKey::AuthNone();
+  ReplyFn reply;
+  ForwardFn forward;
+  int attempts = 0;
+  bool revalidated = false;  // a GETATTR was sent for this op already
+  bool advised = false;      // read-ahead was asked for this op
+  std::unordered_set<uint64_t> disk_tried;
+};
+
+ReadPath::ReadPath(const Clock& clock, MetadataCache& meta, BlockCache& blocks, DiskTier* disk,
+                   ReadaheadTable& readahead, PathEstimator& path, RpcCaller& upstream,
+                   const ReadPathOptions& options)
+    : clock_(clock),
+      meta_(meta),
+      blocks_(blocks),
+      disk_(disk),
+      readahead_(readahead),
+      path_(path),
+      upstream_(upstream),
+      options_(options),
+      block_size_(blocks.block_size()) {
+  uint32_t rs = options.read_size ? options.read_size : (1u << 20);
+  rs = std::min(rs, options.max_transfer);
+  read_size_ = std::max(block_size_, rs / block_size_ * block_size_);
+}
+
+void ReadPath::Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
+                     ForwardFn forward) {
+  stats_.reads++;
+  auto op = std::make_shared<Op>();
+  op->fh.assign(a.file.data.data_val, a.file.data.data_len);
+  op->offset = a.offset;
+  op->count = std::min(a.count, options_.max_transfer);
+  op->exp = &exp;
+  op->cred = cred;
+  op->key = CredKeyOf(cred);
+  op->reply = std::move(reply);
+  op->forward = std::move(forward);
+  Attempt(op);
+}
+
+void ReadPath::Attempt(const OpPtr& op) {
+  if (++op->attempts > kMaxAttempts) {
+    Forward(op);
+    return;
+  }
+  std::optional<fattr3> attr = meta_.FreshAttributes(op->fh);
+  if (!attr) {
+    if (op->revalidated) {
+      Forward(op);  // lifetime 0, or the GETATTR failed: the upstream decides
+    } else {
+      Revalidate(op);
+    }
+    return;
+  }
+  if (attr->type != NF3REG) {
+    Forward(op);
+    return;
+  }
+  if (!meta_.Allows(op->fh, op->key, ACCESS3_READ, *attr)) {
+    stats_.no_evidence++;
+    Forward(op);
+    return;
+  }
+  const ChangeId version = ChangeId::FromFattr(*attr);
+  const uint64_t size = attr->size;
+  const uint64_t end = std::min<uint64_t>(op->offset + op->count, size);
+  if (op->offset >= end) {
+    if (!Answer(op, *attr, 1, 0)) Forward(op);
+    return;
+  }
+  const uint64_t first = op->offset / block_size_;
+  const uint64_t last = (end - 1) / block_size_;
+  bool waiting = false;
+  auto wait = [&](uint64_t i) {
+    if (waiting) return;
+    waiting = true;
+    Wait(op->fh, i, [this, op] { Attempt(op); });
+  };
+  std::vector<uint64_t> missing;
+  for (uint64_t i = first; i <= last; ++i) {
+    if (blocks_.Contains(op->fh, i, version)) continue;
+    if (Pending(op->fh, i)) {
+      wait(i);
+    } else if (disk_ && !op->disk_tried.count(i) && disk_->MayContain(op->fh, i)) {
+      op->disk_tried.insert(i);
+      ReadDisk(op->fh, i, version);
+      wait(i);
+    } else {
+      missing.push_back(i);
+    }
+  }
+  // Missing blocks go upstream in runs of consecutive blocks, each at most
+  // one upstream READ.
+  const uint64_t per_fetch = read_size_ / block_size_;
+  for (size_t k = 0; k < missing.size();) {
+    size_t n = 1;
+    while (k + n < missing.size() && n < per_fetch && missing[k + n] == missing[k] + n) ++n;
+    if (!Fetch(op->fh, missing[k], n, *op->exp, op->cred, false)) {
+      if (!waiting) Forward(op);
+      return;
+    }
+    wait(missing[k]);
+    k += n;
+  }
+  if (!op->advised) {
+    op->advised = true;
+    ReadAhead(op, *attr);
+  }
+  if (waiting) return;
+  if (!Answer(op, *attr, first, last)) Forward(op);
+}
+
+void ReadPath::Revalidate(const OpPtr& op) {
+  auto [it, first] = revalidating_.try_emplace(op->fh);
+  it->second.push_back(op);
+  if (!first) return;
+  stats_.revalidations++;
+  GETATTR3args args{};
+  args.object = FhOf(op->fh);
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3args), &args, &wire);
+  const std::string fh = op->fh;
+  const Export* exp = op->exp;
+  const CredKey key = op->key;
+  Status s = upstream_.Call(
+      kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, op->cred, wire,
+      [this, fh, exp, key](StatusOr<RpcReply> r) {
+        std::vector<OpPtr> ops;
+        if (auto it = revalidating_.find(fh); it != revalidating_.end()) {
+          ops = std::move(it->second);
+          revalidating_.erase(it);
+        }
+        if (Succeeded(r)) {
+          GETATTR3args args{};
+          args.object = FhOf(fh);
+          meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, r->results(), *exp, key);
+        }
+        for (const OpPtr& o : ops) {
+          o->revalidated = true;
+          Attempt(o);
+        }
+      });
+  if (!s.ok()) {
+    std::vector<OpPtr> ops = std::move(revalidating_[op->fh]);
+    revalidating_.erase(op->fh);
+    for (const OpPtr& o : ops) Forward(o);
+  }
+}
+
+bool ReadPath::Answer(const OpPtr& op, const fattr3& attr, uint64_t first, uint64_t last) {
+  const ChangeId version = ChangeId::FromFattr(attr);
+  const uint64_t end = std::min<uint64_t>(op->offset + op->count, attr.size);
+  std::string data;
+  if (first <= last) data.reserve(end - op->offset);
+  for (uint64_t i = first; i <= last && first <= last; ++i) {
+    const Block* b = blocks_.Get(op->fh, i, version);
+    if (b == nullptr) return false;
+    const uint64_t start = i * block_size_;
+    const uint64_t from = std::max(op->offset, start) - start;
+    const uint64_t to = std::min(end, start + block_size_) - start;
+    if (b->data.size() < to) return false;  // a block shorter than its version's size
+    data.append(b->data, from, to - from);
+  }
+  READ3res res{};
+  res.status = NFS3_OK;
+  READ3resok& ok = res.READ3res_u.resok;
+  ok.file_attributes.attributes_follow = TRUE;
+  ok.file_attributes.post_op_attr_u.attributes = attr;
+  ok.count = static_cast<count3>(data.size());
+  ok.eof = op->offset + data.size() >= attr.size;
+  ok.data.data_len = static_cast<u_int>(data.size());
+  ok.data.data_val = data.data();
+  std::string out;
+  if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3res), &res, &out)) return false;
+  stats_.served++;
+  if (op->attempts == 1) stats_.memory_hits++;
+  op->reply(std::move(out));
+  return true;
+}
+
+void ReadPath::Forward(const OpPtr& op) {
+  stats_.forwarded++;
+  op->forward();
+}
+
+void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
+  if (options_.readahead_max == 0) return;
+  uint64_t limit = std::max<uint64_t>(2 * path_.bdp(), 2ull * read_size_);
+  limit = std::min(limit, options_.readahead_max);
+  ReadaheadAdvice advice = readahead_.OnRead(op->fh, op->offset, op->count, limit);
+  const uint64_t end = std::min<uint64_t>(advice.offset + advice.length, attr.size);
+  if (advice.length == 0 || advice.offset >= end) return;
+  const ChangeId version = ChangeId::FromFattr(attr);
+  const uint64_t per_fetch = read_size_ / block_size_;
+  uint64_t run_start = 0, run_len = 0;
+  auto flush = [&]() {
+    bool ok = run_len == 0 || (background_ < options_.max_background &&
+                               Fetch(op->fh, run_start, run_len, *op->exp, op->cred, true));
+    run_len = 0;
+    return ok;
+  };
+  for (uint64_t i = advice.offset / block_size_; i <= (end - 1) / block_size_; ++i) {
+    bool have = blocks_.Contains(op->fh, i, version) || Pending(op->fh, i) ||
+                (disk_ && disk_->MayContain(op->fh, i));
+    if (have) {
+      if (!flush()) return;
+      continue;
+    }
+    if (run_len == 0) run_start = i;
+    if (++run_len == per_fetch && !flush()) return;
+  }
+  flush();
+}
+
+bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
+                     const OpaqueAuth& cred, bool prefetch) {
+  READ3args a{};
+  a.file = FhOf(fh);
+  a.offset = first * block_size_;
+  a.count = static_cast<count3>(count * block_size_);
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3args), &a, &wire);
+  const Export* e = &exp;
+  const MonoTime sent = clock_.MonoNow();
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire,
+                            [this, fh, first, count, e, cred, prefetch, sent](StatusOr<RpcReply> r) {
+                              OnFetched(fh, first, count, *e, cred, prefetch, sent, std::move(r));
+                            });
+  if (!s.ok()) return false;
+  for (uint64_t k = 0; k < count; ++k) MarkPending(fh, first + k);
+  if (prefetch) {
+    background_++;
+    stats_.readahead_fetches++;
+  } else {
+    stats_.fetches++;
+  }
+  return true;
+}
+
+void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
+                         const OpaqueAuth& cred, bool prefetch, MonoTime sent,
+                         StatusOr<RpcReply> reply) {
+  if (prefetch) background_--;
+  bool stored = false;
+  if (Succeeded(reply)) {
+    XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
+    std::string_view results = reply->results();
+    if (res.Decode(results) && res->status == NFS3_OK) {
+      const READ3resok& ok = res->READ3res_u.resok;
+      path_.OnSample(PathSample{sent, clock_.MonoNow(), ok.data.data_len});
+      READ3args a{};
+      a.file = FhOf(fh);
+      a.offset = first * block_size_;
+      a.count = static_cast<count3>(count * block_size_);
+      meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));
+      if (ok.file_attributes.attributes_follow) {
+        Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
+              ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes), prefetch);
+        stored = true;
+        (prefetch ? stats_.readahead_bytes : stats_.fetch_bytes) += ok.data.data_len;
+      }
+    }
+  }
+  if (!stored) {
+    stats_.fetch_errors++;
+    NFSEDGE_LOG(kDebug) << "read path: fetch of " << count << " blocks at block " << first
+                        << " gave no usable data";
+  }
+  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k);
+}
+
+void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version) {
+  MarkPending(fh, index);
+  stats_.disk_reads++;
+  disk_->Get(fh, index, version, [this, fh, index](std::optional<Block> b) {
+    if (b) {
+      stats_.disk_hits++;
+      b->prefetched = false;
+      blocks_.Put(fh, index, std::move(*b));
+    }
+    Done(fh, index);
+  });
+}
+
+void ReadPath::Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
+                     const ChangeId& version, bool prefetch) {
+  for (uint64_t off = 0, i = first; off < data.size(); off += block_size_, ++i) {
+    std::string_view piece = data.substr(off, block_size_);
+    const bool last = off + piece.size() >= data.size();
+    const bool block_eof = eof && last;
+    if (piece.size() < block_size_ && !block_eof) break;  // a short read: keep whole blocks
+    Block b;
+    b.version = version;
+    b.data.assign(piece);
+    b.eof = block_eof;
+    b.prefetched = prefetch;
+    if (disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
+    blocks_.Put(fh, i, std::move(b));
+  }
+}
+
+void ReadPath::LearnForwarded(const READ3args& a, std::string_view results) {
+  if (a.offset % block_size_ != 0) return;
+  XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return;
+  const READ3resok& ok = res->READ3res_u.resok;
+  if (!ok.file_attributes.attributes_follow) return;
+  std::string fh(a.file.data.data_val, a.file.data.data_len);
+  Store(fh, a.offset / block_size_, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
+        ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes), false);
+}
+
+void ReadPath::LearnFsinfo(std::string_view results) {
+  if (options_.read_size != 0) return;
+  XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return;
+  const FSINFO3resok& ok = res->FSINFO3res_u.resok;
+  uint32_t rs = ok.rtpref ? ok.rtpref : ok.rtmax;
+  if (ok.rtmax) rs = std::min(rs, ok.rtmax);
+  rs = std::min(rs, options_.max_transfer);
+  if (rs == 0) return;
+  read_size_ = std::max(block_size_, rs / block_size_ * block_size_);
+}
+
+std::string ReadPath::BlockId(std::string_view fh, uint64_t index) {
+  std::string id(fh);
+  id.append(reinterpret_cast<const char*>(&index), sizeof(index));
+  return id;
+}
+
+bool ReadPath::Pending(std::string_view fh, uint64_t index) const {
+  return pending_.count(BlockId(fh, index)) != 0;
+}
+
+void ReadPath::MarkPending(std::string_view fh, uint64_t index) {
+  pending_.try_emplace(BlockId(fh, index));
+}
+
+void ReadPath::Wait(std::string_view fh, uint64_t index, std::function<void()> fn) {
+  pending_[BlockId(fh, index)].push_back(std::move(fn));
+}
+
+void ReadPath::Done(std::string_view fh, uint64_t index) {
+  auto it = pending_.find(BlockId(fh, index));
+  if (it == pending_.end()) return;
+  std::vector<std::function<void()>> waiters = std::move(it->second);
+  pending_.erase(it);
+  for (auto& w : waiters) w();
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,165 @@
+// ReadPath: serves client READs from the data cache (memory blocks, then the
+// disk tier), fetches what is missing from the upstream in large READs, and
+// reads ahead of the sequential streams it sees in each file.
+//
+// A client READ is answered from cached blocks only when
+//  - the file's attributes are fresh (within the export's lifetime; if they
+//    are not, one GETATTR revalidates them first) and the blocks carry the
+//    same ChangeId (DESIGN rule 5: data is tied to the file's version);
+//  - the ACCESS cache proves that the upstream lets the credential read the
+//    file (DESIGN rule 6); without that evidence the call is forwarded as is
+//    (and the proxy asks ACCESS in the background for the next one).
+// Missing blocks are fetched with upstream READs of the server's preferred
+// size (FSINFO rtpref, or the configured read_size), whatever the client's
+// rsize; concurrent readers of the same block share one fetch. A fetch whose
+// reply shows another version than expected simply stores the new version:
+// the read is attempted again against the fresh attributes. A read that
+// cannot be served after a few attempts, or whose fetch fails, is forwarded
+// as is, so errors, short reads and EOF come from the upstream itself.
+//
+// Read-ahead: every served READ feeds the ReadaheadTable (cursors, SlowDown);
+// its advice, capped by twice the measured bandwidth-delay product of the
+// upstream path (PathEstimator, fed by every fetch) and by readahead_max, is
+// fetched in the background (at most max_background fetches in flight)
+// into blocks marked as prefetched, so that used and wasted read-ahead are
+// counted by the BlockCache.
+//
+// Thread-safety: single-threaded, on the event loop.
+#ifndef NFSEDGE_PROXY_READ_PATH_H_
+#define NFSEDGE_PROXY_READ_PATH_H_
+
+#include <rpc/xdr/nfs3.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/block_cache.h"
+#include "cache/clock.h"
+#include "cache/disk_tier.h"
+#include "cache/path_estimator.h"
+#include "cache/readahead.h"
+#include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+struct ReadPathOptions {
+  // Upstream READ size; 0 = the server's FSINFO rtpref (until an FSINFO
+  // reply is seen: 1 MiB). Clamped to max_transfer, rounded down to whole
+  // blocks.
+  uint32_t read_size = 0;
+  // Largest payload the proxy carries in one record.
+  uint32_t max_transfer = 1 << 20;
+  // Read-ahead of one stream at most this many bytes beyond the client.
+  uint64_t readahead_max = 16 << 20;
+  // Read-ahead fetches in flight at most, over all files.
+  uint32_t max_background = 16;
+  // Every block fetched also goes to the disk tier (else only blocks evicted
+  // from memory do, through the BlockCache's eviction handler).
+  bool disk_write_through = true;
+};
+
+struct ReadPathStats {
+  uint64_t reads = 0;          // client READs offered
+  uint64_t served = 0;         // answered from blocks (possibly after fetching them)
+  uint64_t memory_hits = 0;    // answered from memory without waiting
+  uint64_t forwarded = 0;      // sent upstream as is
+  uint64_t no_evidence = 0;    // forwarded: no ACCESS proof for the credential
+  uint64_t revalidations = 0;  // GETATTRs sent to prove blocks fresh
+  uint64_t fetches = 0;        // upstream READs sent for clients
+  uint64_t fetch_bytes = 0;    // bytes they returned
+  uint64_t readahead_fetches = 0;
+  uint64_t readahead_bytes = 0;
+  uint64_t fetch_errors = 0;  // fetches without a usable reply
+  uint64_t disk_reads = 0;    // blocks asked of the disk tier
+  uint64_t disk_hits = 0;     // ... and found there, intact and current
+};
+
+class ReadPath {
+ public:
+  // READ3res XDR for the client.
+  using ReplyFn = std::function<void(std::string results)>;
+  // Sends the client's call upstream as is.
+  using ForwardFn = std::function<void()>;
+
+  // `disk` may be null (no disk tier).
+  ReadPath(const Clock& clock, MetadataCache& meta, BlockCache& blocks, DiskTier* disk,
+           ReadaheadTable& readahead, PathEstimator& path, RpcCaller& upstream,
+           const ReadPathOptions& options);
+  ReadPath(const ReadPath&) = delete;
+  ReadPath& operator=(const ReadPath&) = delete;
+
+  // Serves an admitted client READ `a` for `cred` (as sent upstream) on
+  // `exp`. Calls exactly one of `reply` and `forward`, now or later.
+  void Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
+             ForwardFn forward);
+
+  // Learns from the upstream's reply to a READ forwarded as is: the data it
+  // carries is stored as blocks.
+  void LearnForwarded(const READ3args& a, std::string_view results);
+  // Learns the server's preferred read size from an FSINFO reply.
+  void LearnFsinfo(std::string_view results);
+
+  // Upstream READ size now in use.
+  uint32_t read_size() const { return read_size_; }
+  const ReadPathStats& stats() const { return stats_; }
+
+ private:
+  struct Op;
+  using OpPtr = std::shared_ptr<Op>;
+
+  void Attempt(const OpPtr& op);
+  // Sends a GETATTR for the op's file; the op is attempted again on reply.
+  void Revalidate(const OpPtr& op);
+  // Answers the op from blocks [first, last] of `version`. Returns false if
+  // the blocks do not make a consistent answer.
+  bool Answer(const OpPtr& op, const fattr3& attr, uint64_t first, uint64_t last);
+  void Forward(const OpPtr& op);
+  void ReadAhead(const OpPtr& op, const fattr3& attr);
+  // Sends an upstream READ of `count` blocks from block `first` of `fh`.
+  // Returns false if it could not be queued.
+  bool Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
+             const OpaqueAuth& cred, bool prefetch);
+  void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
+                 const OpaqueAuth& cred, bool prefetch, MonoTime sent,
+                 StatusOr<RpcReply> reply);
+  // Reads block `index` of `fh` from the disk tier into memory.
+  void ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version);
+  // Stores `data` read at block `first` under `version` as blocks: whole
+  // blocks, and the last partial one if `eof`.
+  void Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
+             const ChangeId& version, bool prefetch);
+  // Pending work on a block (fetch or disk read); waiters run when it ends.
+  static std::string BlockId(std::string_view fh, uint64_t index);
+  bool Pending(std::string_view fh, uint64_t index) const;
+  void Wait(std::string_view fh, uint64_t index, std::function<void()> fn);
+  void MarkPending(std::string_view fh, uint64_t index);
+  void Done(std::string_view fh, uint64_t index);
+
+  const Clock& clock_;
+  MetadataCache& meta_;
+  BlockCache& blocks_;
+  DiskTier* disk_;
+  ReadaheadTable& readahead_;
+  PathEstimator& path_;
+  RpcCaller& upstream_;
+  const ReadPathOptions options_;
+  const uint32_t block_size_;
+  uint32_t read_size_;
+  uint32_t background_ = 0;  // read-ahead fetches in flight
+  // Block id -> closures waiting for the pending fetch or disk read.
+  std::unordered_map<std::string, std::vector<std::function<void()>>> pending_;
+  // File handle -> ops waiting for a revalidating GETATTR.
+  std::unordered_map<std::string, std::vector<OpPtr>> revalidating_;
+  ReadPathStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_READ_PATH_H_
