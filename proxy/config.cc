@@ -156,6 +156,15 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("readahead_cursors", 16, 1 << 24, &c.cache.readahead_cursors);
     r.RejectUnknownKeys();
   }
+  if (const toml::table* pf = table("prefetch")) {
+    TableReader r(*pf, source, "[prefetch]", &errors);
+    r.Bool("enabled", &c.prefetch.enabled);
+    r.Uint("max_in_flight", 1, 1024, &c.prefetch.max_in_flight);
+    r.Uint("max_queue", 16, 1 << 24, &c.prefetch.max_queue);
+    r.Uint("depth", 0, 1024, &c.prefetch.depth);
+    r.Bytes("small_file_bytes", 0, 1 << 20, &c.prefetch.small_file_bytes);
+    r.RejectUnknownKeys();
+  }
   if (const toml::table* log = table("log")) {
     TableReader r(*log, source, "[log]", &errors);
     std::string level = "info";
@@ -188,7 +197,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
   // Keys the top level may hold; anything else is a typo worth reporting.
   for (const auto& [k, v] : root) {
     std::string key(k.str());
-    if (key != "server" && key != "upstream" && key != "cache" && key != "log" &&
+    if (key != "server" && key != "upstream" && key != "cache" && key != "prefetch" && key != "log" &&
         key != "export") {
       errors.push_back(source + ":" + std::to_string(k.source().begin.line) +
                        ": unknown top-level key '" + key + "'");

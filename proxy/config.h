@@ -92,11 +92,21 @@ struct CacheConfig {
   uint32_t readahead_cursors = 8192;
 };
 
+// Tree-walk prefetch (proxy/prefetcher.h).
+struct PrefetchConfig {
+  bool enabled = true;
+  uint32_t max_in_flight = 16;
+  uint32_t max_queue = 16384;
+  uint32_t depth = 16;
+  uint64_t small_file_bytes = 256 << 10;
+};
+
 struct Config {
   std::string source;  // file name, for messages
   ServerConfig server;
   UpstreamConfig upstream;
   CacheConfig cache;
+  PrefetchConfig prefetch;
   LogLevel log_level = LogLevel::kInfo;
   std::vector<ExportConfig> exports;
 };

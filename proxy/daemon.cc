@@ -25,6 +25,7 @@ Daemon::~Daemon() {
   dispatcher_.reset();
   refresher_.reset();
   mount_.reset();
+  prefetcher_.reset();
   nfs_.reset();
   read_path_.reset();
   disk_.reset();  // finishes its pool's work; what it posts is dropped below
@@ -62,6 +63,12 @@ void Daemon::LogStats() {
                      << " timeouts=" << u.timeouts << " resent=" << u.resent
                      << " reconnects=" << u.reconnects << " refused=" << u.refused;
   LogDataStats();
+  if (prefetcher_) {
+    const PrefetchStats& p = prefetcher_->stats();
+    NFSEDGE_LOG(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
+                       << " lists=" << p.lists << " access=" << p.access << " files=" << p.files
+                       << " errors=" << p.errors;
+  }
 }
 
 Status Daemon::StartDataCache(uint32_t max_transfer) {
@@ -133,6 +140,7 @@ void Daemon::LogDataStats() {
          << " entries=" << d.entries << " puts=" << d.puts << " dropped_puts=" << d.dropped_puts
          << " evictions=" << d.evictions << " errors=" << d.errors;
   }
+  line << " tree_fetches=" << r.tree_fetches;
   const std::optional<Duration> rtt = path_->min_rtt();
   line << "; path min_rtt_us="
        << (rtt ? std::chrono::duration_cast<std::chrono::microseconds>(*rtt).count() : -1)
@@ -183,6 +191,20 @@ Status Daemon::Start() {
   if (!data.ok()) return data;
   nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_,
                                       read_path_.get());
+  if (config_.prefetch.enabled) {
+    PrefetchOptions po;
+    po.max_in_flight = config_.prefetch.max_in_flight;
+    po.max_queue = config_.prefetch.max_queue;
+    po.max_depth = config_.prefetch.depth;
+    po.small_file_bytes = config_.prefetch.small_file_bytes;
+    NfsService* nfs = nfs_.get();
+    prefetcher_ = std::make_unique<Prefetcher>(
+        cache_, read_path_.get(), *nfs_upstream_,
+        [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+              const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
+        po);
+    nfs_->SetPrefetcher(prefetcher_.get());
+  }
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);

@@ -71,6 +71,7 @@ class Daemon {
   std::unique_ptr<ReadaheadTable> readahead_;
   std::unique_ptr<PathEstimator> path_;
   std::unique_ptr<ReadPath> read_path_;
+  std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
   std::unique_ptr<MountService> mount_;

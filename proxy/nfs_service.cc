@@ -276,16 +276,17 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
-    if (cache_) {
-      cache_->Learn(p, args->get(), r.results(), exp, CredKeyOf(cred));
-      if (IsCacheableCred(cred)) SpeculateAfter(p, args->get(), r.results(), exp, cred);
+    LearnReply(p, args->get(), &r, exp, cred);
+    if (cache_ && IsCacheableCred(cred)) {
+      SpeculateAfter(p, args->get(), r.results(), exp, cred);
+      if (prefetcher_ && p.proc == NFSPROC3_READDIRPLUS) {
+        XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+        if (res.Decode(r.results()) && res->status == NFS3_OK) {
+          const auto* a = static_cast<const READDIRPLUS3args*>(args->get());
+          prefetcher_->OnListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred, 0);
+        }
+      }
     }
-    if (read_path_ && p.proc == NFSPROC3_READ) {
-      read_path_->LearnForwarded(*static_cast<const READ3args*>(args->get()), r.results());
-    } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
-      read_path_->LearnFsinfo(r.results());
-    }
-    PostProcess(p, exp, &r);
   }
   for (const auto& j : joined) {
     std::string copy = r.record;
@@ -294,6 +295,17 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   StoreBE32(r.record.data(), call->xid());
   call->Reply(std::move(r.record));
+}
+
+void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
+                            const Export& exp, const OpaqueAuth& cred) {
+  if (cache_) cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred));
+  if (read_path_ && p.proc == NFSPROC3_READ) {
+    read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results());
+  } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
+    read_path_->LearnFsinfo(reply->results());
+  }
+  PostProcess(p, exp, reply);
 }
 
 std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args) {

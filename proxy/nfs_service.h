@@ -30,6 +30,7 @@
 #include "proxy/exports.h"
 #include "proxy/metadata_cache.h"
 #include "proxy/nfs_procs.h"
+#include "proxy/prefetcher.h"
 #include "proxy/read_path.h"
 #include "rpc/rpc_caller.h"
 
@@ -71,6 +72,14 @@ class NfsService : public RpcProgram {
 
   const NfsProcStats& stats(uint32_t proc) const { return stats_[proc]; }
 
+  // Tree-walk prefetch after client listings; null = none.
+  void SetPrefetcher(Prefetcher* prefetcher) { prefetcher_ = prefetcher; }
+  // Learns from a successful upstream `reply` to `p` with decoded `args`
+  // sent for `cred` on `exp`: caches, handle registry, data cache; clamps
+  // FSINFO and masks ACCESS on a read-only export (may rewrite the record).
+  void LearnReply(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+                  const OpaqueAuth& cred);
+
  private:
   // Returns NFS3_OK and sets *exp iff the call's handles and the export's
   // rules let it through.
@@ -110,6 +119,7 @@ class NfsService : public RpcProgram {
   const NfsServiceOptions options_;
   MetadataCache* cache_;
   ReadPath* read_path_;
+  Prefetcher* prefetcher_ = nullptr;
   // A client call waiting for a speculative call's reply.
   struct Waiter {
     std::shared_ptr<IncomingCall> call;

@@ -249,8 +249,21 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   flush();
 }
 
+bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
+                            const Export& exp, const OpaqueAuth& cred, std::function<void()> done) {
+  if (size == 0) return false;
+  if (blocks_.Contains(fh, 0, version) || Pending(fh, 0) || (disk_ && disk_->MayContain(fh, 0))) {
+    return false;
+  }
+  const uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,
+                                             read_size_ / block_size_);
+  if (!Fetch(fh, 0, blocks, exp, cred, true, std::move(done))) return false;
+  stats_.tree_fetches++;
+  return true;
+}
+
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-                     const OpaqueAuth& cred, bool prefetch) {
+                     const OpaqueAuth& cred, bool prefetch, std::function<void()> done) {
   READ3args a{};
   a.file = FhOf(fh);
   a.offset = first * block_size_;
@@ -259,10 +272,12 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, cons
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3args), &a, &wire);
   const Export* e = &exp;
   const MonoTime sent = clock_.MonoNow();
-  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire,
-                            [this, fh, first, count, e, cred, prefetch, sent](StatusOr<RpcReply> r) {
-                              OnFetched(fh, first, count, *e, cred, prefetch, sent, std::move(r));
-                            });
+  Status s = upstream_.Call(
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire,
+      [this, fh, first, count, e, cred, prefetch, sent, done](StatusOr<RpcReply> r) {
+        OnFetched(fh, first, count, *e, cred, prefetch, sent, std::move(r));
+        if (done) done();
+      });
   if (!s.ok()) return false;
   for (uint64_t k = 0; k < count; ++k) MarkPending(fh, first + k);
   if (prefetch) {

@@ -76,6 +76,7 @@ struct ReadPathStats {
   uint64_t fetch_bytes = 0;    // bytes they returned
   uint64_t readahead_fetches = 0;
   uint64_t readahead_bytes = 0;
+  uint64_t tree_fetches = 0;  // whole small files fetched by tree-walk prefetch
   uint64_t fetch_errors = 0;  // fetches without a usable reply
   uint64_t disk_reads = 0;    // blocks asked of the disk tier
   uint64_t disk_hits = 0;     // ... and found there, intact and current
@@ -99,6 +100,12 @@ class ReadPath {
   // `exp`. Calls exactly one of `reply` and `forward`, now or later.
   void Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
              ForwardFn forward);
+
+  // Tree-walk prefetch: fetches the whole of a small file `fh` of `size`
+  // bytes and `version` (from a listing) into blocks, for `cred`. Returns
+  // true iff a fetch was sent; `done` then runs when it ends.
+  bool PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
+                    const Export& exp, const OpaqueAuth& cred, std::function<void()> done);
 
   // Learns from the upstream's reply to a READ forwarded as is: the data it
   // carries is stored as blocks.
@@ -125,7 +132,7 @@ class ReadPath {
   // Sends an upstream READ of `count` blocks from block `first` of `fh`.
   // Returns false if it could not be queued.
   bool Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-             const OpaqueAuth& cred, bool prefetch);
+             const OpaqueAuth& cred, bool prefetch, std::function<void()> done = {});
   void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
                  const OpaqueAuth& cred, bool prefetch, MonoTime sent,
                  StatusOr<RpcReply> reply);
