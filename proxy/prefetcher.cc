@@ -71,16 +71,16 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
 }
 
 void Prefetcher::Queue(Job job, bool front) {
+  if (queue_.size() >= options_.max_queue) {
+    stats_.dropped++;  // not remembered: a later listing may queue it again
+    return;
+  }
   if (!front) {
     std::string seen = std::to_string(static_cast<int>(job.kind)) + ":" +
                        std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
     if (seen_.Find(seen)) return;
     seen_.Put(seen, true);
     while (seen_.size() > options_.max_seen) seen_.Erase(seen_.Oldest()->key);
-  }
-  if (queue_.size() >= options_.max_queue) {
-    stats_.dropped++;
-    return;
   }
   stats_.queued++;
   if (front) {

@@ -111,7 +111,13 @@ void ReadPath::Attempt(const OpPtr& op) {
   auto wait = [&](uint64_t i) {
     if (waiting) return;
     waiting = true;
-    Wait(op->fh, i, [this, op] { Attempt(op); });
+    Wait(op->fh, i, [this, op](bool ok) {
+      if (ok) {
+        Attempt(op);
+      } else {
+        Forward(op);  // the upstream's own answer (error, short read) goes to the client
+      }
+    });
   };
   std::vector<uint64_t> missing;
   for (uint64_t i = first; i <= last; ++i) {
@@ -294,6 +300,8 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
                          StatusOr<RpcReply> reply) {
   if (prefetch) background_--;
   bool stored = false;
+  bool eof = false;
+  uint64_t blocks = 0;
   if (Succeeded(reply)) {
     XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
     std::string_view results = reply->results();
@@ -306,9 +314,11 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
       a.count = static_cast<count3>(count * block_size_);
       meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));
       if (ok.file_attributes.attributes_follow) {
-        Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
-              ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes), prefetch);
+        blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
+                       ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes),
+                       prefetch);
         stored = true;
+        eof = ok.eof;
         (prefetch ? stats_.readahead_bytes : stats_.fetch_bytes) += ok.data.data_len;
       }
     }
@@ -318,7 +328,10 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
     NFSEDGE_LOG(kDebug) << "read path: fetch of " << count << " blocks at block " << first
                         << " gave no usable data";
   }
-  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k);
+  // A block the reply brought, or one beyond the end of the file (the
+  // waiter attempts again with the attributes just learned), may be retried;
+  // a block the fetch failed to bring is not fetched again for the same READ.
+  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
 }
 
 void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version) {
@@ -330,12 +343,13 @@ void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& v
       b->prefetched = false;
       blocks_.Put(fh, index, std::move(*b));
     }
-    Done(fh, index);
+    Done(fh, index, true);  // a miss: the waiter fetches from the upstream
   });
 }
 
-void ReadPath::Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
-                     const ChangeId& version, bool prefetch) {
+uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
+                         const ChangeId& version, bool prefetch) {
+  uint64_t stored = 0;
   for (uint64_t off = 0, i = first; off < data.size(); off += block_size_, ++i) {
     std::string_view piece = data.substr(off, block_size_);
     const bool last = off + piece.size() >= data.size();
@@ -348,7 +362,9 @@ void ReadPath::Store(const std::string& fh, uint64_t first, std::string_view dat
     b.prefetched = prefetch;
     if (disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
     blocks_.Put(fh, i, std::move(b));
+    ++stored;
   }
+  return stored;
 }
 
 void ReadPath::LearnForwarded(const READ3args& a, std::string_view results) {
@@ -388,16 +404,16 @@ void ReadPath::MarkPending(std::string_view fh, uint64_t index) {
   pending_.try_emplace(BlockId(fh, index));
 }
 
-void ReadPath::Wait(std::string_view fh, uint64_t index, std::function<void()> fn) {
+void ReadPath::Wait(std::string_view fh, uint64_t index, std::function<void(bool)> fn) {
   pending_[BlockId(fh, index)].push_back(std::move(fn));
 }
 
-void ReadPath::Done(std::string_view fh, uint64_t index) {
+void ReadPath::Done(std::string_view fh, uint64_t index, bool ok) {
   auto it = pending_.find(BlockId(fh, index));
   if (it == pending_.end()) return;
-  std::vector<std::function<void()>> waiters = std::move(it->second);
+  std::vector<std::function<void(bool)>> waiters = std::move(it->second);
   pending_.erase(it);
-  for (auto& w : waiters) w();
+  for (auto& w : waiters) w(ok);
 }
 
 }  // namespace nfsedge

@@ -140,14 +140,17 @@ class ReadPath {
   void ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version);
   // Stores `data` read at block `first` under `version` as blocks: whole
   // blocks, and the last partial one if `eof`.
-  void Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
-             const ChangeId& version, bool prefetch);
+  // Returns the number of blocks stored.
+  uint64_t Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
+                 const ChangeId& version, bool prefetch);
   // Pending work on a block (fetch or disk read); waiters run when it ends.
   static std::string BlockId(std::string_view fh, uint64_t index);
   bool Pending(std::string_view fh, uint64_t index) const;
-  void Wait(std::string_view fh, uint64_t index, std::function<void()> fn);
+  // `fn` gets true if the block may now be there (attempt again), false if
+  // the fetch that was to bring it failed (forward the READ).
+  void Wait(std::string_view fh, uint64_t index, std::function<void(bool)> fn);
   void MarkPending(std::string_view fh, uint64_t index);
-  void Done(std::string_view fh, uint64_t index);
+  void Done(std::string_view fh, uint64_t index, bool ok);
 
   const Clock& clock_;
   MetadataCache& meta_;
@@ -161,7 +164,7 @@ class ReadPath {
   uint32_t read_size_;
   uint32_t background_ = 0;  // read-ahead fetches in flight
   // Block id -> closures waiting for the pending fetch or disk read.
-  std::unordered_map<std::string, std::vector<std::function<void()>>> pending_;
+  std::unordered_map<std::string, std::vector<std::function<void(bool)>>> pending_;
   // File handle -> ops waiting for a revalidating GETATTR.
   std::unordered_map<std::string, std::vector<OpPtr>> revalidating_;
   ReadPathStats stats_;

@@ -1,0 +1,782 @@
+// ReadPath with a fake clock, an in-memory upstream (FakeUpstream) and an
+// event loop driven by hand: when client READs are answered from blocks,
+// when they go upstream as is, how blocks are fetched, shared, tied to the
+// file's version and read ahead.
+#include "proxy/read_path.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/block_cache.h"
+#include "cache/clock.h"
+#include "cache/disk_tier.h"
+#include "cache/path_estimator.h"
+#include "cache/readahead.h"
+#include "proxy/metadata_cache.h"
+#include "proxy/nfs_procs.h"
+#include "rpc/event_loop.h"
+#include "rpc/xdr_codec.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+constexpr uint32_t kWall0 = 1704067200;  // FakeClock's wall start
+constexpr uint32_t kBlock = 4096;
+
+template <typename F>
+xdrproc_t Proc(F f) {
+  return reinterpret_cast<xdrproc_t>(f);
+}
+
+template <typename T>
+std::string Xdr(xdrproc_t proc, const T& v) {
+  std::string out;
+  EXPECT_TRUE(XdrEncode(proc, &v, &out));
+  return out;
+}
+
+nfs_fh3 Fh(const std::string& bytes) {
+  nfs_fh3 fh{};
+  fh.data.data_val = const_cast<char*>(bytes.data());
+  fh.data.data_len = static_cast<u_int>(bytes.size());
+  return fh;
+}
+
+post_op_attr PostOp(const fattr3& a) {
+  post_op_attr p{};
+  p.attributes_follow = TRUE;
+  p.post_op_attr_u.attributes = a;
+  return p;
+}
+
+// `size` bytes whose value depends on the position and on `seed`, so that a
+// byte from the wrong offset or the wrong version shows.
+std::string Content(size_t size, int seed) {
+  std::string s(size, '\0');
+  for (size_t i = 0; i < size; ++i)
+    s[i] = static_cast<char>('A' + (i * 7 + i / kBlock + seed) % 53);
+  return s;
+}
+
+ExportConfig MakeExportConfig(uint32_t lifetime) {
+  ExportConfig c;
+  c.path = "/e";
+  c.upstream_path = "/e";
+  c.acregmin = c.acdirmin = lifetime;
+  c.acregmax = c.acdirmax = lifetime;
+  return c;
+}
+
+// A READ3res as the client receives it.
+struct ReadReply {
+  nfsstat3 status = NFS3ERR_IO;
+  uint32_t count = 0;
+  bool eof = false;
+  std::string data;
+};
+
+ReadReply DecodeRead(const std::string& results) {
+  XdrValue<READ3res> res(Proc(xdr_READ3res));
+  ReadReply r;
+  EXPECT_TRUE(res.Decode(results));
+  r.status = res->status;
+  if (res->status == NFS3_OK) {
+    const READ3resok& ok = res->READ3res_u.resok;
+    r.count = ok.count;
+    r.eof = ok.eof;
+    r.data.assign(ok.data.data_val, ok.data.data_len);
+  }
+  return r;
+}
+
+// What one client READ got: exactly one of reply and forward should run.
+struct Outcome {
+  int replies = 0;
+  int forwards = 0;
+  std::string results;
+  ReadReply reply() const { return DecodeRead(results); }
+};
+
+// An upstream READ the proxy sent.
+struct SentRead {
+  uint64_t offset;
+  uint32_t count;
+};
+
+// The upstream's view of one file.
+struct FakeFile {
+  std::string data;
+  fattr3 attr{};
+};
+
+fattr3 FileAttr(uint64_t size, uint32_t changed_at) {
+  fattr3 a{};
+  a.type = NF3REG;
+  a.mode = 0644;
+  a.nlink = 1;
+  a.uid = 1000;
+  a.gid = 1000;
+  a.size = size;
+  a.fileid = 42;
+  a.mtime.seconds = a.ctime.seconds = changed_at;
+  return a;
+}
+
+class ReadPathTest : public ::testing::Test {
+ protected:
+  ReadPathTest()
+      : base_(event_base_new()),
+        exp_(0, MakeExportConfig(60)),
+        zero_(1, MakeExportConfig(0)),
+        meta_(clock_, CacheConfig{}),
+        blocks_(BlockCacheOptions{64 << 20, kBlock}),
+        readahead_(clock_, SmallWindow()),
+        path_(clock_),
+        up_(base_.get()) {
+    up_.set_responder([this](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+      if (hold_) return std::nullopt;
+      return Respond(s);
+    });
+    SetFile(Content(10000, 0), kWall0 - 3600);
+    ReadPathOptions o;
+    o.readahead_max = 0;  // read-ahead only where a test asks for it
+    MakeReadPath(o);
+  }
+
+  void TearDown() override { Drain(); }
+
+  static ReadaheadOptions SmallWindow() {
+    ReadaheadOptions o;
+    o.match_window = 64 << 10;
+    return o;
+  }
+
+  void MakeReadPath(const ReadPathOptions& o, DiskTier* disk = nullptr) {
+    rp_ = std::make_unique<ReadPath>(clock_, meta_, blocks_, disk, readahead_, path_, up_, o);
+  }
+
+  // Runs what the loop has to run (replies delivered by the FakeUpstream)
+  // until nothing is left.
+  void Drain() {
+    for (int i = 0; i < 10000; ++i) {
+      if (event_base_loop(base_.get(), EVLOOP_NONBLOCK) != 0) return;
+    }
+    ADD_FAILURE() << "the loop never went idle";
+  }
+
+  // The upstream's copy of file_ becomes `data`, changed at `changed_at`.
+  void SetFile(std::string data, uint32_t changed_at) {
+    FakeFile& f = files_[file_];
+    f.attr = FileAttr(data.size(), changed_at);
+    f.data = std::move(data);
+  }
+  const FakeFile& file() { return files_[file_]; }
+
+  // The upstream's answer to a call, from files_.
+  std::string Respond(const FakeUpstream::Seen& s) {
+    switch (s.proc) {
+      case NFSPROC3_GETATTR: {
+        XdrValue<GETATTR3args> a(Proc(xdr_GETATTR3args));
+        EXPECT_TRUE(a.Decode(s.args));
+        GETATTR3res res{};
+        res.status = NFS3_OK;
+        res.GETATTR3res_u.resok.obj_attributes = FileOf(a->object).attr;
+        return Xdr(Proc(xdr_GETATTR3res), res);
+      }
+      case NFSPROC3_READ: {
+        XdrValue<READ3args> a(Proc(xdr_READ3args));
+        EXPECT_TRUE(a.Decode(s.args));
+        if (read_error_) return ReadError(NFS3ERR_IO);
+        const FakeFile& f = FileOf(a->file);
+        uint32_t count = std::min<uint32_t>(a->count, server_rtmax_);
+        std::string piece =
+            a->offset >= f.data.size() ? std::string() : f.data.substr(a->offset, count);
+        READ3res res{};
+        res.status = NFS3_OK;
+        READ3resok& ok = res.READ3res_u.resok;
+        ok.file_attributes = PostOp(f.attr);
+        ok.count = static_cast<count3>(piece.size());
+        ok.eof = a->offset + piece.size() >= f.data.size();
+        ok.data.data_val = piece.data();
+        ok.data.data_len = static_cast<u_int>(piece.size());
+        return Xdr(Proc(xdr_READ3res), res);
+      }
+      default:
+        ADD_FAILURE() << "unexpected upstream procedure " << s.proc;
+        return std::string();
+    }
+  }
+
+  const FakeFile& FileOf(const nfs_fh3& fh) {
+    return files_[std::string(fh.data.data_val, fh.data.data_len)];
+  }
+
+  std::string ReadError(nfsstat3 status) {
+    READ3res res{};
+    res.status = status;
+    return Xdr(Proc(xdr_READ3res), res);
+  }
+
+  // The metadata cache learns the upstream's ACCESS reply for `cred` on
+  // file_ (with the file's current attributes, which makes them fresh).
+  void LearnAccess(const OpaqueAuth& cred, uint32_t asked, uint32_t granted) {
+    ACCESS3args args{Fh(file_), asked};
+    ACCESS3res res{};
+    res.status = NFS3_OK;
+    res.ACCESS3res_u.resok.obj_attributes = PostOp(file().attr);
+    res.ACCESS3res_u.resok.access = granted;
+    meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
+                CredKeyOf(cred));
+  }
+  // The metadata cache learns a GETATTR reply for file_ on `exp`.
+  void LearnGetattr(const Export& exp) {
+    GETATTR3args args{Fh(file_)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = file().attr;
+    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), exp,
+                CredKeyOf(user_));
+  }
+  void LearnFsinfo(uint32_t rtmax, uint32_t rtpref) {
+    FSINFO3res res{};
+    res.status = NFS3_OK;
+    res.FSINFO3res_u.resok.rtmax = rtmax;
+    res.FSINFO3res_u.resok.rtpref = rtpref;
+    res.FSINFO3res_u.resok.rtmult = kBlock;
+    rp_->LearnFsinfo(Xdr(Proc(xdr_FSINFO3res), res));
+  }
+
+  void Read(uint64_t offset, uint32_t count, Outcome* out) { Read(offset, count, user_, out); }
+  void Read(uint64_t offset, uint32_t count, const OpaqueAuth& cred, Outcome* out) {
+    READ3args a{};
+    a.file = Fh(file_);
+    a.offset = offset;
+    a.count = count;
+    rp_->Serve(
+        a, exp_, cred,
+        [out](std::string results) {
+          out->replies++;
+          out->results = std::move(results);
+        },
+        [out] { out->forwards++; });
+  }
+  // Serves a READ, lets the upstream answer, and returns what the client got.
+  Outcome ReadNow(uint64_t offset, uint32_t count) {
+    Outcome out;
+    Read(offset, count, &out);
+    Drain();
+    return out;
+  }
+
+  // The upstream READs sent so far, in order.
+  std::vector<SentRead> Reads() const {
+    std::vector<SentRead> out;
+    for (const FakeUpstream::Seen& s : up_.calls) {
+      if (s.proc != NFSPROC3_READ) continue;
+      XdrValue<READ3args> a(Proc(xdr_READ3args));
+      EXPECT_TRUE(a.Decode(s.args));
+      out.push_back(SentRead{a->offset, a->count});
+    }
+    return out;
+  }
+  size_t CallsOf(uint32_t proc) const {
+    size_t n = 0;
+    for (const FakeUpstream::Seen& s : up_.calls) n += s.proc == proc;
+    return n;
+  }
+
+  // Expects `out` to be one NFS3_OK reply carrying the file's bytes
+  // [offset, offset + count) as they are now, with the right eof.
+  void ExpectData(const Outcome& out, uint64_t offset, uint32_t count) {
+    ASSERT_EQ(out.forwards, 0);
+    ASSERT_EQ(out.replies, 1);
+    ReadReply r = out.reply();
+    const std::string& all = file().data;
+    std::string want = offset >= all.size() ? std::string() : all.substr(offset, count);
+    EXPECT_EQ(r.status, NFS3_OK);
+    EXPECT_EQ(r.count, want.size());
+    EXPECT_EQ(r.data.size(), want.size());
+    EXPECT_TRUE(r.data == want) << "wrong bytes at offset " << offset;
+    EXPECT_EQ(r.eof, offset + want.size() >= all.size());
+  }
+
+  FakeClock clock_;
+  EventBasePtr base_;
+  Export exp_, zero_;
+  MetadataCache meta_;
+  BlockCache blocks_;
+  ReadaheadTable readahead_;
+  PathEstimator path_;
+  FakeUpstream up_;
+  std::unique_ptr<ReadPath> rp_;
+
+  std::map<std::string, FakeFile> files_;
+  bool hold_ = false;            // hold every call; the test answers with up_.Answer
+  bool read_error_ = false;      // READs fail with NFS3ERR_IO
+  uint32_t server_rtmax_ = ~0u;  // the server returns at most this many bytes per READ
+  std::string file_ = "FILE-HANDLE-0001";
+  OpaqueAuth user_ = SysCred(1000, 1000);
+  OpaqueAuth other_ = SysCred(2000, 2000);
+};
+
+// 1. Stale attributes: one GETATTR proves the blocks' version, then the data
+// comes from a fetched block.
+TEST_F(ReadPathTest, RevalidatesThenServesFromFetchedBlocks) {
+  LearnAccess(user_, ACCESS3_READ | ACCESS3_LOOKUP, ACCESS3_READ);
+  LearnGetattr(zero_);  // same attributes, now stale; the ACCESS evidence stays
+  ASSERT_FALSE(meta_.FreshAttributes(file_));
+  hold_ = true;
+  Outcome out;
+  Read(1000, 5000, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(up_.calls[0].proc, static_cast<uint32_t>(NFSPROC3_GETATTR));
+  EXPECT_TRUE(up_.calls[0].cred.body == user_.body) << "the client's credential";
+  EXPECT_EQ(out.replies + out.forwards, 0) << "nothing before the GETATTR's reply";
+
+  up_.Answer(0, Respond(up_.calls[0]));
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 2u);
+  std::vector<SentRead> reads = Reads();
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].offset, 0u) << "fetches start at a block boundary";
+  EXPECT_EQ(reads[0].offset + reads[0].count, 2u * kBlock) << "whole blocks covering the read";
+  EXPECT_TRUE(up_.calls[1].cred.body == user_.body);
+  EXPECT_EQ(out.replies, 0);
+
+  up_.Answer(1, Respond(up_.calls[1]));
+  Drain();
+  ExpectData(out, 1000, 5000);
+  EXPECT_EQ(rp_->stats().revalidations, 1u);
+  EXPECT_EQ(rp_->stats().served, 1u);
+  EXPECT_EQ(rp_->stats().forwarded, 0u);
+}
+
+// 2. Without ACCESS evidence for the credential the call goes upstream as is.
+TEST_F(ReadPathTest, NoAccessEvidenceForwards) {
+  LearnGetattr(exp_);  // fresh attributes, no ACCESS at all
+  Outcome none = ReadNow(0, 100);
+  EXPECT_EQ(none.forwards, 1);
+  EXPECT_EQ(none.replies, 0);
+
+  LearnAccess(other_, ACCESS3_READ, ACCESS3_READ);  // someone else's evidence
+  Outcome others = ReadNow(0, 100);
+  EXPECT_EQ(others.forwards, 1);
+  EXPECT_EQ(others.replies, 0);
+
+  LearnAccess(user_, ACCESS3_READ | ACCESS3_LOOKUP, ACCESS3_LOOKUP);  // READ denied
+  Outcome denied = ReadNow(0, 100);
+  EXPECT_EQ(denied.forwards, 1);
+  EXPECT_EQ(denied.replies, 0);
+
+  const OpaqueAuth third = SysCred(3000, 3000);
+  LearnAccess(third, ACCESS3_LOOKUP, ACCESS3_LOOKUP);  // READ never asked
+  Outcome unasked;
+  Read(0, 100, third, &unasked);
+  Drain();
+  EXPECT_EQ(unasked.forwards, 1);
+  EXPECT_EQ(unasked.replies, 0);
+
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 0u) << "no data fetched for an unproven credential";
+  EXPECT_EQ(rp_->stats().no_evidence, 4u);
+  EXPECT_EQ(rp_->stats().served, 0u);
+
+  // The other credential, which has evidence, is served.
+  Outcome ok;
+  Read(0, 100, other_, &ok);
+  Drain();
+  ExpectData(ok, 0, 100);
+}
+
+// 2b. Evidence is checked even for data already in memory.
+TEST_F(ReadPathTest, CachedDataIsNotServedWithoutEvidence) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 4096), 0, 4096);
+  const size_t calls = up_.calls.size();
+  Outcome out;
+  Read(0, 4096, other_, &out);
+  Drain();
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(out.replies, 0);
+  EXPECT_EQ(up_.calls.size(), calls);
+}
+
+// 3. Concurrent readers of one block share one fetch.
+TEST_F(ReadPathTest, ConcurrentReadersShareOneFetch) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome a, b;
+  Read(0, 3000, &a);
+  Read(1000, 2000, &b);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u) << "one upstream READ for both";
+  EXPECT_EQ(up_.calls[0].proc, static_cast<uint32_t>(NFSPROC3_READ));
+  up_.Answer(0, Respond(up_.calls[0]));
+  Drain();
+  ExpectData(a, 0, 3000);
+  ExpectData(b, 1000, 2000);
+  EXPECT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(rp_->stats().fetches, 1u);
+}
+
+// 3b. The same, when the attributes need a GETATTR first: one GETATTR, one READ.
+TEST_F(ReadPathTest, ConcurrentReadersShareRevalidationAndFetch) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  LearnGetattr(zero_);
+  hold_ = true;
+  Outcome a, b, c;
+  Read(0, 100, &a);
+  Read(4000, 200, &b);  // blocks 0 and 1
+  Read(200, 50, &c);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(up_.calls[0].proc, static_cast<uint32_t>(NFSPROC3_GETATTR));
+  up_.Answer(0, Respond(up_.calls[0]));
+  Drain();
+  for (size_t i = 1; i < up_.calls.size(); ++i) up_.Answer(i, Respond(up_.calls[i]));
+  Drain();
+  EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), 1u);
+  // Blocks 0 and 1 are each fetched once, whichever READ carries them.
+  std::vector<int> fetched(4, 0);
+  for (const SentRead& r : Reads()) {
+    for (uint64_t i = r.offset / kBlock; i < (r.offset + r.count) / kBlock; ++i) fetched[i]++;
+  }
+  EXPECT_EQ(fetched[0], 1);
+  EXPECT_EQ(fetched[1], 1);
+  ExpectData(a, 0, 100);
+  ExpectData(b, 4000, 200);
+  ExpectData(c, 200, 50);
+}
+
+// 4. Cached blocks answer without the upstream while the file's version holds;
+// a new version makes them useless.
+TEST_F(ReadPathTest, CachedBlocksServeUntilTheFileChanges) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 6000), 0, 6000);
+  const size_t calls = up_.calls.size();
+  ASSERT_EQ(calls, 1u);
+
+  Outcome hit = ReadNow(100, 5000);
+  ExpectData(hit, 100, 5000);
+  EXPECT_EQ(up_.calls.size(), calls) << "wholly in cache: no upstream call";
+  EXPECT_GE(rp_->stats().memory_hits, 1u);
+
+  // The file changes at the head office; a GETATTR (through anyone) shows it.
+  SetFile(Content(9000, 5), kWall0 - 60);
+  LearnGetattr(exp_);
+  Outcome after = ReadNow(100, 5000);
+  ExpectData(after, 100, 5000);  // the new bytes, never the old ones
+  ASSERT_GT(up_.calls.size(), calls) << "the old blocks must not be served";
+  EXPECT_EQ(up_.calls.back().proc, static_cast<uint32_t>(NFSPROC3_READ));
+}
+
+// 4b. A change of size alone (same times) is a new version too.
+TEST_F(ReadPathTest, SizeChangeAloneInvalidatesBlocks) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 4096), 0, 4096);
+  const size_t calls = up_.calls.size();
+  std::string grown = Content(12000, 9);
+  SetFile(grown, file().attr.mtime.seconds);
+  LearnGetattr(exp_);
+  ExpectData(ReadNow(0, 4096), 0, 4096);
+  EXPECT_GT(up_.calls.size(), calls);
+}
+
+// 4c. The reply to a READ forwarded as is fills the cache.
+TEST_F(ReadPathTest, ForwardedReplyIsLearned) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = kBlock;
+  a.count = 2 * kBlock;
+  FakeUpstream::Seen seen{
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+  rp_->LearnForwarded(a, Respond(seen));
+  ExpectData(ReadNow(kBlock + 10, kBlock), kBlock + 10, kBlock);
+  EXPECT_EQ(up_.calls.size(), 0u);
+}
+
+// 5. Upstream READ sizes follow FSINFO, whatever the client asks.
+TEST_F(ReadPathTest, FetchesUseTheServersPreferredSize) {
+  LearnFsinfo(64 << 10, 4 * kBlock + 100);  // rtpref, rounded down to blocks
+  EXPECT_EQ(rp_->read_size(), 4 * kBlock);
+  SetFile(Content(100000, 3), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+
+  // 40000 bytes from an unaligned offset: blocks 0..10 in fetches of at most
+  // 4 blocks, the data assembled across 11 blocks.
+  Outcome big = ReadNow(1000, 40000);
+  ExpectData(big, 1000, 40000);
+  std::vector<SentRead> reads = Reads();
+  ASSERT_EQ(reads.size(), 3u);
+  uint64_t next = 0;
+  for (const SentRead& r : reads) {
+    EXPECT_EQ(r.offset, next) << "consecutive runs of blocks";
+    EXPECT_LE(r.count, 4 * kBlock);
+    EXPECT_EQ(r.count % kBlock, 0u);
+    next = r.offset + r.count;
+  }
+  EXPECT_EQ(reads[0].count, 4 * kBlock) << "the preferred size, not the client's";
+  EXPECT_EQ(next, 11u * kBlock);
+
+  // read_size set in the options wins over FSINFO.
+  ReadPathOptions o;
+  o.readahead_max = 0;
+  o.read_size = 2 * kBlock + 1;
+  MakeReadPath(o);
+  LearnFsinfo(64 << 10, 8 * kBlock);
+  EXPECT_EQ(rp_->read_size(), 2 * kBlock);
+  // And it is clamped to max_transfer.
+  o.read_size = 0;
+  o.max_transfer = 3 * kBlock;
+  MakeReadPath(o);
+  EXPECT_EQ(rp_->read_size(), 3 * kBlock);
+  LearnFsinfo(1 << 20, 1 << 20);
+  EXPECT_EQ(rp_->read_size(), 3 * kBlock);
+  LearnFsinfo(1 << 20, kBlock / 2);  // below one block: one block
+  EXPECT_EQ(rp_->read_size(), kBlock);
+}
+
+// 5b. Reads at, after and across the end of the file.
+TEST_F(ReadPathTest, EndOfFile) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);  // size 10000
+  for (uint64_t offset : {10000ull, 10001ull, 50000ull}) {
+    Outcome out = ReadNow(offset, 100);
+    ASSERT_EQ(out.replies, 1) << offset;
+    ReadReply r = out.reply();
+    EXPECT_EQ(r.status, NFS3_OK);
+    EXPECT_EQ(r.count, 0u) << offset;
+    EXPECT_TRUE(r.data.empty());
+    EXPECT_TRUE(r.eof) << offset;
+  }
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 0u) << "nothing to fetch beyond the end";
+
+  Outcome tail = ReadNow(8000, 4096);
+  ExpectData(tail, 8000, 4096);
+  EXPECT_EQ(tail.reply().count, 2000u);
+  EXPECT_TRUE(tail.reply().eof);
+
+  ExpectData(ReadNow(0, 10000), 0, 10000);  // exactly to the end: eof
+  EXPECT_TRUE(ReadNow(0, 10000).reply().eof);
+  Outcome short_of_end = ReadNow(0, 9999);
+  ExpectData(short_of_end, 0, 9999);
+  EXPECT_FALSE(short_of_end.reply().eof);
+  EXPECT_EQ(rp_->stats().forwarded, 0u);
+}
+
+// 5c. A file whose size is a whole number of blocks: the last block is full
+// and carries eof.
+TEST_F(ReadPathTest, FileOfWholeBlocks) {
+  SetFile(Content(3 * kBlock, 1), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(2 * kBlock, kBlock), 2 * kBlock, kBlock);
+  Outcome at_end = ReadNow(3 * kBlock, kBlock);
+  ASSERT_EQ(at_end.replies, 1);
+  EXPECT_TRUE(at_end.reply().eof);
+  EXPECT_EQ(at_end.reply().count, 0u);
+  ExpectData(ReadNow(0, 5 * kBlock), 0, 5 * kBlock);
+}
+
+// 6. A failed fetch sends the client's call upstream as is.
+TEST_F(ReadPathTest, FetchErrorForwards) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  read_error_ = true;
+  Outcome io = ReadNow(0, 100);
+  EXPECT_EQ(io.forwards, 1);
+  EXPECT_EQ(io.replies, 0);
+
+  read_error_ = false;
+  up_.set_fail_with(Timeout("test"));
+  Outcome timeout = ReadNow(5000, 100);
+  EXPECT_EQ(timeout.forwards, 1);
+  EXPECT_EQ(timeout.replies, 0);
+  EXPECT_GE(rp_->stats().fetch_errors, 2u);
+
+  // The cache was not poisoned: once the upstream answers, the data is right.
+  up_.set_fail_with(std::nullopt);
+  ExpectData(ReadNow(0, 100), 0, 100);
+}
+
+// 6b. A failed revalidation forwards too.
+TEST_F(ReadPathTest, FailedRevalidationForwards) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  LearnGetattr(zero_);
+  up_.set_fail_with(Timeout("test"));
+  Outcome out = ReadNow(0, 100);
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(out.replies, 0);
+  EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), 1u);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 0u);
+}
+
+// 6c. "A read ... whose fetch fails, is forwarded as is" (read_path.h): one
+// failed fetch, then the forward, not the same fetch again and again.
+TEST_F(ReadPathTest, FailedFetchIsForwardedWithoutRetrying) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  read_error_ = true;
+  Outcome out = ReadNow(0, 100);
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "the failed fetch was sent again before forwarding";
+}
+
+// 6d. A server whose READs return less than one block (rtmax below the block
+// size): each client READ may cost one unusable fetch, not a burst of them.
+TEST_F(ReadPathTest, ShortFetchBelowOneBlockIsNotRepeated) {
+  LearnFsinfo(kBlock / 2, kBlock / 2);
+  server_rtmax_ = kBlock / 2;
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  Outcome out = ReadNow(0, 100);
+  EXPECT_EQ(out.replies + out.forwards, 1);
+  if (out.replies == 1) ExpectData(out, 0, 100);
+  EXPECT_LE(CallsOf(NFSPROC3_READ), 2u) << "upstream READs for one client READ of 100 bytes";
+}
+
+// 7. Sequential readers get read-ahead into prefetched blocks; random ones do not.
+TEST_F(ReadPathTest, SequentialReadsReadAhead) {
+  ReadPathOptions o;
+  o.readahead_max = 256 << 10;
+  MakeReadPath(o);
+  SetFile(Content(1 << 20, 2), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  constexpr uint32_t kChunk = 16 << 10;
+  uint64_t offset = 0;
+  for (int i = 0; i < 2; ++i, offset += kChunk) ExpectData(ReadNow(offset, kChunk), offset, kChunk);
+  EXPECT_GT(rp_->stats().readahead_fetches, 0u);
+  uint64_t beyond = 0;
+  for (const SentRead& r : Reads()) {
+    if (r.offset >= offset) beyond = std::max<uint64_t>(beyond, r.offset + r.count);
+  }
+  EXPECT_GT(beyond, offset) << "an upstream READ beyond what the client read";
+
+  // The next reads hit the read-ahead.
+  const size_t calls_before = up_.calls.size();
+  Outcome next = ReadNow(offset, kChunk);
+  ExpectData(next, offset, kChunk);
+  EXPECT_GT(blocks_.stats().readahead_used, 0u);
+  EXPECT_EQ(rp_->stats().memory_hits, 1u) << "answered without waiting";
+  // ... and read-ahead goes on, deeper, in the server's preferred size at most.
+  EXPECT_GT(up_.calls.size(), calls_before);
+  for (const SentRead& r : Reads()) EXPECT_LE(r.count, rp_->read_size());
+}
+
+TEST_F(ReadPathTest, RandomReadsDoNotReadAhead) {
+  ReadPathOptions o;
+  o.readahead_max = 256 << 10;
+  MakeReadPath(o);
+  SetFile(Content(1 << 20, 2), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  constexpr uint32_t kChunk = 16 << 10;
+  for (uint64_t offset : {512u << 10, 128u << 10, 900u << 10, 300u << 10, 700u << 10, 0u}) {
+    ExpectData(ReadNow(offset, kChunk), offset, kChunk);
+  }
+  EXPECT_EQ(rp_->stats().readahead_fetches, 0u);
+  for (const SentRead& r : Reads()) EXPECT_EQ(r.count, kChunk) << "only what the client read";
+}
+
+// Tree-walk prefetch of a small file fills blocks that a later client READ uses.
+TEST_F(ReadPathTest, PrefetchFileFillsTheCache) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  bool done = false;
+  ASSERT_TRUE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr), exp_,
+                                user_, [&] { done = true; }));
+  EXPECT_FALSE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr), exp_,
+                                 user_, [] {}))
+      << "already in flight";
+  Drain();
+  EXPECT_TRUE(done);
+  ASSERT_EQ(Reads().size(), 1u);
+  EXPECT_EQ(Reads()[0].offset, 0u);
+  EXPECT_EQ(Reads()[0].count, 3 * kBlock) << "the whole file, in whole blocks";
+  EXPECT_FALSE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr), exp_,
+                                 user_, [] {}))
+      << "already cached";
+  ExpectData(ReadNow(0, 10000), 0, 10000);
+  EXPECT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(blocks_.stats().readahead_used, 3u);
+}
+
+// The disk tier's `post`: closures from its pool threads, run on the test's
+// thread when it asks.
+class PostQueue {
+ public:
+  PostFunction AsFunction() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(fn));
+      cv_.notify_all();
+    };
+  }
+  // Runs posted closures until `done` holds; false after 10 s without one.
+  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
+    while (!done()) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
+          return false;
+        }
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+      between();
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
+// With a disk tier, blocks written through to disk answer a READ after the
+// memory tier lost them, without the upstream.
+TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
+  char tmpl[] = "/tmp/nfsedge-read-path-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  PostQueue posted;
+  {
+    DiskTierOptions d;
+    d.dir = dir + "/store";
+    d.block_size = kBlock;
+    d.threads = 1;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
+    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+    ReadPathOptions o;
+    o.readahead_max = 0;
+    MakeReadPath(o, disk->get());
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(0, 10000), 0, 10000);
+    const size_t calls = up_.calls.size();
+    EXPECT_TRUE((*disk)->MayContain(file_, 0));
+    EXPECT_TRUE((*disk)->MayContain(file_, 2));
+
+    blocks_.DropFile(file_);
+    Outcome out;
+    Read(100, 9000, &out);
+    Drain();
+    ASSERT_TRUE(posted.RunUntil([&] { return out.replies + out.forwards > 0; }, [&] { Drain(); }));
+    ExpectData(out, 100, 9000);
+    EXPECT_EQ(up_.calls.size(), calls) << "answered from disk";
+    EXPECT_EQ(rp_->stats().disk_hits, 3u);
+    rp_.reset();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace nfsedge
