@@ -134,6 +134,13 @@ void NameCache::OnRename(std::string_view from_dir, std::string_view from_name,
   const bool same_dir = from_dir == to_dir;
   // One directory: both wcc describe the same change; apply it once.
   const DirChange& to = same_dir ? from_change : to_change;
+  // A rename onto another link of the same file succeeds and changes
+  // nothing (POSIX): the source directory's wcc shows no change, and both
+  // names stay.
+  if (from_change.before && from_change.after && *from_change.before == *from_change.after &&
+      (same_dir || (to_change.before && to_change.after && *to_change.before == *to_change.after))) {
+    return;
+  }
   OnRemove(from_dir, from_name, from_change);
   if (!same_dir) ApplyChange(to_dir, to);
   if (to.after && !child.empty()) {

@@ -119,6 +119,16 @@ TEST_F(NameCacheTest, RenameWithinADirectory) {
   EXPECT_TRUE(SameHit(cache_.Lookup("dir", "keep", B), Positive("fh-k")));
 }
 
+// rename(2) onto another link of the same file succeeds and changes nothing:
+// the directory's wcc before equals after, and both names stay.
+TEST_F(NameCacheTest, RenameOntoAnotherLinkOfTheSameFileKeepsBothNames) {
+  cache_.PutPositive("dir", "a", "fh-x", A);
+  cache_.PutPositive("dir", "b", "fh-x", A);
+  cache_.OnRename("dir", "a", "dir", "b", Change(A, A), Change(A, A));
+  EXPECT_TRUE(SameHit(cache_.Lookup("dir", "a", A), Positive("fh-x")));
+  EXPECT_TRUE(SameHit(cache_.Lookup("dir", "b", A), Positive("fh-x")));
+}
+
 TEST_F(NameCacheTest, RenameAcrossDirectories) {
   cache_.PutPositive("src", "f", "fh-f", A);
   cache_.PutPositive("dst", "f", "fh-overwritten", A);

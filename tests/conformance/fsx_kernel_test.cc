@@ -1,0 +1,369 @@
+// fsx_kernel_test: nfsedge-fsx (its static POSIX build) in a User-Mode Linux guest, so
+// that the real Linux 6.1 kernel NFS client runs the calls, mounting nfsedge or, for
+// comparison, nfs-ganesha directly (the guest is driven by tests/kernel/uml_client.sh):
+//   (a) fixed seeds through nfsedge with the mount options default, sync, actimeo=0,
+//       rsize/wsize 32 KiB and 1 MiB, noac (one guest run each, two seeds at once);
+//   (b) the default mount directly on ganesha with the same seeds: same fingerprints,
+//       equal to the model's, and the same trees on ganesha's disk;
+//   (d) in those two runs, two instances at once on separate directories; and
+//       close-to-open between two mounts of the guest (two kernel NFS clients).
+//
+// main() moves the process into a private network namespace, creates the tap device
+// there (host side 10.213.0.1/30, guest 10.213.0.2) and checks that a guest can run; if
+// it cannot (uml_client.sh exits 77: linux.uml missing...), every test skips with the
+// reason. ganesha and nfsedge both listen on 10.213.0.1; nfsedge's upstream is ganesha.
+//
+// Single-threaded: the tests and main() run on one thread.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "conformance/fsx_runner.h"
+#include "conformance/tree_walk.h"
+#include "harness/files.h"
+#include "harness/private_network.h"
+#include "harness/subprocess.h"
+#include "harness/testbed.h"
+
+#ifndef NFSEDGE_UML_CLIENT_SCRIPT
+#define NFSEDGE_UML_CLIENT_SCRIPT "tests/kernel/uml_client.sh"
+#endif
+
+namespace nfsedge::fsx_test {
+namespace {
+
+using harness::ExitStatus;
+using harness::Millis;
+
+constexpr char kTap[] = "nfsedge-tap0";
+constexpr char kHostAddress[] = "10.213.0.1";  // host side of the tap
+constexpr char kGuestNetwork[] = "10.213.0.0/30";
+constexpr uint16_t kGaneshaNfsPort = 20490;
+constexpr uint16_t kGaneshaMountPort = 20048;
+constexpr uint16_t kProxyNfsPort = 30490;
+constexpr uint16_t kProxyMountPort = 30048;
+// uml_client.sh -T: 150 s, or NFSEDGE_FSX_KERNEL_TIMEOUT seconds for longer runs.
+int GuestTimeoutSeconds() {
+  const char* env = std::getenv("NFSEDGE_FSX_KERNEL_TIMEOUT");
+  return env != nullptr && *env != '\0' ? std::atoi(env) : 150;
+}
+constexpr int kCannotRun = 77;  // uml_client.sh: no guest here
+
+// Options that shape every guest run's sequence (the --mem run takes the same ones).
+// NFSEDGE_FSX_KERNEL_STEPS overrides the step count (longer runs by hand).
+const std::vector<std::string>& Shape() {
+  static const std::vector<std::string> shape = [] {
+    const char* env = std::getenv("NFSEDGE_FSX_KERNEL_STEPS");
+    const std::string steps = env != nullptr && *env != '\0' ? env : "2500";
+    return std::vector<std::string>{
+        "--steps",     steps,    "--verify-every",          "500", "--max-file-size", "1048576",
+        "--max-write", "600000"};
+  }();
+  return shape;
+}
+
+struct Environment {
+  std::string skip_reason;  // non-empty: no guest can run here
+  std::string error;        // non-empty: setting up failed (a test failure, not a skip)
+};
+Environment& Env() {
+  static Environment env;
+  return env;
+}
+
+std::string ScriptPath() {
+  const char* env = std::getenv("NFSEDGE_UML_CLIENT");
+  return env && *env ? env : NFSEDGE_UML_CLIENT_SCRIPT;
+}
+
+// The lines of `log` between uml_client.sh's output markers.
+std::string GuestOutput(const std::string& log) {
+  std::string out, line;
+  std::istringstream in(log);
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line == "@@OUT-BEGIN") {
+      inside = true;
+    } else if (line == "@@OUT-END") {
+      inside = false;
+    } else if (inside) {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+std::string CannotRunReason(const std::string& log) {
+  size_t at = log.find("cannot run: ");
+  if (at == std::string::npos) return "uml_client.sh exited 77:\n" + log;
+  size_t end = log.find('\n', at);
+  return "no kernel-client guest here: " + log.substr(at + 12, end - at - 12);
+}
+
+struct ScriptRun {
+  ExitStatus exit;
+  std::string log;
+  double seconds = 0;
+};
+
+harness::StatusOr<ScriptRun> RunScript(const std::vector<std::string>& args,
+                                       const std::string& log_path) {
+  std::vector<std::string> argv = {"/bin/bash", ScriptPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto start = std::chrono::steady_clock::now();
+  auto p = harness::Subprocess::Start({.argv = argv, .log_path = log_path, .env = {}});
+  if (!p.ok()) return p.status();
+  std::optional<ExitStatus> exit = (*p)->WaitForExit(Millis(1000LL * (GuestTimeoutSeconds() + 50)));
+  if (!exit) {
+    (*p)->Stop(Millis(5000));
+    return harness::Status::Error("uml_client.sh did not end in time:\n" +
+                                  harness::TailOfFile(log_path, 40));
+  }
+  ScriptRun run;
+  run.exit = *exit;
+  run.log = harness::ReadFile(log_path);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+// From main(): can a guest run here? Builds the cached initramfs, creates the tap.
+void PrepareGuest(const std::string& log_dir) {
+  for (const char* step : {"-C", "-P"}) {
+    auto run = RunScript({step, "-t", kTap}, log_dir + "/prepare.log");
+    if (!run.ok()) {
+      Env().error = run.status().message();
+      return;
+    }
+    if (run->exit.exited && run->exit.code == kCannotRun) {
+      Env().skip_reason = CannotRunReason(run->log);
+      return;
+    }
+    if (!run->exit.success()) {
+      Env().error =
+          std::string("uml_client.sh ") + step + ": " + run->exit.ToString() + "\n" + run->log;
+      return;
+    }
+  }
+}
+
+// The guest script: nfsedge-fsx for each seed at once, each in /mnt/fsx-<seed>; prints
+// every output and fails iff one of them failed.
+std::string GuestScript(const std::vector<uint64_t>& seeds) {
+  std::string shape;
+  for (const std::string& a : Shape()) shape += " " + a;
+  std::string script, waits, checks = "true";
+  for (uint64_t seed : seeds) {
+    const std::string s = std::to_string(seed);
+    script += "/in/nfsedge-fsx --dir /mnt/fsx-" + s + " --seed " + s + shape + " >/tmp/out-" + s +
+              " 2>&1 & p" + s + "=$!\n";
+    waits += "wait $p" + s + "; r" + s + "=$?; cat /tmp/out-" + s + "; echo \"== exit " + s +
+             " $r" + s + "\"\n";
+    checks += " && [ $r" + s + " = 0 ]";
+  }
+  return script + waits + checks + "\n";
+}
+
+class FsxKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Env().skip_reason.empty()) GTEST_SKIP() << Env().skip_reason;
+    ASSERT_TRUE(Env().error.empty()) << Env().error;
+    if (FsxStaticBinary().empty()) {
+      GTEST_SKIP() << "this build has no static nfsedge-fsx (sanitizers, or no static libc)";
+    }
+    ASSERT_TRUE(dir_.ok());
+    export_dir_ = dir_.Sub("export");
+    in_dir_ = dir_.Sub("in");
+    ASSERT_TRUE(harness::MakeDirs(export_dir_, 0777).ok());
+    ASSERT_TRUE(harness::MakeDirs(in_dir_).ok());
+    std::error_code ec;
+    std::filesystem::copy_file(FsxStaticBinary(), in_dir_ + "/nfsedge-fsx", ec);
+    ASSERT_FALSE(ec) << "copy " << FsxStaticBinary() << ": " << ec.message();
+    ASSERT_EQ(::chmod((in_dir_ + "/nfsedge-fsx").c_str(), 0755), 0);
+
+    harness::Testbed::Options o;
+    o.name = "fsx-kernel";
+    o.ganesha.exports = {{.path = export_dir_}};
+    o.ganesha.bind_address = kHostAddress;
+    o.ganesha.nfs_port = kGaneshaNfsPort;
+    o.ganesha.mount_port = kGaneshaMountPort;
+    o.proxy.listen = kHostAddress;
+    o.proxy.nfs_port = kProxyNfsPort;
+    o.proxy.mount_port = kProxyMountPort;
+    o.proxy.log_level = "info";
+    harness::ProxyExport pe;
+    pe.path = pe.upstream_path = export_dir_;
+    pe.clients = {kGuestNetwork};
+    o.proxy.exports = {pe};
+    auto bed = harness::Testbed::Start(o);
+    ASSERT_TRUE(bed.ok()) << bed.status().message();
+    bed_ = std::move(bed).value();
+  }
+  void TearDown() override {
+    if (bed_ && HasFailure()) std::fprintf(stderr, "%s", bed_->LogTails().c_str());
+  }
+
+  // Runs `seeds` at once in a guest mounting nfsedge (or ganesha) with `mount_options`
+  // (the guest runs `script`, by default GuestScript(seeds)), then checks each seed's
+  // fingerprint against the model's (--mem with Shape() and `model_options`) and
+  // ganesha's disk. Returns the guest's output ("" if the guest could not run).
+  std::string RunAndCheck(bool proxy, const std::string& mount_options,
+                          const std::vector<uint64_t>& seeds, const std::string& name,
+                          std::string script = "",
+                          const std::vector<std::string>& model_options = {}) {
+    std::vector<std::string> args = {
+        "-s", kHostAddress,
+        "-n", std::to_string(proxy ? kProxyNfsPort : kGaneshaNfsPort),
+        "-m", std::to_string(proxy ? kProxyMountPort : kGaneshaMountPort),
+        "-e", export_dir_,
+        "-i", in_dir_,
+        "-t", kTap,
+        "-T", std::to_string(GuestTimeoutSeconds())};
+    if (!mount_options.empty()) {
+      args.push_back("-o");
+      args.push_back(mount_options);
+    }
+    if (const char* v = std::getenv("NFSEDGE_FSX_UML_VERBOSE"); v != nullptr && *v == '1') {
+      args.push_back("-v");  // the whole guest console into the log
+    }
+    args.push_back(script.empty() ? GuestScript(seeds) : script);
+    auto run = RunScript(args, dir_.Sub(name + ".log"));
+    EXPECT_TRUE(run.ok()) << run.status().message();
+    if (!run.ok()) return "";
+    if (run->exit.exited && run->exit.code == kCannotRun) {
+      ADD_FAILURE() << CannotRunReason(run->log);
+      return "";
+    }
+    const std::string output = GuestOutput(run->log);
+    std::printf("[ timing   ] %s (%s, mount options: %s): guest run %.1f s\n", name.c_str(),
+                proxy ? "through nfsedge" : "directly on ganesha",
+                mount_options.empty() ? "default" : mount_options.c_str(), run->seconds);
+    EXPECT_TRUE(run->exit.success())
+        << name << ": uml_client.sh " << run->exit.ToString() << "\n--- uml_client.sh output ---\n"
+        << run->log;
+    for (uint64_t seed : seeds) {
+      const std::string s = std::to_string(seed);
+      std::vector<std::string> shape = Shape();
+      shape.insert(shape.end(), model_options.begin(), model_options.end());
+      const std::string want = ModelFingerprint(seed, shape, dir_.Sub("mem-" + s + ".log"));
+      EXPECT_FALSE(want.empty()) << "no fingerprint from nfsedge-fsx --mem";
+      EXPECT_EQ(FingerprintOf(output, seed), want) << name << ": seed " << s;
+      std::string error;
+      const std::string disk = DiskCanonical(export_dir_ + "/fsx-" + s, &error);
+      EXPECT_EQ(fsx::Fingerprint(disk), want)
+          << name << ": seed " << s << " on ganesha's disk " << error;
+    }
+    if (proxy) {
+      EXPECT_TRUE(bed_->proxy()->IsRunning()) << "nfsedge died";
+    }
+    return output;
+  }
+
+  // The guest leaves its trees behind; the next run of the same seeds needs them gone.
+  void RemoveTrees(const std::vector<uint64_t>& seeds) {
+    for (uint64_t seed : seeds) harness::RemoveTree(export_dir_ + "/fsx-" + std::to_string(seed));
+  }
+
+  harness::TempDir dir_{"fsx-kernel"};
+  std::string export_dir_, in_dir_;
+  std::unique_ptr<harness::Testbed> bed_;
+};
+
+// (a), (b), (d): two instances at once on the default mount, through nfsedge and then
+// directly on ganesha; the outputs agree seed by seed.
+TEST_F(FsxKernelTest, DefaultMountTwoInstancesThroughProxyAndDirect) {
+  const std::vector<uint64_t> seeds = {11, 12};
+  const std::string proxied = RunAndCheck(true, "", seeds, "proxy-default");
+  RemoveTrees(seeds);
+  const std::string direct = RunAndCheck(false, "", seeds, "direct-default");
+  for (uint64_t seed : seeds) {
+    EXPECT_EQ(FingerprintOf(proxied, seed), FingerprintOf(direct, seed)) << "seed " << seed;
+  }
+}
+
+// The guest script for close-to-open between two kernel clients: the export mounted a
+// second time at /mnt2 with nosharecache (its own superblock, attribute and page
+// caches) and `options`, and one nfsedge-fsx driving both mounts (--dir and --dir2).
+// /mnt2 stays mounted: unmounting it just before uml_client.sh unmounts /mnt made that
+// umount fail with EBUSY now and then (directly on ganesha too); the guest is discarded.
+std::string TwoMountScript(bool proxy, const std::string& options, const std::string& export_dir,
+                           uint64_t seed) {
+  const std::string host = kHostAddress;
+  const std::string s = std::to_string(seed);
+  std::string shape;
+  for (const std::string& a : Shape()) shape += " " + a;
+  return "mkdir -p /mnt2 && mount -t nfs -o vers=3,proto=tcp,nolock,port=" +
+         std::to_string(proxy ? kProxyNfsPort : kGaneshaNfsPort) +
+         ",mountport=" + std::to_string(proxy ? kProxyMountPort : kGaneshaMountPort) +
+         ",mountproto=tcp,addr=" + host + ",mountaddr=" + host + "," + options + ",nosharecache " +
+         host + ":" + export_dir + " /mnt2 || { echo 'second mount failed'; exit 1; }\n" +
+         "/in/nfsedge-fsx --dir /mnt/fsx-" + s + " --dir2 /mnt2/fsx-" + s + " --seed " + s + shape +
+         "\n";
+}
+
+// Close-to-open between two kernel clients (two mounts of the guest, both noac and
+// lookupcache=none), directly on ganesha and through nfsedge.
+TEST_F(FsxKernelTest, CloseToOpenBetweenTwoMounts) {
+  const std::string opts = "noac,lookupcache=none";
+  const uint64_t seed = 41;
+  const std::string direct =
+      RunAndCheck(false, opts, {seed}, "direct-two-mounts",
+                  TwoMountScript(false, opts, export_dir_, seed), {"--clients", "2"});
+  RemoveTrees({seed});
+  const std::string proxied =
+      RunAndCheck(true, opts, {seed}, "proxy-two-mounts",
+                  TwoMountScript(true, opts, export_dir_, seed), {"--clients", "2"});
+  EXPECT_EQ(FingerprintOf(proxied, seed), FingerprintOf(direct, seed));
+}
+
+struct MountVariant {
+  const char* name;
+  const char* options;
+  uint64_t seed;  // and seed + 10, at once
+};
+
+class FsxKernelMountTest : public FsxKernelTest,
+                           public ::testing::WithParamInterface<MountVariant> {};
+
+// (a) Two seeds at once through nfsedge per mount option variant.
+TEST_P(FsxKernelMountTest, ThroughProxy) {
+  const MountVariant& v = GetParam();
+  RunAndCheck(true, v.options, {v.seed, v.seed + 10}, std::string("proxy-") + v.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MountOptions, FsxKernelMountTest,
+    ::testing::Values(MountVariant{"sync", "sync", 21}, MountVariant{"actimeo0", "actimeo=0", 22},
+                      MountVariant{"rwsize32k", "rsize=32768,wsize=32768", 23},
+                      MountVariant{"rwsize1m", "rsize=1048576,wsize=1048576", 24},
+                      MountVariant{"noac", "noac", 25}),
+    [](const ::testing::TestParamInfo<MountVariant>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace nfsedge::fsx_test
+
+int main(int argc, char** argv) {
+  using nfsedge::fsx_test::Env;
+  ::testing::InitGoogleTest(&argc, argv);
+  // Namespaces first: unshare(CLONE_NEWNS) needs a single-threaded process.
+  nfsedge::harness::Status entered = nfsedge::harness::PrivateNetwork::Enter();
+  static nfsedge::harness::TempDir setup_dir("fsx-kernel-setup");
+  if (!entered.ok()) {
+    Env().skip_reason = "cannot enter a private network namespace: " + entered.message();
+  } else if (!setup_dir.ok()) {
+    Env().error = "cannot create a temporary directory";
+  } else {
+    nfsedge::fsx_test::PrepareGuest(setup_dir.path());
+  }
+  return RUN_ALL_TESTS();
+}
