@@ -19,7 +19,8 @@ PKGS=(build-essential cmake pkg-config rpcsvc-proto
       libtirpc-dev libevent-dev librocksdb-dev libssl-dev libtomlplusplus-dev
       libgtest-dev libgmock-dev libnfs-dev libnfs-utils
       nfs-ganesha nfs-ganesha-vfs rpcbind iproute2
-      user-mode-linux busybox-static cpio gnuplot-nox)
+      user-mode-linux busybox-static cpio gnuplot-nox
+      clang libclang-rt-14-dev)
 
 deps() {
   local missing=()

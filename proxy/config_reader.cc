@@ -31,8 +31,9 @@ void TableReader::Error(const char* key, const std::string& reason) {
 void TableReader::Uint(const char* key, uint64_t min, uint64_t max, uint32_t* out) {
   const toml::node* n = Get(key);
   if (!n) return;
-  auto v = n->value<int64_t>();
-  if (!n->is_integer() || !v) {
+  // is_integer() first: toml++ converts a float to int64 unchecked.
+  std::optional<int64_t> v = n->is_integer() ? n->value<int64_t>() : std::nullopt;
+  if (!v) {
     Error(key, "must be an integer");
   } else if (*v < 0 || static_cast<uint64_t>(*v) < min || static_cast<uint64_t>(*v) > max) {
     Error(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +

@@ -158,7 +158,7 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
   }
   for (const auto& [name, value] : valued) {
     uint64_t u = 0;
-    auto bad = [&, n = name] { return Status::Error("bad value for " + n + ": " + value); };
+    auto bad = [n = name, v = value] { return Status::Error("bad value for " + n + ": " + v); };
     if (name == "--workloads") {
       o.workloads = Split(value);
       for (const std::string& w : o.workloads) {
