@@ -71,6 +71,18 @@ class XdrBox {
   std::vector<std::max_align_t> storage_;
 };
 
+// Every ACCESS bit: what speculative and prefetch ACCESS calls ask for.
+inline constexpr uint32_t kAllAccessBits = 0x3f;
+
+// Returns an nfs_fh3 viewing the bytes of `fh` (for encoding arguments).
+// REQUIRES: `fh` outlives the result and is not changed meanwhile.
+inline nfs_fh3 FhView(const std::string& fh) {
+  nfs_fh3 h{};
+  h.data.data_val = const_cast<char*>(fh.data());
+  h.data.data_len = static_cast<u_int>(fh.size());
+  return h;
+}
+
 }  // namespace nfsedge
 
 #endif  // NFSEDGE_PROXY_NFS_PROCS_H_

@@ -177,8 +177,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
   if (!speculating_.try_emplace(id).second) return;
   std::string handle(fh);
   ACCESS3args a{};
-  a.object.data.data_val = handle.data();
-  a.object.data.data_len = static_cast<u_int>(handle.size());
+  a.object = FhView(handle);
   a.access = kAllAccessBits;
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), &a, &wire);
@@ -191,10 +190,9 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
           waiters = std::move(it->second);
           speculating_.erase(it);
         }
-        if (r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess) {
+        if (Succeeded(r)) {
           ACCESS3args a{};
-          a.object.data.data_val = handle.data();
-          a.object.data.data_len = static_cast<u_int>(handle.size());
+          a.object = FhView(handle);
           a.access = kAllAccessBits;
           cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
         }

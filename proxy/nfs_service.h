@@ -36,9 +36,6 @@
 
 namespace nfsedge {
 
-// Every ACCESS bit: what speculative ACCESS calls ask for.
-inline constexpr uint32_t kAllAccessBits = 0x3f;
-
 struct NfsServiceOptions {
   // Speculative ACCESS calls in flight at most (DESIGN rule 8); beyond it
   // speculation is skipped, never queued.

@@ -12,19 +12,6 @@ namespace {
 // Asked of the upstream per listing page: large pages cost fewer round trips.
 constexpr uint32_t kListDircount = 32 << 10;
 constexpr uint32_t kListMaxcount = 256 << 10;
-// Every ACCESS bit, as speculative ACCESS asks.
-constexpr uint32_t kAccessAll = 0x3f;
-
-nfs_fh3 FhOf(const std::string& fh) {
-  nfs_fh3 h{};
-  h.data.data_val = const_cast<char*>(fh.data());
-  h.data.data_len = static_cast<u_int>(fh.size());
-  return h;
-}
-
-bool Succeeded(const StatusOr<RpcReply>& r) {
-  return r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess;
-}
 
 }  // namespace
 
@@ -101,7 +88,7 @@ void Prefetcher::Pump() {
 void Prefetcher::Send(Job job) {
   switch (job.kind) {
     case Kind::kAccess:
-      if (!meta_.HasAccess(job.fh, CredKeyOf(job.cred), kAccessAll)) SendAccess(job);
+      if (!meta_.HasAccess(job.fh, CredKeyOf(job.cred), kAllAccessBits)) SendAccess(job);
       return;
     case Kind::kList:
       SendList(job);
@@ -120,8 +107,8 @@ void Prefetcher::Send(Job job) {
 
 void Prefetcher::SendAccess(const Job& job) {
   ACCESS3args tmp{};
-  tmp.object = FhOf(job.fh);
-  tmp.access = kAccessAll;
+  tmp.object = FhView(job.fh);
+  tmp.access = kAllAccessBits;
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), &tmp, &wire);
   auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args),
@@ -132,7 +119,7 @@ void Prefetcher::SendAccess(const Job& job) {
 
 void Prefetcher::SendList(const Job& job) {
   READDIRPLUS3args tmp{};
-  tmp.dir = FhOf(job.fh);
+  tmp.dir = FhView(job.fh);
   tmp.cookie = job.cookie;
   if (job.verf.size() == NFS3_COOKIEVERFSIZE) {
     std::memcpy(tmp.cookieverf, job.verf.data(), NFS3_COOKIEVERFSIZE);

@@ -15,17 +15,6 @@ namespace {
 // (a file changing under every fetch, a block the disk tier keeps failing).
 constexpr int kMaxAttempts = 5;
 
-bool Succeeded(const StatusOr<RpcReply>& r) {
-  return r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess;
-}
-
-nfs_fh3 FhOf(const std::string& fh) {
-  nfs_fh3 h{};
-  h.data.data_val = const_cast<char*>(fh.data());
-  h.data.data_len = static_cast<u_int>(fh.size());
-  return h;
-}
-
 }  // namespace
 
 struct ReadPath::Op {
@@ -159,7 +148,7 @@ void ReadPath::Revalidate(const OpPtr& op) {
   if (!first) return;
   stats_.revalidations++;
   GETATTR3args args{};
-  args.object = FhOf(op->fh);
+  args.object = FhView(op->fh);
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3args), &args, &wire);
   const std::string fh = op->fh;
@@ -175,7 +164,7 @@ void ReadPath::Revalidate(const OpPtr& op) {
         }
         if (Succeeded(r)) {
           GETATTR3args args{};
-          args.object = FhOf(fh);
+          args.object = FhView(fh);
           meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, r->results(), *exp, key);
         }
         for (const OpPtr& o : ops) {
@@ -271,7 +260,7 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
                      const OpaqueAuth& cred, bool prefetch, std::function<void()> done) {
   READ3args a{};
-  a.file = FhOf(fh);
+  a.file = FhView(fh);
   a.offset = first * block_size_;
   a.count = static_cast<count3>(count * block_size_);
   std::string wire;
@@ -309,7 +298,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
       const READ3resok& ok = res->READ3res_u.resok;
       path_.OnSample(PathSample{sent, clock_.MonoNow(), ok.data.data_len});
       READ3args a{};
-      a.file = FhOf(fh);
+      a.file = FhView(fh);
       a.offset = first * block_size_;
       a.count = static_cast<count3>(count * block_size_);
       meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));

@@ -25,6 +25,11 @@ struct RpcReply {
   }
 };
 
+// Returns true iff `r` is a reply the server accepted and ran (SUCCESS).
+inline bool Succeeded(const StatusOr<RpcReply>& r) {
+  return r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess;
+}
+
 using ReplyCallback = std::function<void(StatusOr<RpcReply>)>;
 
 class RpcCaller {
