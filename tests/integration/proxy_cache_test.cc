@@ -81,6 +81,11 @@ TEST_F(CacheTest, ChangeBehindTheProxyIsSeenWithinTheLifetimeAndNotBefore) {
   ASSERT_NE(c, nullptr);
   LookupResult f = c->Lookup(Root(*c, 0), "f");
   ASSERT_TRUE(f.ok());
+  // The LOOKUP starts a speculative ACCESS whose reply carries attributes; a
+  // client ACCESS waits for it, so no upstream reply about `f` is still on
+  // its way when the file changes behind the proxy (such a reply would
+  // legitimately refresh the cache early).
+  ASSERT_TRUE(c->Access(f.fh, 0x1f).ok());
   ASSERT_EQ(SizeOf(*c, f.fh), 5u);
   auto filled = steady_clock::now();
 
