@@ -3,7 +3,10 @@
 #
 #   ./dev.sh demo     install, build, run the demo: ganesha behind an emulated 50 ms WAN,
 #                     nfsedge in front, a tree walk direct vs proxied (--no-wait to exit)
-#   ./dev.sh test     install, build, run the whole test suite (what CI runs)
+#   ./dev.sh test     install, build, run the whole test suite, then the unit, integration
+#                     and fuzz-smoke tests again in a clang AddressSanitizer and
+#                     UndefinedBehaviorSanitizer build (what CI runs)
+#   ./dev.sh sanitize install, and only the sanitizer build and its tests (into ./build-asan)
 #   ./dev.sh bench    install, build, run the benchmark suite (long; see docs/benchmarks.md)
 #   ./dev.sh deps     only install the Debian 12 packages
 #   ./dev.sh build    only configure and build (into ./build)
@@ -41,12 +44,24 @@ build() {
   cmake --build "$BUILD" -j "$JOBS"
 }
 
+# The sanitizer preset: clang with ASan + UBSan over the project's libraries,
+# daemon and tests, plus the libFuzzer targets (run over their seeds and
+# regression inputs). Long fuzzing runs: tests/fuzz/run_fuzzers.sh.
+sanitize() {
+  local dir=${SANITIZE_BUILD_DIR:-$ROOT/build-asan}
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DNFSEDGE_WERROR=ON -DNFSEDGE_SANITIZE=address,undefined -DNFSEDGE_FUZZ=ON >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+  cd "$dir" && ctest --output-on-failure --timeout 900 -L 'unit|integration|fuzz' "$@"
+}
+
 cmd=${1:-help}; shift || true
 case "$cmd" in
   deps)  deps ;;
   build) deps; build ;;
-  test)  deps; build; cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@" ;;
+  test)  deps; build; (cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@"); sanitize ;;
+  sanitize) deps; sanitize "$@" ;;
   demo)  deps; build; exec "$BUILD/tests/tools/nfsedge-demo" --build-dir "$BUILD" "$@" ;;
   bench) deps; build; exec "$BUILD/tests/bench/nfsedge-bench" --build-dir "$BUILD" "$@" ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  *) sed -n '2,16p' "$0"; exit 2 ;;
 esac

@@ -28,6 +28,8 @@ struct ServerConfig {
   RpcbindMode rpcbind = RpcbindMode::kAuto;
   uint32_t max_connections = 1024;
   uint32_t max_calls_per_connection = 128;
+  // Finished non-idempotent calls kept for retransmissions (0 = no cache).
+  uint32_t drc_entries = 4096;
   uint32_t max_record_size = 1114112;
   uint32_t max_handles = 1 << 20;
   uint32_t shutdown_grace = 10;  // seconds

@@ -46,6 +46,10 @@ void Daemon::LogStats() {
           << st.local_errors << "/" << st.upstream_errors;
   }
   NFSEDGE_LOG(kInfo) << "stats nfs calls/cache_answers/refused/upstream_errors:" << procs.str();
+  const DrcStats d = nfs_->drc_stats();
+  NFSEDGE_LOG(kInfo) << "stats drc entries=" << d.entries << " recorded=" << d.recorded
+                     << " replayed=" << d.replayed << " joined=" << d.joined
+                     << " evicted=" << d.evicted;
   const AttrCacheStats& a = cache_.attrs().stats();
   const AccessCacheStats& x = cache_.access().stats();
   const NameCacheStats& n = cache_.names().stats();
@@ -187,6 +191,7 @@ Status Daemon::Start() {
   NfsServiceOptions no;
   // Leave room for RPC and NFS headers within one record.
   no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
+  no.drc_entries = s.drc_entries;
   Status data = StartDataCache(no.max_transfer);
   if (!data.ok()) return data;
   nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_,

@@ -79,7 +79,13 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
   }
   std::string args;
   char* p = upstream_path.data();
-  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &p, &args);
+  if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &p, &args)) {
+    // The export's upstream path made the client's path longer than MOUNTv3
+    // can carry.
+    NFSEDGE_LOG(kInfo) << "MNT " << path << ": upstream path over " << MNTPATHLEN << " bytes";
+    ReplyMountError(*call, MNT3ERR_NAMETOOLONG);
+    return;
+  }
   uint32_t export_id = exp->id();
   Status s = upstream_.Call(
       kMountProgram, kMountVersion, kMnt, exp->MapCredential(call->header().cred), args,

@@ -56,16 +56,18 @@ void ReaddirplusRes(const void* r, Handles* out) {
   }
 }
 
-bool_t XdrNothing(XDR*, void*) { return TRUE; }
-
 #define NFS_XDR(T) reinterpret_cast<xdrproc_t>(xdr_##T), sizeof(T)
 
 constexpr uint32_t kIdem = kIdempotent;
 constexpr uint32_t kMut = kMutating;
 
 const NfsProc kProcs[kNfsProcCount] = {
-    {0, "NULL", reinterpret_cast<xdrproc_t>(XdrNothing), 0,
-     reinterpret_cast<xdrproc_t>(XdrNothing), 0, kIdem, nullptr, nullptr},
+    // libtirpc's xdr_void: C, like the rpcgen routines, so calling it through
+    // xdrproc_t is what every XDR user does (through void(*)(), the type
+    // that converts to any function pointer type without a warning).
+    {0, "NULL", reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(xdr_void)), 0,
+     reinterpret_cast<xdrproc_t>(reinterpret_cast<void (*)()>(xdr_void)), 0, kIdem, nullptr,
+     nullptr},
     {1, "GETATTR", NFS_XDR(GETATTR3args), NFS_XDR(GETATTR3res), kIdem | kCacheable,
      One<GETATTR3args, &GETATTR3args::object>, nullptr},
     // SETATTR is idempotent unless guarded; the handler checks the guard.

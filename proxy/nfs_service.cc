@@ -34,6 +34,26 @@ bool IsCacheableCred(const OpaqueAuth& cred) {
   return sys && sys->gids.size() <= 16;
 }
 
+// Returns true iff running `p` twice with `args` can give a different result
+// than once: the procedures of DESIGN rule 7.
+bool IsNonIdempotent(const NfsProc& p, const void* args) {
+  switch (p.proc) {
+    case NFSPROC3_CREATE:
+    case NFSPROC3_MKDIR:
+    case NFSPROC3_SYMLINK:
+    case NFSPROC3_MKNOD:
+    case NFSPROC3_REMOVE:
+    case NFSPROC3_RMDIR:
+    case NFSPROC3_RENAME:
+    case NFSPROC3_LINK:
+      return true;
+    case NFSPROC3_SETATTR:
+      return static_cast<const SETATTR3args*>(args)->guard.check;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
@@ -43,7 +63,8 @@ NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcC
       upstream_(upstream),
       options_(options),
       cache_(cache),
-      read_path_(cache ? read_path : nullptr) {}
+      read_path_(cache ? read_path : nullptr),
+      drc_(options.drc_entries) {}
 
 nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                            const Export** exp) {
@@ -86,6 +107,8 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplySuccess(EncodeNfsError(p, err));
     return;
   }
+  // A retransmitted mutation gets the first call's reply (DESIGN rule 7).
+  if (IsNonIdempotent(p, args->get()) && !drc_.Admit(call)) return;
   Serve(p, call, args, *exp, exp->MapCredential(call->header().cred));
 }
 

@@ -27,6 +27,7 @@
 
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
+#include "proxy/drc.h"
 #include "proxy/exports.h"
 #include "proxy/metadata_cache.h"
 #include "proxy/nfs_procs.h"
@@ -43,6 +44,8 @@ struct NfsServiceOptions {
   // Largest READ/WRITE/READDIR payload the proxy can carry in one record;
   // FSINFO replies are clamped to it.
   uint32_t max_transfer = 1 << 20;
+  // Duplicate request cache size (finished calls); 0 = none.
+  size_t drc_entries = 4096;
 };
 
 struct NfsProcStats {
@@ -68,6 +71,7 @@ class NfsService : public RpcProgram {
   void Handle(std::shared_ptr<IncomingCall> call) override;
 
   const NfsProcStats& stats(uint32_t proc) const { return stats_[proc]; }
+  DrcStats drc_stats() const { return drc_.stats(); }
 
   // Tree-walk prefetch after client listings; null = none.
   void SetPrefetcher(Prefetcher* prefetcher) { prefetcher_ = prefetcher; }
@@ -130,6 +134,7 @@ class NfsService : public RpcProgram {
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
   std::array<NfsProcStats, kNfsProcCount> stats_{};
+  DuplicateRequestCache drc_;
 };
 
 }  // namespace nfsedge

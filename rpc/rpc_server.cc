@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "rpc/auth_sys.h"
 #include "rpc/log.h"
@@ -28,12 +29,14 @@ IncomingCall::~IncomingCall() { Release(); }
 void IncomingCall::Release() {
   if (replied_) return;
   replied_ = true;
+  if (reply_hook_) std::exchange(reply_hook_, nullptr)(std::string_view());
   if (auto c = conn_.lock()) c->ReleaseSlot();
 }
 
 void IncomingCall::Reply(std::string reply) {
   if (replied_) return;
   replied_ = true;
+  if (reply_hook_) std::exchange(reply_hook_, nullptr)(reply);
   if (auto c = conn_.lock()) c->SendReply(reply);
 }
 

@@ -13,6 +13,7 @@
 #define NFSEDGE_RPC_RPC_SERVER_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +55,12 @@ class IncomingCall {
   // Convenience: SUCCESS header followed by `results`.
   void ReplySuccess(std::string_view results);
   bool replied() const { return replied_; }
+  // `hook` runs once: with the reply message when Reply() is called (even if
+  // the connection is gone), or with an empty view if the call is destroyed
+  // unanswered. Used by the duplicate request cache.
+  void SetReplyHook(std::function<void(std::string_view reply)> hook) {
+    reply_hook_ = std::move(hook);
+  }
 
  private:
   void Release();
@@ -65,6 +72,7 @@ class IncomingCall {
   SockAddr peer_;
   SteadyClock::time_point received_;
   bool replied_ = false;
+  std::function<void(std::string_view)> reply_hook_;
 };
 
 class CallHandler {

@@ -75,14 +75,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (clean) {
     FUZZ_CHECK(exp != nullptr);  // "/" is exported
     FUZZ_CHECK(upstream_path.size() > MNTPATHLEN || IsCleanAbsolutePath(upstream_path));
-    // MountService::Mnt sends this encoding upstream as the MNT argument.
-    // Known finding (docs/robustness.md): a mapped path over MNTPATHLEN does
-    // not encode, and Mnt sends an empty argument; NFSEDGE_FUZZ_STRICT=1
-    // makes that fail here too (crashes/mount3_args/).
+    // MountService::Mnt sends this encoding upstream as the MNT argument; a
+    // mapped path over MNTPATHLEN does not encode, and Mnt then answers
+    // MNT3ERR_NAMETOOLONG (F3, tests/unit/server_dispatch_test.cc).
     std::string upstream_args;
     char* u = upstream_path.data();
     bool encodes = XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &u, &upstream_args);
-    FUZZ_CHECK(encodes || (!Strict() && upstream_path.size() > MNTPATHLEN));
+    FUZZ_CHECK(encodes == (upstream_path.size() <= MNTPATHLEN));
   }
   return 0;
 }

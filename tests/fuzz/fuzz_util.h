@@ -30,13 +30,6 @@ inline std::string_view AsView(const uint8_t* data, size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);
 }
 
-// Returns true iff NFSEDGE_FUZZ_STRICT is set: checks that a known, reported
-// finding breaks then fail too (to replay its reproducer).
-inline bool Strict() {
-  static const bool strict = std::getenv("NFSEDGE_FUZZ_STRICT") != nullptr;
-  return strict;
-}
-
 }  // namespace nfsedge::fuzz
 
 #endif  // NFSEDGE_TESTS_FUZZ_FUZZ_UTIL_H_

@@ -254,6 +254,17 @@ TEST_F(ServerDispatchTest, MountRules) {
   loop_.RunSync([&] { EXPECT_EQ(mount_up_->calls.size(), 0u); });
 }
 
+// "/data" maps to "/srv/data": a client path of MNTPATHLEN bytes maps to an
+// upstream path MOUNTv3 cannot carry; the client is told so, and nothing
+// (in particular no empty MNT) goes upstream.
+TEST_F(ServerDispatchTest, MountOfAPathTooLongUpstreamIsNameTooLong) {
+  std::string path = "/data/" + std::string(MNTPATHLEN - 6, 'n');
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path)), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_NAMETOOLONG));
+  loop_.RunSync([&] { EXPECT_EQ(mount_up_->calls.size(), 0u); });
+}
+
 TEST_F(ServerDispatchTest, ReadOnlyExportRefusesMutations) {
   Mount("/ro");
   std::string write_args = FhArgs(kRoRootFh);
@@ -366,6 +377,72 @@ TEST_F(ServerDispatchTest, IdenticalReadOnlyCallsShareOneUpstreamCall) {
   b.SendRecord(MakeCall(2, kNfsProgram, 3, 12, args, SysCred(1000, 100)));
   for (int i = 0; i < 1000 && NfsCalls() < 4; ++i) usleep(10000);
   EXPECT_EQ(NfsCalls(), 4u);
+}
+
+// REMOVE3res NFS3_OK with empty wcc data.
+std::string RemoveOk() { return std::string(12, '\0'); }
+
+// DESIGN rule 7: a mutation retransmitted with the same XID, over a new
+// connection as clients do after a reconnect, gets the first reply and does
+// not run twice upstream; a new XID or other arguments are a new call.
+TEST_F(ServerDispatchTest, RetransmittedMutationGetsTheFirstReplyAndRunsOnce) {
+  Mount("/data");
+  loop_.RunSync([&] {
+    nfs_up_->set_responder(
+        [](const FakeUpstream::Seen&) -> std::optional<std::string> { return RemoveOk(); });
+  });
+  std::string args = FhArgs(kRootFh);
+  XdrWriter(&args).WriteOpaque("x");
+  const std::string call = MakeCall(77, kNfsProgram, 3, NFSPROC3_REMOVE, args, SysCred(1000, 100));
+  std::optional<std::string> first, again;
+  {
+    BlockingClient a(port_);
+    a.SendRecord(call);
+    first = a.ReadRecord();
+  }
+  BlockingClient b(port_);
+  b.SendRecord(call);
+  again = b.ReadRecord();
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(ParseReply(*again)->xid, 77u);
+  EXPECT_EQ(NfsCalls(), 1u);
+
+  b.SendRecord(MakeCall(78, kNfsProgram, 3, NFSPROC3_REMOVE, args, SysCred(1000, 100)));
+  ASSERT_TRUE(b.ReadRecord());
+  std::string other = FhArgs(kRootFh);
+  XdrWriter(&other).WriteOpaque("y");
+  b.SendRecord(MakeCall(77, kNfsProgram, 3, NFSPROC3_REMOVE, other, SysCred(1000, 100)));
+  ASSERT_TRUE(b.ReadRecord());
+  EXPECT_EQ(NfsCalls(), 3u);
+  DrcStats st;
+  loop_.RunSync([&] { st = nfs_->drc_stats(); });
+  EXPECT_EQ(st.replayed, 1u);
+  EXPECT_EQ(st.recorded, 3u);
+}
+
+// A retransmission that arrives while the first call is still upstream waits
+// for it, and both get its reply.
+TEST_F(ServerDispatchTest, RetransmissionOfACallInProgressWaitsForItsReply) {
+  Mount("/data");
+  loop_.RunSync([&] { nfs_up_->set_responder(nullptr); });  // hold
+  std::string args = FhArgs(kRootFh);
+  XdrWriter(&args).WriteOpaque("d");
+  const std::string call = MakeCall(91, kNfsProgram, 3, NFSPROC3_RMDIR, args, SysCred(1000, 100));
+  BlockingClient a(port_), b(port_);
+  a.SendRecord(call);
+  for (int i = 0; i < 1000 && NfsCalls() < 1; ++i) usleep(10000);
+  b.SendRecord(call);
+  usleep(50000);
+  EXPECT_EQ(NfsCalls(), 1u);
+  loop_.RunSync([&] { nfs_up_->Answer(0, RemoveOk()); });
+  for (BlockingClient* c : {&a, &b}) {
+    std::optional<std::string> r = c->ReadRecord();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(ParseReply(*r)->xid, 91u);
+    EXPECT_EQ(r->substr(ParseReply(*r)->results_offset), RemoveOk());
+  }
+  EXPECT_EQ(NfsCalls(), 1u);
 }
 
 }  // namespace

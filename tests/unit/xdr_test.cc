@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "proxy/nfs_procs.h"
+#include "rpc/xdr/mount3.h"
 #include "rpc/xdr_codec.h"
 
 namespace nfsedge {
@@ -83,6 +85,140 @@ TEST(Xdr, ReaddirplusResultsRoundTrip) {
   p->result_handles(box.get(), &handles);
   ASSERT_EQ(handles.size(), 3u);
   EXPECT_EQ(std::string(handles[2]->data.data_val, handles[2]->data.data_len), "fh2");
+}
+
+// A directory list is decoded, encoded and freed in constant stack: a
+// recursive decoder (one xdr_pointer frame per entry) overflows an 8 MiB
+// stack near 55,000 entries (docs/robustness.md, F1).
+TEST(Xdr, LongDirectoryListsDoNotRecurse) {
+  constexpr size_t kEntries = 300000;
+  std::vector<entry3> e(kEntries);
+  char name[] = "n";
+  for (size_t i = 0; i < kEntries; ++i) {
+    e[i].fileid = i;
+    e[i].name = name;
+    e[i].cookie = i + 1;
+    e[i].nextentry = i + 1 < kEntries ? &e[i + 1] : nullptr;
+  }
+  READDIR3res res{};
+  res.status = NFS3_OK;
+  res.READDIR3res_u.resok.reply.entries = &e[0];
+  res.READDIR3res_u.resok.reply.eof = TRUE;
+  std::string wire;
+  ASSERT_TRUE(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIR3res), &res, &wire));
+  // status, no dir attributes, verifier; per entry: follows, fileid, name
+  // (length + 4 padded bytes), cookie; end of list, eof.
+  EXPECT_EQ(wire.size(), 4 + 4 + 8 + kEntries * (4 + 8 + 8 + 8) + 4 + 4);
+
+  XdrValue<READDIR3res> back(reinterpret_cast<xdrproc_t>(xdr_READDIR3res));
+  ASSERT_TRUE(back.Decode(wire));
+  size_t n = 0;
+  uint64_t last_cookie = 0;
+  for (entry3* p = back->READDIR3res_u.resok.reply.entries; p; p = p->nextentry, ++n) {
+    last_cookie = p->cookie;
+  }
+  EXPECT_EQ(n, kEntries);
+  EXPECT_EQ(last_cookie, kEntries);
+  EXPECT_TRUE(back->READDIR3res_u.resok.reply.eof);
+
+  std::vector<entryplus3> ep(kEntries);
+  for (size_t i = 0; i < kEntries; ++i) {
+    ep[i].fileid = i;
+    ep[i].name = name;
+    ep[i].cookie = i + 1;
+    ep[i].nextentry = i + 1 < kEntries ? &ep[i + 1] : nullptr;
+  }
+  READDIRPLUS3res plus{};
+  plus.status = NFS3_OK;
+  plus.READDIRPLUS3res_u.resok.reply.entries = &ep[0];
+  wire.clear();
+  ASSERT_TRUE(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res), &plus, &wire));
+  const NfsProc* p = FindNfsProc(NFSPROC3_READDIRPLUS);
+  XdrBox box(p->res_xdr, p->res_size);  // frees the list on destruction
+  ASSERT_TRUE(box.Decode(wire));
+}
+
+// A list cut short is an error, and what was decoded is freed (no leak under
+// the sanitizers).
+TEST(Xdr, TruncatedDirectoryListDoesNotDecode) {
+  entry3 e[2]{};
+  char name[] = "abc";
+  e[0].name = e[1].name = name;
+  e[0].nextentry = &e[1];
+  READDIR3res res{};
+  res.READDIR3res_u.resok.reply.entries = &e[0];
+  std::string wire;
+  ASSERT_TRUE(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIR3res), &res, &wire));
+  for (size_t n = 0; n + 4 < wire.size(); n += 4) {
+    XdrValue<READDIR3res> b(reinterpret_cast<xdrproc_t>(xdr_READDIR3res));
+    EXPECT_FALSE(b.Decode(std::string_view(wire).substr(0, n))) << n;
+  }
+}
+
+// A length the rest of the input cannot hold is refused before anything is
+// allocated (F2): names, paths, opaque data and arrays.
+TEST(Xdr, LengthsLongerThanTheInputDoNotDecode) {
+  auto lookup = [](uint32_t claimed, size_t present) {
+    std::string wire;
+    XdrWriter w(&wire);
+    w.WriteOpaque("fh");
+    w.WriteU32(claimed);
+    wire.append(present, 'x');
+    XdrValue<LOOKUP3args> b(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args));
+    return b.Decode(wire);
+  };
+  EXPECT_TRUE(lookup(3, 4));
+  EXPECT_TRUE(lookup(8, 8));
+  EXPECT_FALSE(lookup(9, 8));
+  EXPECT_FALSE(lookup(0xfffffff0u, 8));
+
+  std::string write_args;
+  XdrWriter w(&write_args);
+  w.WriteOpaque("fh");
+  w.WriteU64(0);
+  w.WriteU32(0xffffffffu);
+  w.WriteU32(UNSTABLE);
+  w.WriteU32(0xfffffff0u);  // data length
+  XdrValue<WRITE3args> b(reinterpret_cast<xdrproc_t>(xdr_WRITE3args));
+  EXPECT_FALSE(b.Decode(write_args));
+
+  std::string mnt;
+  XdrWriter m(&mnt);
+  m.WriteU32(MNT3_OK);
+  m.WriteOpaque("fh");
+  m.WriteU32(0x3fffffffu);  // auth_flavors count
+  m.WriteU32(1);
+  XdrValue<mountres3> r(reinterpret_cast<xdrproc_t>(xdr_mountres3));
+  EXPECT_FALSE(r.Decode(mnt));
+}
+
+// An enum value outside the enum's range never decodes (F5), so C++ code
+// never loads one.
+TEST(Xdr, OutOfRangeEnumsDoNotDecode) {
+  auto getattr = [](uint32_t status, uint32_t type) {
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes.type = NF3REG;
+    std::string wire;
+    EXPECT_TRUE(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), &res, &wire));
+    StoreBE32(wire.data(), status);
+    StoreBE32(wire.data() + 4, type);
+    XdrValue<GETATTR3res> b(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+    return b.Decode(wire);
+  };
+  EXPECT_TRUE(getattr(NFS3_OK, NF3FIFO));
+  EXPECT_FALSE(getattr(NFS3_OK, 0));
+  EXPECT_FALSE(getattr(NFS3_OK, 8));
+  EXPECT_FALSE(getattr(NFS3_OK, 0x80000000u));
+  EXPECT_FALSE(getattr(10009, NF3REG));
+
+  std::string how;
+  XdrWriter w(&how);
+  w.WriteOpaque("fh");
+  w.WriteOpaque("name");
+  w.WriteU32(3);  // createmode3: UNCHECKED, GUARDED, EXCLUSIVE only
+  XdrValue<CREATE3args> c(reinterpret_cast<xdrproc_t>(xdr_CREATE3args));
+  EXPECT_FALSE(c.Decode(how));
 }
 
 TEST(NfsProcs, TableCoversAllProceduresInOrder) {

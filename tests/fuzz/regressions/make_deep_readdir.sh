@@ -5,7 +5,7 @@
 # the list recursively, one level per entry, and overflows the stack: see
 # docs/robustness.md, "Findings".
 #
-#   tests/fuzz/crashes/make_deep_readdir.sh /tmp/deep_readdir
+#   tests/fuzz/regressions/make_deep_readdir.sh /tmp/deep_readdir
 #   build-fuzz/tests/fuzz/fuzz_upstream_reply -max_len=4000000 /tmp/deep_readdir
 set -euo pipefail
 out=$1
