@@ -73,4 +73,11 @@ void AccessCache::Invalidate(std::string_view handle, const CredKey& cred) {
   lru_.Erase(Key(handle, cred));
 }
 
+void AccessCache::Clear() {
+  while (auto* oldest = lru_.Oldest()) {
+    const std::string key = oldest->key;
+    lru_.Erase(key);
+  }
+}
+
 }  // namespace nfsedge

@@ -82,6 +82,8 @@ class AccessCache {
   // operation the cache thought allowed.
   void Invalidate(std::string_view handle, const CredKey& cred);
 
+  // Drops every entry (nfsedge drop-cache).
+  void Clear();
   size_t size() const { return lru_.size(); }
   const AccessCacheStats& stats() const { return stats_; }
 

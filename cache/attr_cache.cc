@@ -99,6 +99,13 @@ WccResult AttrCache::ApplyWcc(std::string_view handle, const wcc_data& w, const 
   return result;
 }
 
+void AttrCache::Clear() {
+  while (auto* oldest = lru_.Oldest()) {
+    const std::string key = oldest->key;
+    Erase(key);
+  }
+}
+
 void AttrCache::Invalidate(std::string_view handle) {
   if (lru_.Peek(handle) == nullptr) return;
   Erase(handle);

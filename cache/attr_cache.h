@@ -110,6 +110,8 @@ class AttrCache {
   // reply) re-arms it.
   std::vector<std::string> RefreshCandidates(Duration window, size_t max);
 
+  // Drops every entry (nfsedge drop-cache).
+  void Clear();
   size_t size() const { return lru_.size(); }
   const AttrCacheStats& stats() const { return stats_; }
 

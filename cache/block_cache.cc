@@ -126,6 +126,12 @@ void BlockCache::DropFile(std::string_view handle) {
   UpdateGauges();
 }
 
+void BlockCache::DropAll() {
+  std::vector<std::string> handles;
+  for (const auto& f : files_) handles.push_back(f.first);
+  for (const std::string& h : handles) DropFile(h);
+}
+
 void BlockCache::DropOtherVersions(std::string_view handle, const ChangeId& version) {
   auto f = files_.find(handle);
   if (f == files_.end()) return;

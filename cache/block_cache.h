@@ -118,6 +118,8 @@ class BlockCache {
   // Drops every block of the file (it was removed, or changed behind the
   // proxy's back).
   void DropFile(std::string_view handle);
+  // Drops every block of every file (nfsedge drop-cache).
+  void DropAll();
 
   // Drops every block of the file whose version is not `version`.
   void DropOtherVersions(std::string_view handle, const ChangeId& version);

@@ -654,4 +654,10 @@ void DiskTier::DropFile(std::string_view handle) {
   UpdateGauges();
 }
 
+void DiskTier::DropAll() {
+  std::vector<std::string> handles;
+  for (const auto& f : files_) handles.push_back(f.first);
+  for (const std::string& h : handles) DropFile(h);
+}
+
 }  // namespace nfsedge

@@ -119,6 +119,8 @@ class DiskTier {
 
   // Deletes every block of the file.
   void DropFile(std::string_view handle);
+  // Deletes every block of every file (nfsedge drop-cache).
+  void DropAll();
 
   uint32_t block_size() const { return options_.block_size; }
   const DiskTierStats& stats() const { return stats_; }

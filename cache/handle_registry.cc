@@ -1,29 +1,104 @@
 #include "cache/handle_registry.h"
 
+#include <algorithm>
+
 namespace nfsedge {
 
-void HandleRegistry::Add(std::string_view handle, uint32_t export_id) {
+HandleRegistry::HandleRegistry(size_t max_handles) : max_handles_(max_handles) {}
+
+HandleRegistry::~HandleRegistry() = default;
+
+HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet add) {
   std::string key(handle);
   auto it = map_.find(key);
   if (it != map_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
-    return;
+    ExportSet& set = it->second.set;
+    if ((set.exports | add.exports) == set.exports && (set.roots | add.roots) == set.roots) {
+      return nullptr;
+    }
+    set.exports |= add.exports;
+    set.roots |= add.roots;
+    return &it->second;
   }
-  if (max_handles_ == 0) return;
+  if (max_handles_ == 0) return nullptr;
   while (map_.size() >= max_handles_) {
+    if (store_) {
+      store_->Delete(lru_.back());
+    } else if (loading_) {
+      evicted_while_loading_.push_back(lru_.back());
+    }
     map_.erase(lru_.back());
     lru_.pop_back();
     evictions_++;
   }
   lru_.push_front(key);
-  map_.emplace(std::move(key), Entry{export_id, lru_.begin()});
+  return &map_.emplace(std::move(key), Entry{add, lru_.begin()}).first->second;
 }
 
-std::optional<uint32_t> HandleRegistry::Find(std::string_view handle) {
+void HandleRegistry::Save(std::string_view handle, const ExportSet& set) {
+  std::vector<StoredMembership> exports;
+  for (uint32_t id = 0; id < export_paths_.size(); ++id) {
+    if (set.Has(id)) exports.push_back(StoredMembership{export_paths_[id], set.IsRoot(id)});
+  }
+  store_->Put(handle, exports);
+}
+
+void HandleRegistry::Add(std::string_view handle, uint32_t export_id, bool root) {
+  ExportSet add;
+  add.exports = uint64_t{1} << export_id;
+  add.roots = root ? add.exports : 0;
+  Entry* e = Merge(handle, add);
+  if (e && store_) Save(handle, e->set);
+}
+
+std::optional<ExportSet> HandleRegistry::FindAll(std::string_view handle) {
   auto it = map_.find(std::string(handle));
   if (it == map_.end()) return std::nullopt;
   lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return it->second.export_id;
+  return it->second.set;
+}
+
+std::optional<uint32_t> HandleRegistry::Find(std::string_view handle) {
+  std::optional<ExportSet> set = FindAll(handle);
+  if (!set) return std::nullopt;
+  return set->First();
+}
+
+Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> export_paths) {
+  export_paths_ = std::move(export_paths);
+  // Stored handles of exports no longer configured: deleted from the store.
+  std::vector<std::string> gone;
+  loading_ = true;
+  StatusOr<std::unique_ptr<HandleStore>> store = HandleStore::Open(
+      dir, [&](std::string_view handle, std::vector<StoredMembership> stored) {
+        ExportSet set;
+        for (const StoredMembership& m : stored) {
+          auto it = std::find(export_paths_.begin(), export_paths_.end(), m.export_path);
+          if (it == export_paths_.end()) continue;
+          const uint64_t bit = uint64_t{1} << (it - export_paths_.begin());
+          set.exports |= bit;
+          if (m.root) set.roots |= bit;
+        }
+        if (set.exports == 0) {
+          gone.emplace_back(handle);
+        } else {
+          Merge(handle, set);
+        }
+      });
+  loading_ = false;
+  if (!store.ok()) {
+    map_.clear();
+    lru_.clear();
+    evicted_while_loading_.clear();
+    return store.status();
+  }
+  store_ = std::move(*store);
+  for (const std::string& h : gone) store_->Delete(h);
+  // A store holding more than max_handles (a smaller limit than before).
+  for (const std::string& h : evicted_while_loading_) store_->Delete(h);
+  evicted_while_loading_.clear();
+  return Status::Ok();
 }
 
 }  // namespace nfsedge

@@ -155,4 +155,12 @@ void NameCache::InvalidateDir(std::string_view dir) {
   if (it != dirs_.end()) DropDir(it);
 }
 
+void NameCache::Clear() {
+  while (auto* oldest = lru_.Oldest()) {
+    const std::string key = oldest->key;
+    lru_.Erase(key);
+  }
+  dirs_.clear();
+}
+
 }  // namespace nfsedge

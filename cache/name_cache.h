@@ -100,6 +100,8 @@ class NameCache {
   // Drops every name of `dir`.
   void InvalidateDir(std::string_view dir);
 
+  // Drops every name (nfsedge drop-cache).
+  void Clear();
   size_t size() const { return lru_.size(); }
   const NameCacheStats& stats() const { return stats_; }
 

@@ -4,8 +4,10 @@
 #include <set>
 #include <sstream>
 
+#include "cache/handle_registry.h"
 #include "proxy/config_reader.h"
 #include "proxy/exports.h"
+#include "proxy/metrics_http.h"
 
 namespace nfsedge {
 
@@ -35,7 +37,21 @@ void ReadServer(const toml::table& t, const std::string& src, ServerConfig* s,
   r.Uint("drc_entries", 0, 1 << 20, &s->drc_entries);
   r.Uint("max_record_size", 8192, 64u << 20, &s->max_record_size);
   r.Uint("max_handles", 1, kMaxU32, &s->max_handles);
+  r.String("handle_store", &s->handle_store);
+  if (!s->handle_store.empty() && s->handle_store[0] != '/') {
+    r.Error("handle_store", "must be an absolute path");
+  }
   r.Uint("shutdown_grace", 0, 3600, &s->shutdown_grace);
+  r.String("tls_cert_file", &s->tls_cert_file);
+  r.String("tls_key_file", &s->tls_key_file);
+  r.String("tls_client_ca_file", &s->tls_client_ca_file);
+  if (s->tls_cert_file.empty() != s->tls_key_file.empty()) {
+    r.Error(s->tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
+            "tls_cert_file and tls_key_file go together");
+  }
+  if (!s->tls_client_ca_file.empty() && s->tls_cert_file.empty()) {
+    r.Error("tls_client_ca_file", "needs tls_cert_file and tls_key_file");
+  }
   if (Network::Parse(s->listen).ok() == false || s->listen.find('/') != std::string::npos) {
     r.Error("listen", "must be a numeric IPv4 or IPv6 address (got '" + s->listen + "')");
   }
@@ -55,6 +71,18 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
   r.Uint("reconnect_min_ms", 1, 600000, &u->reconnect_min_ms);
   r.Uint("reconnect_max_ms", 1, 600000, &u->reconnect_max_ms);
   r.Bool("privileged_port", &u->privileged_port);
+  r.Bool("tls", &u->tls);
+  r.String("tls_ca_file", &u->tls_ca_file);
+  r.String("tls_server_name", &u->tls_server_name);
+  r.String("tls_cert_file", &u->tls_cert_file);
+  r.String("tls_key_file", &u->tls_key_file);
+  if (u->tls && u->tls_ca_file.empty()) {
+    r.Error("tls_ca_file", "required with tls = true (the CAs the upstream's certificate is checked against)");
+  }
+  if (u->tls_cert_file.empty() != u->tls_key_file.empty()) {
+    r.Error(u->tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
+            "tls_cert_file and tls_key_file go together");
+  }
   if (u->host.empty()) r.Error("host", "must not be empty");
   if (u->reconnect_max_ms < u->reconnect_min_ms) {
     r.Error("reconnect_max_ms", "must not be below reconnect_min_ms");
@@ -89,6 +117,17 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
     r.Error("access", "must be \"rw\" or \"ro\"");
   }
   r.Bool("root_squash", &e->root_squash);
+  r.Bool("all_squash", &e->all_squash);
+  r.Bool("secure", &e->secure);
+  std::string tls = "off";
+  r.String("tls", &tls);
+  if (tls == "optional") {
+    e->tls = ExportTls::kOptional;
+  } else if (tls == "required") {
+    e->tls = ExportTls::kRequired;
+  } else if (tls != "off") {
+    r.Error("tls", "must be \"off\", \"optional\" or \"required\"");
+  }
   r.Uint("anon_uid", 0, kMaxU32, &e->anon_uid);
   r.Uint("anon_gid", 0, kMaxU32, &e->anon_gid);
   r.Uint("acregmin", 0, 86400, &e->acregmin);
@@ -97,6 +136,8 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
   r.Uint("acdirmax", 0, 86400, &e->acdirmax);
   if (e->acregmin > e->acregmax) r.Error("acregmin", "must not exceed acregmax");
   if (e->acdirmin > e->acdirmax) r.Error("acdirmin", "must not exceed acdirmax");
+  r.Uint("gather_window_ms", 0, 1000, &e->gather_window_ms);
+  r.Bool("write_behind", &e->write_behind);
   if (r.Has("path") && !IsCleanAbsolutePath(e->path)) {
     r.Error("path", "must be an absolute path without '.', '..', '//' or a trailing '/'");
   }
@@ -104,6 +145,26 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
     r.Error("upstream_path", "must be an absolute path without '.', '..', '//' or a trailing '/'");
   }
   r.RejectUnknownKeys();
+}
+
+// [log] keys besides the level: format, output and repeat limits.
+void ReadLogOutput(TableReader& r, LogOptions* o) {
+  std::string format = "text";
+  r.String("format", &format);
+  if (auto f = ParseLogFormat(format)) {
+    o->format = *f;
+  } else {
+    r.Error("format", "must be \"text\", \"kv\" or \"json\"");
+  }
+  std::string output = "stderr";
+  r.String("output", &output);
+  if (auto out = ParseLogOutput(output)) {
+    o->output = *out;
+  } else {
+    r.Error("output", "must be \"stderr\" or \"syslog\"");
+  }
+  r.Uint("repeat_burst", 0, 1000000, &o->repeat_burst);
+  r.Uint("repeat_window_s", 1, 86400, &o->repeat_window_s);
 }
 
 }  // namespace
@@ -123,6 +184,12 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
   auto table = [&](const char* key) -> const toml::table* {
     const toml::node* n = root.get(key);
     if (n && !n->is_table()) top.Error(key, "must be a table ([" + std::string(key) + "])");
+    // ConfigKeys(): every table is read, present or not, to list its keys.
+    static const toml::table kAbsent;
+    if (KeyCatalog* keys = KeyCatalogScope::Current()) {
+      (*keys)[""].insert(key);
+      if (!n) return &kAbsent;
+    }
     return n ? n->as_table() : nullptr;
   };
   static const toml::table kEmpty;
@@ -157,6 +224,22 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("readahead_cursors", 16, 1 << 24, &c.cache.readahead_cursors);
     r.RejectUnknownKeys();
   }
+  if (const toml::table* sc = table("scheduler")) {
+    SchedulerConfig& q = c.scheduler;
+    TableReader r(*sc, source, "[scheduler]", &errors);
+    r.Uint("queue_delay_target_ms", 1, 10000, &q.queue_delay_target_ms);
+    r.Uint("base_rtt_window_s", 1, 86400, &q.base_rtt_window_s);
+    r.Uint("max_writes_in_flight", 1, 4096, &q.max_writes_in_flight);
+    r.Uint("background_share_percent", 0, 90, &q.background_share_percent);
+    r.Uint("max_queued", 1, 1000000, &q.max_queued);
+    r.Uint("timeout_floor_ms", 10, 3600000, &q.timeout_floor_ms);
+    r.Uint("timeout_ceiling_ms", 10, 3600000, &q.timeout_ceiling_ms);
+    r.Bool("pacing", &q.pacing);
+    if (q.timeout_ceiling_ms < q.timeout_floor_ms) {
+      r.Error("timeout_ceiling_ms", "must not be below timeout_floor_ms");
+    }
+    r.RejectUnknownKeys();
+  }
   if (const toml::table* pf = table("prefetch")) {
     TableReader r(*pf, source, "[prefetch]", &errors);
     r.Bool("enabled", &c.prefetch.enabled);
@@ -164,6 +247,18 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("max_queue", 16, 1 << 24, &c.prefetch.max_queue);
     r.Uint("depth", 0, 1024, &c.prefetch.depth);
     r.Bytes("small_file_bytes", 0, 1 << 20, &c.prefetch.small_file_bytes);
+    r.RejectUnknownKeys();
+  }
+  if (const toml::table* w = table("write")) {
+    TableReader r(*w, source, "[write]", &errors);
+    r.Bytes("buffer_bytes", 1 << 20, 1ull << 40, &c.write.buffer_bytes);
+    r.Bytes("file_buffer_bytes", 1 << 20, 1ull << 40, &c.write.file_buffer_bytes);
+    r.Bytes("write_size", 0, 1 << 20, &c.write.write_size);
+    r.Uint("flush_delay_ms", 1, 60000, &c.write.flush_delay_ms);
+    r.Uint("max_background", 1, 1024, &c.write.max_background);
+    if (c.write.file_buffer_bytes > c.write.buffer_bytes) {
+      r.Error("file_buffer_bytes", "must not exceed buffer_bytes");
+    }
     r.RejectUnknownKeys();
   }
   if (const toml::table* log = table("log")) {
@@ -175,8 +270,34 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     } else {
       r.Error("level", "must be one of error, warn, info, debug, trace");
     }
+    ReadLogOutput(r, &c.log);
     r.RejectUnknownKeys();
   }
+  if (const toml::table* m = table("metrics")) {
+    TableReader r(*m, source, "[metrics]", &errors);
+    r.String("listen", &c.metrics.listen);
+    std::string host;
+    uint16_t port = 0;
+    if (!c.metrics.listen.empty()) {
+      Status hp = SplitHostPort(c.metrics.listen, &host, &port);
+      if (!hp.ok()) r.Error("listen", hp.message());
+    }
+    r.RejectUnknownKeys();
+  }
+  if (const toml::table* ctl = table("control")) {
+    TableReader r(*ctl, source, "[control]", &errors);
+    r.String("socket", &c.control.socket);
+    if (!c.control.socket.empty() && c.control.socket[0] != '/') {
+      r.Error("socket", "must be an absolute path (or empty: no control socket)");
+    }
+    if (c.control.socket.size() >= 100) r.Error("socket", "must be shorter than 100 bytes");
+    r.Uint("socket_mode", 0, 0777, &c.control.socket_mode);
+    r.Uint("warm_depth", 0, 1024, &c.control.warm_depth);
+    r.Bytes("warm_file_bytes", 0, 1ull << 40, &c.control.warm_file_bytes);
+    r.Uint("warm_in_flight", 1, 1024, &c.control.warm_in_flight);
+    r.RejectUnknownKeys();
+  }
+  if (KeyCatalog* keys = KeyCatalogScope::Current()) (*keys)[""].insert("export");
   const toml::node* exports = root.get("export");
   if (!exports) {
     errors.push_back(source + ": no [[export]] table: nothing to serve");
@@ -192,13 +313,25 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
         errors.push_back(source + ":" + std::to_string(e.source().begin.line) + ": [[export]] #" +
                          std::to_string(n) + " path: '" + ec.path + "' is exported twice");
       }
+      if (ec.tls != ExportTls::kOff && c.server.tls_cert_file.empty()) {
+        errors.push_back(source + ":" + std::to_string(e.source().begin.line) + ": [[export]] #" +
+                         std::to_string(n) +
+                         " tls: needs [server] tls_cert_file and tls_key_file");
+      }
       c.exports.push_back(std::move(ec));
+    }
+    if (c.exports.size() > kMaxExports) {
+      errors.push_back(source + ": " + std::to_string(c.exports.size()) +
+                       " [[export]] tables: at most " + std::to_string(kMaxExports) +
+                       " are supported");
     }
   }
   // Keys the top level may hold; anything else is a typo worth reporting.
   for (const auto& [k, v] : root) {
     std::string key(k.str());
     if (key != "server" && key != "upstream" && key != "cache" && key != "prefetch" && key != "log" &&
+        key != "write" && key != "scheduler" &&
+        key != "metrics" && key != "control" &&
         key != "export") {
       errors.push_back(source + ":" + std::to_string(k.source().begin.line) +
                        ": unknown top-level key '" + key + "'");
@@ -210,6 +343,15 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     return InvalidArgument(msg);
   }
   return c;
+}
+
+std::map<std::string, std::set<std::string>> ConfigKeys() {
+  KeyCatalog catalog;
+  KeyCatalogScope scope(&catalog);
+  // Every table is read even when absent (see `table` above); one export.
+  StatusOr<Config> ignored = ParseConfig("[[export]]\npath = \"/x\"\nclients = [\"::1\"]\n", "keys");
+  (void)ignored.ok();
+  return catalog;
 }
 
 StatusOr<Config> LoadConfig(const std::string& path) {

@@ -1,7 +1,7 @@
 // Config: the typed, validated contents of nfsedge's TOML config file.
 //
 // Every field carries its documented default (conf/nfsedge.example.toml and
-// docs/configuration.md). LoadConfig rejects unknown keys, wrong types and
+// docs/config.md). LoadConfig rejects unknown keys, wrong types and
 // bad values with "file:line: reason" for each problem found.
 //
 // Thread-safety: plain values; immutable after load.
@@ -9,6 +9,8 @@
 #define NFSEDGE_PROXY_CONFIG_H_
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +34,16 @@ struct ServerConfig {
   uint32_t drc_entries = 4096;
   uint32_t max_record_size = 1114112;
   uint32_t max_handles = 1 << 20;
+  // Directory of the persistent handle registry (RocksDB); empty = in memory
+  // (clients must remount after a restart).
+  std::string handle_store;
   uint32_t shutdown_grace = 10;  // seconds
+  // RPC-over-TLS toward clients (docs/security.md): certificate and key
+  // (PEM); both or neither. With tls_client_ca_file, clients that start TLS
+  // must present a certificate from those CAs (mutual TLS).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
 };
 
 struct UpstreamConfig {
@@ -46,7 +57,18 @@ struct UpstreamConfig {
   uint32_t reconnect_min_ms = 100;
   uint32_t reconnect_max_ms = 5000;
   bool privileged_port = true;
+  // RPC-over-TLS (RFC 9289) toward the upstream: every connection is
+  // upgraded, the server's certificate verified against tls_ca_file for
+  // tls_server_name (default: host); never falls back to plaintext.
+  bool tls = false;
+  std::string tls_ca_file;
+  std::string tls_server_name;
+  std::string tls_cert_file;  // optional client certificate
+  std::string tls_key_file;
 };
+
+// Per export: whether clients may (optional) or must (required) use TLS.
+enum class ExportTls { kOff, kOptional, kRequired };
 
 struct ExportConfig {
   std::string path;           // what clients mount
@@ -54,14 +76,25 @@ struct ExportConfig {
   std::vector<Network> clients;
   bool read_only = false;
   bool root_squash = true;
+  // Every AUTH_SYS credential becomes anon_uid/anon_gid with no groups.
+  bool all_squash = false;
   uint32_t anon_uid = 65534;
   uint32_t anon_gid = 65534;
+  // Calls from a source port >= 1024 are refused (Linux exports' `secure`).
+  bool secure = false;
+  // kRequired: calls over plaintext connections are refused (ACCES).
+  ExportTls tls = ExportTls::kOff;
   // Attribute lifetimes in seconds, as a Linux client's mount options: a
   // cached answer is at most this old; 0/0 means always ask the upstream.
   uint32_t acregmin = 3;
   uint32_t acregmax = 60;
   uint32_t acdirmin = 30;
   uint32_t acdirmax = 60;
+  // Write gathering (proxy/write_path.h): a stable write waits at most this
+  // long for others to the same file; 0 = never waits.
+  uint32_t gather_window_ms = 5;
+  // UNSTABLE writes answered from the proxy's buffer (write-behind).
+  bool write_behind = true;
 };
 
 struct CacheConfig {
@@ -103,13 +136,56 @@ struct PrefetchConfig {
   uint64_t small_file_bytes = 256 << 10;
 };
 
+// Upstream scheduler and congestion control (proxy/scheduler.h,
+// proxy/congestion.h).
+struct SchedulerConfig {
+  uint32_t queue_delay_target_ms = 20;    // queueing delay allowed above the base RTT
+  uint32_t base_rtt_window_s = 60;        // how long a minimum round trip stays the base
+  uint32_t max_writes_in_flight = 4;      // WRITE calls upstream at most
+  uint32_t background_share_percent = 10;  // bulk bytes background keeps while clients wait
+  uint32_t max_queued = 4096;             // calls waiting in the scheduler at most
+  uint32_t timeout_floor_ms = 1000;       // retransmission timeout bounds
+  uint32_t timeout_ceiling_ms = 30000;
+  bool pacing = true;                     // pace bulk bytes onto the upstream connection
+};
+
+// Write path buffers (proxy/write_path.h).
+struct WriteConfig {
+  uint64_t buffer_bytes = 256ull << 20;      // all files
+  uint64_t file_buffer_bytes = 64ull << 20;  // one file
+  uint64_t write_size = 0;                   // upstream WRITE size; 0 = FSINFO wtpref
+  uint32_t flush_delay_ms = 50;              // partial WRITEs and idle COMMITs after this
+  uint32_t max_background = 16;              // write-behind WRITEs in flight
+};
+
+// Metrics endpoint for Prometheus (proxy/metrics_http.h).
+struct MetricsConfig {
+  std::string listen;  // "host:port" ("[v6]:port"); empty = off
+};
+
+// Local control socket for the nfsedge subcommands (proxy/control.h).
+struct ControlConfig {
+  std::string socket = "/run/nfsedge/control.sock";  // empty = off
+  uint32_t socket_mode = 0600;
+  // `nfsedge warm`: directory levels walked, and the largest file whose
+  // data is read into the cache.
+  uint32_t warm_depth = 64;
+  uint64_t warm_file_bytes = 64ull << 20;
+  uint32_t warm_in_flight = 16;
+};
+
 struct Config {
   std::string source;  // file name, for messages
   ServerConfig server;
   UpstreamConfig upstream;
   CacheConfig cache;
   PrefetchConfig prefetch;
+  SchedulerConfig scheduler;
+  WriteConfig write;
   LogLevel log_level = LogLevel::kInfo;
+  LogOptions log;  // [log] format, output and repeat limits (level above)
+  MetricsConfig metrics;
+  ControlConfig control;
   std::vector<ExportConfig> exports;
 };
 
@@ -117,6 +193,10 @@ struct Config {
 StatusOr<Config> ParseConfig(std::string_view text, const std::string& source);
 // Reads and parses the file at `path`.
 StatusOr<Config> LoadConfig(const std::string& path);
+
+// Returns every key the parser accepts, by table ("server", "export", ...;
+// "" for the top level), as found by parsing with every table present.
+std::map<std::string, std::set<std::string>> ConfigKeys();
 
 }  // namespace nfsedge
 

@@ -10,6 +10,27 @@ TableReader::TableReader(const toml::table& table, std::string source, std::stri
                          std::vector<std::string>* errors)
     : table_(table), source_(std::move(source)), where_(std::move(where)), errors_(errors) {}
 
+namespace {
+thread_local KeyCatalog* t_catalog = nullptr;
+}  // namespace
+
+KeyCatalogScope::KeyCatalogScope(KeyCatalog* catalog) : previous_(t_catalog) {
+  t_catalog = catalog;
+}
+KeyCatalogScope::~KeyCatalogScope() { t_catalog = previous_; }
+KeyCatalog* KeyCatalogScope::Current() { return t_catalog; }
+
+TableReader::~TableReader() {
+  if (!t_catalog) return;
+  // "[server]" -> "server", "[[export]] #2" -> "export", "top level" -> "".
+  std::string name;
+  if (!where_.empty() && where_[0] == '[') {
+    size_t start = where_.find_first_not_of('[');
+    name = where_.substr(start, where_.find(']') - start);
+  }
+  (*t_catalog)[name].insert(known_.begin(), known_.end());
+}
+
 std::string TableReader::Where(const toml::source_region& at) const {
   return source_ + ":" + std::to_string(at.begin.line) + ": ";
 }

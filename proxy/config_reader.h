@@ -6,6 +6,7 @@
 #define NFSEDGE_PROXY_CONFIG_READER_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,11 +15,34 @@
 
 namespace nfsedge {
 
+// The keys each table accepts, by table name ("server", "export"; "" for
+// the top level). While a KeyCatalogScope is alive on a thread, every
+// TableReader on that thread records the keys it was asked for into the
+// scope's catalog when it is destroyed: ConfigKeys() lists the keys the
+// parser accepts this way, so the list cannot drift from the code.
+using KeyCatalog = std::map<std::string, std::set<std::string>>;
+
+class KeyCatalogScope {
+ public:
+  explicit KeyCatalogScope(KeyCatalog* catalog);
+  ~KeyCatalogScope();
+  KeyCatalogScope(const KeyCatalogScope&) = delete;
+  KeyCatalogScope& operator=(const KeyCatalogScope&) = delete;
+  // The catalog of the innermost scope on this thread, or null.
+  static KeyCatalog* Current();
+
+ private:
+  KeyCatalog* previous_;
+};
+
 class TableReader {
  public:
   // `where` names the table in messages ("[server]", "[[export]] #2").
   TableReader(const toml::table& table, std::string source, std::string where,
               std::vector<std::string>* errors);
+  ~TableReader();
+  TableReader(const TableReader&) = delete;
+  TableReader& operator=(const TableReader&) = delete;
 
   // Each reads `key` if present (leaving `*out` at its default otherwise).
   // A present key of the wrong type or out of [min, max] adds an error.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "proxy/rpcbind.h"
+#include "proxy/service_notify.h"
 #include "rpc/log.h"
 
 namespace nfsedge {
@@ -17,6 +18,10 @@ Daemon::Daemon(Config config)
       shutdown_timer_(base_.get(), [this] { CheckShutdown(); }) {}
 
 Daemon::~Daemon() {
+  control_.reset();
+  metrics_http_.reset();
+  ops_.reset();
+  sighup_.reset();
   if (registered_) {
     RpcbindUnregister(kNfsProgram, kNfsVersion);
     RpcbindUnregister(kMountProgram, kMountVersion);
@@ -26,11 +31,14 @@ Daemon::~Daemon() {
   refresher_.reset();
   mount_.reset();
   prefetcher_.reset();
+  write_path_.reset();
   nfs_.reset();
   read_path_.reset();
   disk_.reset();  // finishes its pool's work; what it posts is dropped below
   poster_.reset();
   mount_upstream_.reset();
+  scheduler_.reset();
+  nfs_bulk_upstream_.reset();
   nfs_upstream_.reset();
   sigterm_.reset();
   sigint_.reset();
@@ -66,7 +74,14 @@ void Daemon::LogStats() {
   NFSEDGE_LOG(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
                      << " timeouts=" << u.timeouts << " resent=" << u.resent
                      << " reconnects=" << u.reconnects << " refused=" << u.refused;
+  const ClientStats& b = nfs_bulk_upstream_->stats();
+  NFSEDGE_LOG(kInfo) << "stats upstream_bulk calls=" << b.calls << " replies=" << b.replies
+                     << " timeouts=" << b.timeouts << " resent=" << b.resent
+                     << " retransmits=" << b.retransmits << " reconnects=" << b.reconnects
+                     << " refused=" << b.refused << "; nfs retransmits=" << u.retransmits;
+  NFSEDGE_LOG(kInfo) << scheduler_->StatsLine();
   LogDataStats();
+  LogWriteStats();
   if (prefetcher_) {
     const PrefetchStats& p = prefetcher_->stats();
     NFSEDGE_LOG(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
@@ -114,7 +129,8 @@ Status Daemon::StartDataCache(uint32_t max_transfer) {
   ro.max_background = c.readahead_fetches;
   ro.disk_write_through = c.disk_policy == "all";
   read_path_ = std::make_unique<ReadPath>(clock_, cache_, *blocks_, disk_.get(), *readahead_,
-                                          *path_, *nfs_upstream_, ro);
+                                          *path_, scheduler_->Caller(CallClass::kClientData),
+                                          ro);
   NFSEDGE_LOG(kInfo) << "data cache: " << c.memory_bytes << " bytes in memory, blocks of "
                      << c.block_size << " bytes"
                      << (disk_ ? ", disk tier " + c.disk_dir + " (" +
@@ -153,6 +169,78 @@ void Daemon::LogDataStats() {
   NFSEDGE_LOG(kInfo) << line.str();
 }
 
+void Daemon::StartWritePath(uint32_t max_transfer) {
+  const WriteConfig& w = config_.write;
+  WritePathOptions wo;
+  wo.max_bytes = w.buffer_bytes;
+  wo.max_file_bytes = w.file_buffer_bytes;
+  wo.write_size = static_cast<uint32_t>(w.write_size);
+  wo.max_transfer = max_transfer;
+  wo.flush_delay = std::chrono::milliseconds(w.flush_delay_ms);
+  wo.max_background = w.max_background;
+  auto schedule = [base = base_.get()](Duration delay, std::function<void()> fn) {
+    auto* heap = new std::function<void()>(std::move(fn));
+    timeval tv = ToTimeval(delay);
+    auto run = [](evutil_socket_t, short, void* arg) {
+      std::unique_ptr<std::function<void()>> f(static_cast<std::function<void()>*>(arg));
+      (*f)();
+    };
+    if (event_base_once(base, -1, EV_TIMEOUT, run, heap, &tv) != 0) {
+      delete heap;
+      NFSEDGE_LOG(kError) << "write path: cannot arm a timer";
+    }
+  };
+  NfsService* nfs = nfs_.get();
+  // Client writes and background flushes, each in its scheduler class.
+  write_path_ = std::make_unique<WritePath>(
+      clock_, scheduler_->Caller(CallClass::kInteractive),
+      scheduler_->Caller(CallClass::kBackground), schedule,
+      [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+            const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
+      wo);
+  nfs_->SetWritePath(write_path_.get());
+}
+
+void Daemon::LogWriteStats() {
+  if (!write_path_) return;
+  const WritePathStats& w = write_path_->stats();
+  NFSEDGE_LOG(kInfo) << "stats write stable=" << w.stable_writes
+                     << " buffered=" << w.buffered_writes << " forwarded=" << w.forwarded
+                     << " client_commits=" << w.client_commits
+                     << " upstream_writes=" << w.upstream_writes
+                     << " upstream_bytes=" << w.upstream_bytes << " max_write=" << w.max_write
+                     << " sync_writes=" << w.sync_writes
+                     << " upstream_commits=" << w.upstream_commits << " gathered=" << w.gathered
+                     << " batches=" << w.batches << " windows=" << w.windows
+                     << " lone=" << w.lone << " procrastination_us=" << w.procrastination_us
+                     << " resent=" << w.resent << " errors=" << w.errors
+                     << " blocked=" << w.blocked << " barriers=" << w.barriers
+                     << " buffered_bytes=" << w.buffered_bytes
+                     << " max_buffered_bytes=" << w.max_buffered_bytes
+                     << " write_size=" << write_path_->write_size();
+}
+
+void Daemon::StartScheduler() {
+  const SchedulerConfig& c = config_.scheduler;
+  SchedulerOptions so;
+  so.congestion.queue_delay_target = std::chrono::milliseconds(c.queue_delay_target_ms);
+  so.congestion.base_rtt_window = std::chrono::seconds(c.base_rtt_window_s);
+  so.congestion.rto_floor = std::chrono::milliseconds(c.timeout_floor_ms);
+  so.congestion.rto_ceiling = std::chrono::milliseconds(c.timeout_ceiling_ms);
+  so.max_writes_in_flight = c.max_writes_in_flight;
+  so.background_share_percent = c.background_share_percent;
+  so.max_queued = c.max_queued;
+  RpcClient* meta = nfs_upstream_.get();
+  RpcClient* bulk = nfs_bulk_upstream_.get();
+  SchedulerHooks hooks;
+  if (c.pacing) hooks.set_pacing_rate = [bulk](double rate) { bulk->SetPacingRate(rate); };
+  hooks.set_retransmit_timeout = [meta, bulk](Duration rto) {
+    meta->SetRetransmitTimeout(rto);
+    bulk->SetRetransmitTimeout(rto);
+  };
+  scheduler_ = std::make_unique<UpstreamScheduler>(clock_, *meta, *bulk, so, std::move(hooks));
+}
+
 StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers) {
   StatusOr<SockAddr> addr = ResolveAddress(config_.upstream.host, port);
   if (!addr.ok() || port != 0) return addr;
@@ -182,19 +270,42 @@ Status Daemon::Start() {
   // Replies carry up to the transfer size the proxy advertises, plus headers.
   co.max_record_size = s.max_record_size + 65536;
   co.name = "upstream nfs";
+  co.on_done = [this](uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& r, Duration d) {
+    meter_.ObserveUpstream(prog, proc, r, d);
+  };
+  if (u.tls) {
+    TlsClientConfig tc{u.tls_ca_file, u.tls_server_name.empty() ? u.host : u.tls_server_name,
+                       u.tls_cert_file, u.tls_key_file};
+    StatusOr<SslCtxPtr> ctx = MakeClientTlsContext(tc);
+    if (!ctx.ok()) return Status(ctx.status().code(), "upstream.tls: " + ctx.status().message());
+    co.tls = *ctx;
+    co.tls_server_name = tc.server_name;
+  }
   nfs_upstream_ = std::make_unique<RpcClient>(base_.get(), co);
+  co.name = "upstream nfs bulk";
+  nfs_bulk_upstream_ = std::make_unique<RpcClient>(base_.get(), co);
+  StartScheduler();
   co.server = *mount_addr;
   co.connections = 1;
   co.name = "upstream mount";
+  co.tls_probe_prog = kMountProgram;
+  co.tls_probe_vers = kMountVersion;
   mount_upstream_ = std::make_unique<RpcClient>(base_.get(), co);
 
+  if (!s.handle_store.empty()) {
+    std::vector<std::string> paths;
+    for (const Export& e : exports_.all()) paths.push_back(e.config().path);
+    Status hs = handles_.Persist(s.handle_store, std::move(paths));
+    if (!hs.ok()) return Status(hs.code(), "server.handle_store: " + hs.message());
+  }
   NfsServiceOptions no;
   // Leave room for RPC and NFS headers within one record.
   no.max_transfer = ((s.max_record_size - 4096) / 4096) * 4096;
   no.drc_entries = s.drc_entries;
   Status data = StartDataCache(no.max_transfer);
   if (!data.ok()) return data;
-  nfs_ = std::make_unique<NfsService>(exports_, handles_, *nfs_upstream_, no, &cache_,
+  nfs_ = std::make_unique<NfsService>(exports_, handles_,
+                                      scheduler_->Caller(CallClass::kInteractive), no, &cache_,
                                       read_path_.get());
   if (config_.prefetch.enabled) {
     PrefetchOptions po;
@@ -204,24 +315,38 @@ Status Daemon::Start() {
     po.small_file_bytes = config_.prefetch.small_file_bytes;
     NfsService* nfs = nfs_.get();
     prefetcher_ = std::make_unique<Prefetcher>(
-        cache_, read_path_.get(), *nfs_upstream_,
+        cache_, read_path_.get(), scheduler_->Caller(CallClass::kBackground),
         [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
               const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
         po);
     nfs_->SetPrefetcher(prefetcher_.get());
   }
+  StartWritePath(no.max_transfer);
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);
   refresher_ = std::make_unique<Refresher>(base_.get(), cache_, handles_, exports_,
-                                           *nfs_upstream_, ro);
+                                           scheduler_->Caller(CallClass::kBackground), ro);
   dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
   ServerOptions so;
   so.max_connections = s.max_connections;
   so.max_calls_per_connection = s.max_calls_per_connection;
   so.max_record_size = s.max_record_size;
+  so.on_reply = [this](const IncomingCall& call, std::string_view reply, Duration d) {
+    meter_.ObserveClient(call.header(), call.args(), reply, d);
+  };
+  if (!s.tls_cert_file.empty()) {
+    StatusOr<SslCtxPtr> ctx =
+        MakeServerTlsContext({s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file});
+    if (!ctx.ok()) return Status(ctx.status().code(), "server.tls: " + ctx.status().message());
+    so.tls = *ctx;
+  }
   server_ = std::make_unique<RpcServer>(base_.get(), so, dispatcher_.get());
 
+  // Metrics and control before the NFS ports: once clients can connect,
+  // the proxy can be watched and steered.
+  Status ops = StartOperations();
+  if (!ops.ok()) return ops;
   StatusOr<SockAddr> listen = ResolveAddress(s.listen, s.nfs_port);
   if (!listen.ok()) return listen.status();
   StatusOr<uint16_t> np = server_->Listen(*listen);
@@ -262,12 +387,15 @@ Status Daemon::Start() {
   evsignal_add(sigusr1_.get(), nullptr);
 
   nfs_upstream_->Start();
+  nfs_bulk_upstream_->Start();
   mount_upstream_->Start();
   refresher_->Start();
   NFSEDGE_LOG(kInfo) << "nfsedge ready: listening on " << s.listen << " nfs port " << nfs_port_
                      << ", mount port " << mount_port_ << "; upstream " << nfs_addr->ToString()
                      << " (mount " << mount_addr->ToString() << "), " << exports_.all().size()
                      << " export(s)";
+  Status notified = NotifyServiceManager("READY=1\nSTATUS=serving");
+  if (!notified.ok()) NFSEDGE_LOG(kWarn) << notified.ToString();
   return Status::Ok();
 }
 
@@ -286,6 +414,8 @@ void Daemon::BeginShutdown() {
     return;
   }
   shutting_down_ = true;
+  Status notified = NotifyServiceManager("STOPPING=1");
+  (void)notified.ok();
   server_->StopListening();
   shutdown_deadline_ = SteadyClock::now() + std::chrono::seconds(config_.server.shutdown_grace);
   NFSEDGE_LOG(kInfo) << "shutting down: " << server_->calls_in_flight() << " calls in flight";
@@ -299,7 +429,9 @@ void Daemon::CheckShutdown() {
   if (left > 0) NFSEDGE_LOG(kWarn) << "giving up on " << left << " calls in flight";
   shutdown_timer_.Cancel();
   server_->CloseAll();
+  scheduler_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
   nfs_upstream_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
+  nfs_bulk_upstream_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
   mount_upstream_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));
   event_base_loopexit(base_.get(), nullptr);
 }

@@ -16,14 +16,21 @@
 
 #include "cache/clock.h"
 #include "cache/handle_registry.h"
+#include "proxy/call_meter.h"
 #include "proxy/config.h"
+#include "proxy/control.h"
 #include "proxy/dispatcher.h"
 #include "proxy/exports.h"
 #include "proxy/metadata_cache.h"
+#include "proxy/metrics.h"
+#include "proxy/metrics_http.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
+#include "proxy/operations.h"
 #include "proxy/read_path.h"
+#include "proxy/write_path.h"
 #include "proxy/refresher.h"
+#include "proxy/scheduler.h"
 #include "rpc/event_loop.h"
 #include "rpc/loop_poster.h"
 #include "rpc/rpc_client.h"
@@ -42,6 +49,17 @@ class Daemon {
   // Runs until shut down by a signal. Returns the process exit code.
   int Run();
 
+  // Re-reads the config file (SIGHUP, `nfsedge reload`): export rules and
+  // lifetimes, [log] and [metrics] change in place; other keys take effect
+  // at the next start. A config that does not load, or changes what cannot
+  // change in place, is rejected (the returned error, also logged) and the
+  // one in force stays. Connections are kept either way.
+  Status Reload();
+  // The metrics registry: components add their collectors here.
+  MetricsRegistry& metrics() { return metrics_; }
+  // Installs the write path's flush for `nfsedge flush`.
+  void SetFlush(FlushFn flush);
+
   uint16_t nfs_port() const { return nfs_port_; }
   uint16_t mount_port() const { return mount_port_; }
 
@@ -56,14 +74,34 @@ class Daemon {
   // config; leaves read_path_ null when memory_bytes is 0.
   Status StartDataCache(uint32_t max_transfer);
   void LogDataStats();
+  // Makes scheduler_ over nfs_upstream_ and nfs_bulk_upstream_.
+  void StartScheduler();
+  // Makes the write path (gathering, write-behind) and hands it to nfs_.
+  void StartWritePath(uint32_t max_transfer);
+  void LogWriteStats();
+
+  // Operating the daemon (proxy/daemon_ops.cc): metrics endpoint, control
+  // socket, SIGHUP. Called by Start() before the NFS ports open.
+  Status StartOperations();
+  // Publishes the stats of every component to metrics_.
+  void AddCollectors();
+  Status StartMetricsEndpoint();
 
   Config config_;
   EventBasePtr base_;
+  // Constant after construction; outlives the upstream clients and server
+  // that report to it.
+  CallMeter meter_;
+  MetricsRegistry metrics_;
   ExportTable exports_;
   HandleRegistry handles_;
   SystemClock clock_;
   MetadataCache cache_;
   std::unique_ptr<RpcClient> nfs_upstream_;
+  // The bulk lane (paced) beside nfs_upstream_ (interactive metadata), and
+  // the scheduler every NFS call to the upstream passes.
+  std::unique_ptr<RpcClient> nfs_bulk_upstream_;
+  std::unique_ptr<UpstreamScheduler> scheduler_;
   // Data cache: present iff cache.memory_bytes > 0.
   std::unique_ptr<LoopPoster> poster_;
   std::unique_ptr<BlockCache> blocks_;
@@ -74,11 +112,18 @@ class Daemon {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<WritePath> write_path_;
   std::unique_ptr<MountService> mount_;
   std::unique_ptr<Refresher> refresher_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<RpcServer> server_;
   EventPtr sigterm_, sigint_, sigusr1_;
+  EventPtr sighup_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::string metrics_listen_;  // what metrics_http_ listens on
+  std::unique_ptr<Operations> ops_;
+  std::unique_ptr<ControlServer> control_;
+  uint64_t reloads_ = 0, reload_failures_ = 0;
   Timer shutdown_timer_;
   SteadyClock::time_point shutdown_deadline_{};
   bool shutting_down_ = false;

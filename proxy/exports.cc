@@ -25,10 +25,20 @@ bool Export::AllowsClient(const SockAddr& peer) const {
   return false;
 }
 
+bool Export::AllowsPort(const SockAddr& peer) const {
+  return !config_.secure || peer.port() < 1024;
+}
+
 OpaqueAuth Export::MapCredential(const OpaqueAuth& cred) const {
-  if (!config_.root_squash || cred.flavor != kAuthSys) return cred;
+  if ((!config_.root_squash && !config_.all_squash) || cred.flavor != kAuthSys) return cred;
   std::optional<AuthSys> sys = DecodeAuthSys(cred.body);
   if (!sys) return cred;
+  if (config_.all_squash) {
+    sys->uid = config_.anon_uid;
+    sys->gid = config_.anon_gid;
+    sys->gids.clear();
+    return OpaqueAuth{kAuthSys, EncodeAuthSys(*sys)};
+  }
   bool changed = false;
   if (sys->uid == 0) {
     sys->uid = config_.anon_uid;
@@ -51,6 +61,40 @@ OpaqueAuth Export::MapCredential(const OpaqueAuth& cred) const {
 ExportTable::ExportTable(const std::vector<ExportConfig>& exports) {
   uint32_t id = 0;
   for (const auto& e : exports) exports_.emplace_back(id++, e);
+}
+
+const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool* port_refused) const {
+  const Export* best = nullptr;
+  *port_refused = false;
+  for (const Export& e : exports_) {
+    if (e.id() >= 64 || ((ids >> e.id()) & 1) == 0 || !e.AllowsClient(peer)) continue;
+    if (!e.AllowsPort(peer)) {
+      *port_refused = true;
+      continue;
+    }
+    if (!best || e.config().path.size() > best->config().path.size()) best = &e;
+  }
+  return best;
+}
+
+Status ExportTable::Update(const std::vector<ExportConfig>& exports) {
+  if (exports.size() != exports_.size()) {
+    return InvalidArgument("the number of [[export]] tables changed (" +
+                           std::to_string(exports_.size()) + " -> " +
+                           std::to_string(exports.size()) + "): adding or removing exports "
+                           "needs a restart");
+  }
+  for (size_t i = 0; i < exports.size(); ++i) {
+    const ExportConfig& now = exports_[i].config_;
+    if (exports[i].path != now.path || exports[i].upstream_path != now.upstream_path) {
+      return InvalidArgument("[[export]] #" + std::to_string(i + 1) + " is now " +
+                             exports[i].path + " (upstream " + exports[i].upstream_path +
+                             "), was " + now.path + " (upstream " + now.upstream_path +
+                             "): changing export paths needs a restart");
+    }
+  }
+  for (size_t i = 0; i < exports.size(); ++i) exports_[i].config_ = exports[i];
+  return Status::Ok();
 }
 
 const Export* ExportTable::FindByPath(const std::string& path, std::string* upstream_path) const {

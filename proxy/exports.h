@@ -1,7 +1,9 @@
 // ExportTable: the exports of config, with the rules applied to clients:
-// which networks may use an export, read-only, and root squash.
+// which networks may use an export, from which source ports (`secure`),
+// read-only, and credential squashing (root_squash, all_squash).
 //
-// Thread-safety: immutable after construction.
+// Thread-safety: not synchronized; the rules change only by Update() (config
+// reload) on the event loop thread, which is where they are read.
 #ifndef NFSEDGE_PROXY_EXPORTS_H_
 #define NFSEDGE_PROXY_EXPORTS_H_
 
@@ -26,13 +28,23 @@ class Export {
 
   // Returns true iff a client at `peer` may mount and use this export.
   bool AllowsClient(const SockAddr& peer) const;
+  // Returns true iff `peer`'s source port is acceptable: any port, or with
+  // `secure` a privileged one (below 1024).
+  bool AllowsPort(const SockAddr& peer) const;
+  // Returns true iff a call over a connection with (`tls`) or without TLS
+  // may use this export: anything but plaintext on a `tls = "required"` one.
+  bool AllowsTransport(bool tls) const { return tls || config_.tls != ExportTls::kRequired; }
 
   // Returns the credential to send upstream for a client's `cred`: with
-  // root_squash, AUTH_SYS uid 0 becomes anon_uid and gid 0 (also among the
-  // supplementary groups) becomes anon_gid. Other credentials pass unchanged.
+  // all_squash, any AUTH_SYS credential becomes anon_uid/anon_gid with no
+  // supplementary groups; with root_squash, uid 0 becomes anon_uid and gid 0
+  // (also among the supplementary groups) becomes anon_gid. Other
+  // credentials, and the groups of unsquashed ones (however many: RFC 5531's
+  // limit of 16 is the upstream's to enforce), pass unchanged.
   OpaqueAuth MapCredential(const OpaqueAuth& cred) const;
 
  private:
+  friend class ExportTable;  // Update() changes the rules in place
   uint32_t id_;
   ExportConfig config_;
 };
@@ -48,9 +60,23 @@ class ExportTable {
   // Returns the export whose path is `path` or an ancestor of it, and sets
   // `*upstream_path` to the matching path on the upstream server.
   const Export* FindByPath(const std::string& path, std::string* upstream_path) const;
+  // Returns the export among `ids` (a bit set of export ids) that admits a
+  // client at `peer` (its networks and `secure`), the deepest one (longest
+  // path) if several do, as nested exports' rules apply inside them; nullptr
+  // iff none does. Sets *port_refused iff some export allowed the client's
+  // network but not its source port.
+  const Export* Choose(uint64_t ids, const SockAddr& peer, bool* port_refused) const;
   // REQUIRES: id came from an Export of this table.
   const Export& Get(uint32_t id) const { return exports_[id]; }
   const std::vector<Export>& all() const { return exports_; }
+
+  // Config reload: gives each export the rules and lifetimes of `exports`,
+  // in place (calls in flight keep valid references). Returns an error, and
+  // changes nothing, iff the exports are not the same paths with the same
+  // upstream paths in the same order (adding, removing or moving an export
+  // needs a restart: client handles are tied to export ids).
+  // REQUIRES: on the event loop's thread.
+  Status Update(const std::vector<ExportConfig>& exports);
 
  private:
   std::vector<Export> exports_;

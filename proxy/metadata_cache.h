@@ -72,6 +72,19 @@ class MetadataCache {
     return attrs_.RefreshCandidates(window, max);
   }
 
+  // Forgets what is cached about `fh`: its attributes (so its data and
+  // names are revalidated) and, for a directory, its names.
+  void Forget(std::string_view fh) {
+    attrs_.Invalidate(fh);
+    names_.InvalidateDir(fh);
+  }
+  // Forgets everything (nfsedge drop-cache).
+  void Clear() {
+    attrs_.Clear();
+    access_.Clear();
+    names_.Clear();
+  }
+
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
   const NameCache& names() const { return names_; }

@@ -77,6 +77,18 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     ReplyMountError(*call, MNT3ERR_ACCES);
     return;
   }
+  if (!exp->AllowsPort(call->peer())) {
+    NFSEDGE_LOG(kInfo) << "MNT " << path << " from " << call->peer().ToString()
+                       << " refused: source port not privileged (export is 'secure')";
+    ReplyMountError(*call, MNT3ERR_ACCES);
+    return;
+  }
+  if (!exp->AllowsTransport(call->tls())) {
+    NFSEDGE_LOG(kWarn) << "MNT " << path << " from " << call->peer().ToString()
+                       << " refused: plaintext connection (export has tls = \"required\")";
+    ReplyMountError(*call, MNT3ERR_ACCES);
+    return;
+  }
   std::string args;
   char* p = upstream_path.data();
   if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &p, &args)) {
@@ -99,7 +111,9 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
           XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
           if (res.Decode(r->results()) && res->fhs_status == MNT3_OK) {
             const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
-            handles_.Add(std::string_view(fh.fhandle3_val, fh.fhandle3_len), export_id);
+            // The export's own root: ".." from it leaves the export.
+            handles_.Add(std::string_view(fh.fhandle3_val, fh.fhandle3_len), export_id,
+                         path == exports_.Get(export_id).config().path);
             RecordMount(call->peer().HostString(), path);
             NFSEDGE_LOG(kInfo) << "MNT " << path << " by " << call->peer().ToString();
           }

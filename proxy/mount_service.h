@@ -1,9 +1,10 @@
 // MountService: the MOUNTv3 program of the proxy (RFC 1813 section 5).
 //
 // MNT checks the path against the configured exports (MNT3ERR_NOENT if none
-// covers it) and the client against the export's networks (MNT3ERR_ACCES),
-// then asks the upstream to mount the export's upstream path and registers
-// the root handle it returns. EXPORT lists the proxy's own exports; DUMP,
+// covers it) and the client against the export's networks and `secure`
+// rule (MNT3ERR_ACCES, logged), then asks the upstream to mount the export's
+// upstream path and registers the handle it returns (as the export's root
+// when the export's own path was mounted). EXPORT lists the proxy's own exports; DUMP,
 // UMNT and UMNTALL keep the proxy's own list of who mounted what (bounded).
 //
 // Thread-safety: runs on the event loop's thread.

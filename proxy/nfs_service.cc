@@ -24,6 +24,17 @@ void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
   clamp(&ok->dtpref);
 }
 
+// Returns the handle of the ".." entry of a listing, or nullptr.
+const nfs_fh3* DotDotHandle(const READDIRPLUS3res& res) {
+  for (const entryplus3* e = res.READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+    if (e->name != nullptr && std::string_view(e->name) == ".." &&
+        e->name_handle.handle_follows) {
+      return &e->name_handle.post_op_fh3_u.handle;
+    }
+  }
+  return nullptr;
+}
+
 // Returns true iff `cred` is one any NFSv3 server accepts, so that a cached
 // answer cannot be given where the upstream would refuse the credential:
 // AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
@@ -71,14 +82,44 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
   std::vector<const nfs_fh3*> fhs;
   p.arg_handles(args, &fhs);
   *exp = nullptr;
+  if (fhs.empty()) return NFS3ERR_BADHANDLE;
+  // The exports every handle of the call was handed out for.
+  uint64_t common = ~uint64_t{0};
   for (const nfs_fh3* fh : fhs) {
     if (fh->data.data_len == 0) return NFS3ERR_BADHANDLE;
-    std::optional<uint32_t> id = handles_.Find(HandleBytes(*fh));
-    if (!id) return NFS3ERR_STALE;
-    if (*exp && (*exp)->id() != *id) return NFS3ERR_XDEV;
-    *exp = &exports_.Get(*id);
+    std::optional<ExportSet> set = handles_.FindAll(HandleBytes(*fh));
+    if (!set) return NFS3ERR_STALE;
+    common &= set->exports;
+    // ".." of an export's root leads out of that export: not through it.
+    if (p.proc == NFSPROC3_LOOKUP) {
+      const char* name = static_cast<const LOOKUP3args*>(args)->what.name;
+      if (name != nullptr && std::string_view(name) == "..") common &= ~set->roots;
+    }
   }
-  if (!(*exp)->AllowsClient(call.peer())) return NFS3ERR_ACCES;
+  if (common == 0) {
+    if (p.proc == NFSPROC3_LOOKUP) {
+      NFSEDGE_LOG(kInfo) << "NFS3 LOOKUP \"..\" of an export's root from "
+                         << call.peer().ToString() << " refused: it leaves the export";
+      return NFS3ERR_ACCES;
+    }
+    return NFS3ERR_XDEV;
+  }
+  bool port_refused = false;
+  *exp = exports_.Choose(common, call.peer(), &port_refused);
+  if (!*exp) {
+    if (port_refused) {
+      NFSEDGE_LOG(kInfo) << "NFS3 " << p.name << " from " << call.peer().ToString()
+                         << " refused: source port not privileged (export is 'secure')";
+      return NFS3ERR_PERM;
+    }
+    return NFS3ERR_ACCES;
+  }
+  if (!(*exp)->AllowsTransport(call.tls())) {
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " from " << call.peer().ToString()
+                       << " refused: plaintext connection to export " << (*exp)->config().path
+                       << " (tls = \"required\")";
+    return NFS3ERR_ACCES;
+  }
   if ((p.flags & kMutating) && (*exp)->read_only()) return NFS3ERR_ROFS;
   return NFS3_OK;
 }
@@ -117,6 +158,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
                        const OpaqueAuth& cred) {
   NfsProcStats& st = stats_[p.proc];
   const Export* exp = &export_ref;
+  if (write_path_ && ServeWrites(p, call, args, *exp, cred)) return;
   if (read_path_ && p.proc == NFSPROC3_READ && IsCacheableCred(cred)) {
     const auto* a = static_cast<const READ3args*>(args->get());
     // Without ACCESS evidence the read path forwards; the next READ finds it.
@@ -326,7 +368,49 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
     read_path_->LearnFsinfo(reply->results());
   }
+  if (write_path_ && p.proc == NFSPROC3_FSINFO) write_path_->LearnFsinfo(reply->results());
   PostProcess(p, exp, reply);
+}
+
+bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                             const std::shared_ptr<XdrBox>& args, const Export& exp,
+                             const OpaqueAuth& cred) {
+  const Export* e = &exp;
+  auto reply = [call](std::string results) { call->ReplySuccess(results); };
+  auto forward = [this, &p, call, args, e, cred] { Forward(p, call, args, *e, cred); };
+  switch (p.proc) {
+    case NFSPROC3_WRITE: {
+      const auto* a = static_cast<const WRITE3args*>(args->get());
+      std::string_view fh = HandleBytes(a->file);
+      // Write-behind only with evidence that the upstream lets this
+      // credential write the file; else the write is answered once stable.
+      bool may_buffer = false;
+      if (cache_ && IsCacheableCred(cred)) {
+        std::optional<fattr3> attr = cache_->FreshAttributes(fh);
+        may_buffer = attr && attr->type == NF3REG &&
+                     cache_->Allows(fh, CredKeyOf(cred), ACCESS3_MODIFY, *attr);
+        if (!may_buffer) SpeculateAccess(fh, exp, cred);
+      }
+      write_path_->Write(*a, exp, cred, may_buffer, reply, forward);
+      return true;
+    }
+    case NFSPROC3_COMMIT:
+      write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, reply,
+                          forward);
+      return true;
+    case NFSPROC3_READ:
+    case NFSPROC3_GETATTR:
+    case NFSPROC3_SETATTR: {
+      std::vector<const nfs_fh3*> fhs;
+      p.arg_handles(args->get(), &fhs);
+      // SETATTR waits until the data is stable upstream: a size change or a
+      // time set must not be undone by data sent after it.
+      return write_path_->Hold(HandleBytes(*fhs[0]), p.proc == NFSPROC3_SETATTR,
+                               [this, &p, call, args, e, cred] { Serve(p, call, args, *e, cred); });
+    }
+    default:
+      return false;
+  }
 }
 
 std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args) {
@@ -353,8 +437,13 @@ void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* repl
   if (p.result_handles) {
     std::vector<const nfs_fh3*> fhs;
     p.result_handles(res.get(), &fhs);
+    // A listing's ".." may lie outside the export (the listing of its
+    // root): never handed out as the export's.
+    const nfs_fh3* dotdot = p.proc == NFSPROC3_READDIRPLUS
+                                ? DotDotHandle(*static_cast<const READDIRPLUS3res*>(res.get()))
+                                : nullptr;
     for (const nfs_fh3* fh : fhs) {
-      if (fh->data.data_len > 0) handles_.Add(HandleBytes(*fh), exp.id());
+      if (fh->data.data_len > 0 && fh != dotdot) handles_.Add(HandleBytes(*fh), exp.id());
     }
   }
   bool rewrite = false;

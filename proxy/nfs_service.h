@@ -1,11 +1,14 @@
 // NfsService: the NFSv3 program of the proxy (transparent forwarding).
 //
 // For every call it decodes the arguments (GARBAGE_ARGS if they do not
-// decode), finds the export of each file handle in the HandleRegistry
+// decode), finds the exports of each file handle in the HandleRegistry
 // (NFS3ERR_STALE for a handle the proxy never handed out, BADHANDLE for an
-// empty one, XDEV across exports), applies the export's rules (NFS3ERR_ACCES
-// for a client outside its networks, NFS3ERR_ROFS for a mutation of a
-// read-only export, root squash on the credential), and forwards the call
+// empty one, XDEV for handles sharing no export; ".." of an export's root
+// does not count for that export), picks the deepest of them that admits the
+// client and applies its rules (NFS3ERR_ACCES for a client outside its
+// networks, NFS3ERR_PERM for an unprivileged port on a `secure` export,
+// NFS3ERR_ROFS for a mutation of a read-only export, root or all squash on
+// the credential), and forwards the call
 // upstream, unless the MetadataCache can answer it or an identical read-only
 // call (same procedure, arguments, credential) is already in flight, whose
 // reply then answers both (single flight). The upstream's reply
@@ -33,6 +36,7 @@
 #include "proxy/nfs_procs.h"
 #include "proxy/prefetcher.h"
 #include "proxy/read_path.h"
+#include "proxy/write_path.h"
 #include "rpc/rpc_caller.h"
 
 namespace nfsedge {
@@ -75,6 +79,8 @@ class NfsService : public RpcProgram {
 
   // Tree-walk prefetch after client listings; null = none.
   void SetPrefetcher(Prefetcher* prefetcher) { prefetcher_ = prefetcher; }
+  // Write gathering and write-behind; null = WRITE and COMMIT are forwarded.
+  void SetWritePath(WritePath* write_path) { write_path_ = write_path; }
   // Learns from a successful upstream `reply` to `p` with decoded `args`
   // sent for `cred` on `exp`: caches, handle registry, data cache; clamps
   // FSINFO and masks ACCESS on a read-only export (may rewrite the record).
@@ -95,6 +101,12 @@ class NfsService : public RpcProgram {
   // or by forwarding it upstream.
   void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
              const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
+  // Returns true iff the write path took the call: WRITE and COMMIT, and a
+  // READ, GETATTR or SETATTR held until buffered writes of its file are
+  // upstream (DESIGN rule 4; Serve runs again then).
+  bool ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                   const std::shared_ptr<XdrBox>& args, const Export& exp,
+                   const OpaqueAuth& cred);
   // Sends an admitted call upstream (or joins an identical one in flight).
   void Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
@@ -121,6 +133,7 @@ class NfsService : public RpcProgram {
   MetadataCache* cache_;
   ReadPath* read_path_;
   Prefetcher* prefetcher_ = nullptr;
+  WritePath* write_path_ = nullptr;
   // A client call waiting for a speculative call's reply.
   struct Waiter {
     std::shared_ptr<IncomingCall> call;

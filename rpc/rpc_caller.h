@@ -5,6 +5,7 @@
 #ifndef NFSEDGE_RPC_RPC_CALLER_H_
 #define NFSEDGE_RPC_RPC_CALLER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,9 @@ namespace nfsedge {
 struct RpcReply {
   ReplyHeader header;
   std::string record;
+  // When the call's last byte left for the server, if the transport knows
+  // (RpcClient does); the epoch otherwise.
+  std::chrono::steady_clock::time_point sent_at{};
   // The procedure's results. REQUIRES: accepted with SUCCESS.
   std::string_view results() const {
     return std::string_view(record).substr(header.results_offset);

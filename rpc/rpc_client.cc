@@ -1,6 +1,7 @@
 #include "rpc/rpc_client.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <netinet/tcp.h>
 #include <rpc/rpc.h>
 #include <unistd.h>
@@ -52,7 +53,8 @@ RpcClient::RpcClient(event_base* base, ClientOptions options)
       options_(std::move(options)),
       conns_(std::max(1, options_.connections)),
       next_xid_(std::random_device{}()),
-      sweep_(base, [this] { SweepDeadlines(); }) {
+      sweep_(base, [this] { SweepDeadlines(); }),
+      pace_timer_(base, [this] { PaceOut(); }) {
   for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
     conn_args_.push_back(std::make_unique<ConnArg>(ConnArg{this, i}));
     conns_[i].retry = std::make_unique<Timer>(base_, [this, i] { Connect(i); });
@@ -62,6 +64,7 @@ RpcClient::RpcClient(event_base* base, ClientOptions options)
 
 RpcClient::~RpcClient() {
   sweep_.Cancel();
+  pace_timer_.Cancel();
   for (auto& c : conns_) {
     c.retry->Cancel();
     c.bev.reset();
@@ -105,6 +108,15 @@ void RpcClient::Connect(int i) {
   c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   c.reader = std::make_unique<RecordReader>(options_.max_record_size);
   c.state = Conn::State::kConnecting;
+  SetCallbacks(i);
+  if (bufferevent_socket_connect(c.bev.get(), options_.server.get(),
+                                 static_cast<int>(options_.server.len)) != 0) {
+    ConnLost(i, std::string("connect: ") + std::strerror(errno));
+  }
+}
+
+void RpcClient::SetCallbacks(int i) {
+  Conn& c = conns_[i];
   bufferevent_setcb(
       c.bev.get(),
       [](bufferevent*, void* arg) {
@@ -118,33 +130,106 @@ void RpcClient::Connect(int i) {
       },
       conn_args_[i].get());
   bufferevent_enable(c.bev.get(), EV_READ | EV_WRITE);
-  if (bufferevent_socket_connect(c.bev.get(), options_.server.get(),
-                                 static_cast<int>(options_.server.len)) != 0) {
-    ConnLost(i, std::string("connect: ") + std::strerror(errno));
-  }
 }
 
 void RpcClient::OnConnEvent(int i, short what) {
   Conn& c = conns_[i];
-  if (what & BEV_EVENT_CONNECTED) {
-    c.state = Conn::State::kUp;
-    c.backoff = options_.reconnect_min;
+  if ((what & BEV_EVENT_CONNECTED) && c.state == Conn::State::kConnecting) {
     int one = 1;
     evutil_socket_t fd = bufferevent_getfd(c.bev.get());
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    SockAddr local;
-    local.len = sizeof(local.ss);
-    if (getsockname(fd, local.get(), &local.len) == 0) c.local_port = local.port();
-    NFSEDGE_LOG(kInfo) << options_.name << ": connection " << i << " to "
-                       << options_.server.ToString() << " up";
-    Pump();
+    if (!options_.tls) {
+      ConnUp(i);
+      return;
+    }
+    c.state = Conn::State::kProbing;
+    c.probe_xid = next_xid_++;
+    std::string probe =
+        EncodeRecord(EncodeTlsProbe(c.probe_xid, options_.tls_probe_prog, options_.tls_probe_vers));
+    bufferevent_write(c.bev.get(), probe.data(), probe.size());
+    return;
+  }
+  if ((what & BEV_EVENT_CONNECTED) && c.state == Conn::State::kHandshaking) {
+    ConnUp(i);
     return;
   }
   if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
     int err = EVUTIL_SOCKET_ERROR();
-    ConnLost(i, (what & BEV_EVENT_EOF) ? std::string("closed by server")
-                                       : std::string(evutil_socket_error_to_string(err)));
+    if (c.state == Conn::State::kProbing || c.state == Conn::State::kHandshaking) {
+      std::string why = c.state == Conn::State::kProbing
+                            ? std::string("closed during the AUTH_TLS probe")
+                            : TlsBuffereventError(c.bev.get());
+      TlsFailed(i, why);
+      return;
+    }
+    std::string why = (what & BEV_EVENT_EOF) ? std::string("closed by server")
+                      : options_.tls         ? TlsBuffereventError(c.bev.get())
+                                             : std::string(evutil_socket_error_to_string(err));
+    ConnLost(i, why);
   }
+}
+
+void RpcClient::ConnUp(int i) {
+  Conn& c = conns_[i];
+  c.state = Conn::State::kUp;
+  c.backoff = options_.reconnect_min;
+  SockAddr local;
+  local.len = sizeof(local.ss);
+  if (getsockname(bufferevent_getfd(c.bev.get()), local.get(), &local.len) == 0) {
+    c.local_port = local.port();
+  }
+  NFSEDGE_LOG(kInfo) << options_.name << ": connection " << i << " to "
+                     << options_.server.ToString() << " up" << (options_.tls ? " (TLS)" : "");
+  Pump();
+}
+
+void RpcClient::OnProbeReply(int i) {
+  Conn& c = conns_[i];
+  std::string record;
+  RecordReader::Result r = c.reader->Next(bufferevent_get_input(c.bev.get()), &record);
+  if (r == RecordReader::Result::kNeedMore) return;
+  Status ok = r == RecordReader::Result::kTooLarge ? ProtocolError("oversized reply to the probe")
+                                                   : CheckStartTlsReply(record, c.probe_xid);
+  if (!ok.ok()) {
+    TlsFailed(i, ok.message());
+    return;
+  }
+  if (evbuffer_get_length(bufferevent_get_input(c.bev.get())) != 0) {
+    TlsFailed(i, "bytes after the STARTTLS reply");
+    return;
+  }
+  StartHandshake(i);
+}
+
+void RpcClient::TlsFailed(int i, const std::string& why) {
+  NFSEDGE_LOG(kWarn) << options_.name << ": TLS to " << options_.server.ToString()
+                     << " failed: " << why;
+  ConnLost(i, "TLS: " + why);
+}
+
+void RpcClient::StartHandshake(int i) {
+  Conn& c = conns_[i];
+  SSL* ssl = NewClientSsl(options_.tls.get(), options_.tls_server_name);
+  if (ssl == nullptr) {
+    TlsFailed(i, "SSL_new: " + TlsErrorText());
+    return;
+  }
+  // The filter takes over the TCP bufferevent (and frees it, and the SSL).
+  bufferevent* tcp = c.bev.get();
+  bufferevent_setcb(tcp, nullptr, nullptr, nullptr, nullptr);
+  bufferevent* tls = bufferevent_openssl_filter_new(base_, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                    BEV_OPT_CLOSE_ON_FREE);
+  if (tls == nullptr) {
+    SSL_free(ssl);
+    TlsFailed(i, "cannot set up the TLS filter");
+    return;
+  }
+  (void)c.bev.release();
+  c.bev.reset(tls);
+  bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+  c.reader = std::make_unique<RecordReader>(options_.max_record_size);
+  c.state = Conn::State::kHandshaking;
+  SetCallbacks(i);
 }
 
 void RpcClient::ConnLost(int i, const std::string& why) {
@@ -157,6 +242,11 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   AbortOnClose(c.bev.get());
   c.bev.reset();
   c.outstanding = 0;
+  // Bytes the pacer still held for this connection go nowhere: their calls
+  // are sent again whole below.
+  paced_.erase(std::remove_if(paced_.begin(), paced_.end(),
+                              [i](const PacedWrite& w) { return w.conn == i; }),
+               paced_.end());
   // Calls that were on this connection go back to the head of the queue,
   // in XID order, to be sent again with the same XID; a call that lost its
   // connection too often fails instead.
@@ -208,6 +298,11 @@ void RpcClient::ConnLost(int i, const std::string& why) {
 
 void RpcClient::OnConnRead(int i) {
   Conn& c = conns_[i];
+  if (c.state == Conn::State::kProbing) {
+    OnProbeReply(i);
+    return;
+  }
+  if (c.state != Conn::State::kUp) return;
   evbuffer* in = bufferevent_get_input(c.bev.get());
   for (;;) {
     std::string record;
@@ -228,11 +323,14 @@ void RpcClient::OnConnRead(int i) {
       continue;  // late reply to a call that timed out
     }
     ReplyCallback done = std::move(it->second.done);
+    const SteadyClock::time_point sent_at = it->second.sent_at;
     pending_.erase(it);
     in_flight_--;
     c.outstanding--;
     stats_.replies++;
-    done(RpcReply{*h, std::move(record)});
+    RpcReply reply{*h, std::move(record)};
+    reply.sent_at = sent_at;
+    done(std::move(reply));
     if (c.state != Conn::State::kUp) return;  // the callback may have shut us down
   }
   Pump();
@@ -259,6 +357,13 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   Pending p;
   p.record = EncodeRecord(body);
   p.done = std::move(done);
+  if (options_.on_done) {
+    p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),
+              inner = std::move(p.done)](StatusOr<RpcReply> r) {
+      observe(prog, proc, r, SteadyClock::now() - start);
+      inner(std::move(r));
+    };
+  }
   p.deadline = SteadyClock::now() + options_.timeout;
   pending_.emplace(xid, std::move(p));
   queue_.push_back(xid);
@@ -287,13 +392,83 @@ void RpcClient::Pump() {
     it->second.conn = i;
     in_flight_++;
     conns_[i].outstanding++;
-    bufferevent_write(conns_[i].bev.get(), it->second.record.data(), it->second.record.size());
+    WriteCall(i, xid, it->second);
+  }
+}
+
+void RpcClient::WriteCall(int i, uint32_t xid, Pending& p) {
+  p.sent_at = {};
+  if (pacing_rate_ <= 0 && paced_.empty()) {
+    bufferevent_write(conns_[i].bev.get(), p.record.data(), p.record.size());
+    p.sent_at = SteadyClock::now();
+    return;
+  }
+  paced_.push_back(PacedWrite{i, xid, p.record});
+  PaceOut();
+}
+
+void RpcClient::SetPacingRate(double bytes_per_second) {
+  pacing_rate_ = std::max(0.0, bytes_per_second);
+  if (!paced_.empty()) PaceOut();
+}
+
+void RpcClient::PaceOut() {
+  pace_timer_.Cancel();
+  const auto now = SteadyClock::now();
+  // Chunks of about 2 ms at the rate, one TCP segment at least.
+  const double quantum = std::clamp(pacing_rate_ * 0.002, 1448.0, 65536.0);
+  if (tokens_at_ != SteadyClock::time_point{}) {
+    tokens_ += pacing_rate_ * std::chrono::duration<double>(now - tokens_at_).count();
+  }
+  tokens_ = std::min(tokens_, quantum);
+  tokens_at_ = now;
+  while (!paced_.empty()) {
+    PacedWrite& w = paced_.front();
+    Conn& c = conns_[w.conn];
+    if (c.state != Conn::State::kUp) {  // cannot happen: ConnLost drops them
+      paced_.pop_front();
+      continue;
+    }
+    size_t n = w.bytes.size() - w.written;
+    if (pacing_rate_ > 0) {
+      if (tokens_ < 1) break;
+      n = std::min(n, static_cast<size_t>(tokens_));
+      tokens_ -= static_cast<double>(n);
+    }
+    bufferevent_write(c.bev.get(), w.bytes.data() + w.written, n);
+    w.written += n;
+    if (w.written < w.bytes.size()) continue;
+    auto it = pending_.find(w.xid);
+    if (it != pending_.end() && it->second.conn == w.conn) it->second.sent_at = now;
+    paced_.pop_front();
+  }
+  if (!paced_.empty()) {
+    double wait = (std::min(quantum, 4096.0) - tokens_) / pacing_rate_;
+    pace_timer_.Arm(std::max<Duration>(std::chrono::milliseconds(1),
+                                       std::chrono::duration_cast<Duration>(
+                                           std::chrono::duration<double>(wait))));
+  }
+}
+
+void RpcClient::RetransmitOverdue(SteadyClock::time_point now) {
+  if (rto_ <= Duration::zero()) return;
+  for (auto& [xid, p] : pending_) {
+    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || p.retransmits >= kMaxRetransmits) {
+      continue;
+    }
+    if (now - p.sent_at < rto_ * (1 << p.retransmits)) continue;
+    p.retransmits++;
+    stats_.retransmits++;
+    NFSEDGE_LOG(kDebug) << options_.name << ": xid " << xid << " sent again (retransmission "
+                        << p.retransmits << ")";
+    WriteCall(p.conn, xid, p);
   }
 }
 
 void RpcClient::SweepDeadlines() {
   if (pending_.empty()) return;
   auto now = SteadyClock::now();
+  RetransmitOverdue(now);
   std::vector<ReplyCallback> expired;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.deadline > now) {
@@ -326,6 +501,8 @@ void RpcClient::Shutdown(const Status& why) {
   auto pending = std::move(pending_);
   pending_.clear();
   queue_.clear();
+  paced_.clear();
+  pace_timer_.Cancel();
   in_flight_ = 0;
   for (auto& [xid, p] : pending) p.done(why);
 }

@@ -35,10 +35,12 @@
 #include "rpc/rpc_message.h"
 #include "rpc/sockaddr.h"
 #include "rpc/status.h"
+#include "rpc/tls.h"
 
 namespace nfsedge {
 
 inline constexpr int kMaxConnectionLosses = 3;
+inline constexpr int kMaxRetransmits = 3;
 
 struct ClientOptions {
   std::string name = "upstream";  // for logs
@@ -51,6 +53,21 @@ struct ClientOptions {
   Duration reconnect_max = std::chrono::seconds(5);
   bool privileged_port = false;
   size_t max_record_size = 4 << 20;
+  // RPC-over-TLS (RFC 9289, rpc/tls.h): when set, every connection first
+  // sends the AUTH_TLS probe (NULL of tls_probe_prog/vers), requires the
+  // STARTTLS verifier and completes a TLS handshake that verifies the
+  // server's certificate for tls_server_name; only then do calls flow. Any
+  // failure counts as a failed connect (retried with back-off, never
+  // plaintext).
+  SslCtxPtr tls;
+  std::string tls_server_name;
+  uint32_t tls_probe_prog = 100003;
+  uint32_t tls_probe_vers = 3;
+  // Sees the outcome of every call that was queued (reply or error), with
+  // the time since Call(); for metrics. May be empty.
+  std::function<void(uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& reply,
+                     Duration elapsed)>
+      on_done;
 };
 
 struct ClientStats {
@@ -60,6 +77,7 @@ struct ClientStats {
   uint64_t resent = 0;
   uint64_t reconnects = 0;
   uint64_t refused = 0;  // queue full
+  uint64_t retransmits = 0;  // calls sent again after the retransmission timeout
 };
 
 class RpcClient : public RpcCaller {
@@ -81,6 +99,18 @@ class RpcClient : public RpcCaller {
   // Fails every pending call with `why` and closes the connections.
   void Shutdown(const Status& why);
 
+  // Paces the bytes of calls onto the connections at `bytes_per_second`
+  // (0, the default: calls are written whole at once), so that the path's
+  // bottleneck queue, not this client's buffer, stays short. A reply's
+  // sent_at is when the call's last byte was written.
+  void SetPacingRate(double bytes_per_second);
+  // A call on the wire without a reply this long after its last byte was
+  // written is sent again with the same XID (the server's duplicate request
+  // cache recognises it), the timeout doubling each time, at most
+  // kMaxRetransmits times; 0 (the default) = never. The overall deadline
+  // (ClientOptions::timeout) still applies.
+  void SetRetransmitTimeout(Duration rto) { rto_ = rto; }
+
   size_t in_flight() const { return in_flight_; }
   size_t queued() const { return queue_.size(); }
   size_t pending() const { return pending_.size(); }
@@ -94,15 +124,27 @@ class RpcClient : public RpcCaller {
     SteadyClock::time_point deadline;
     int conn = -1;  // connection it was sent on; -1 = waiting in queue_
     int losses = 0;  // connections lost while this call was on them
+    SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
+    int retransmits = 0;
+  };
+  // A call's bytes waiting for the pacer.
+  struct PacedWrite {
+    int conn;
+    uint32_t xid;
+    std::string bytes;
+    size_t written = 0;
   };
   struct Conn {
-    enum class State { kDown, kConnecting, kUp } state = State::kDown;
+    // With TLS: kConnecting -> kProbing (AUTH_TLS probe sent) ->
+    // kHandshaking -> kUp.
+    enum class State { kDown, kConnecting, kProbing, kHandshaking, kUp } state = State::kDown;
     BuffereventPtr bev;
     std::unique_ptr<RecordReader> reader;
     std::unique_ptr<Timer> retry;
     Duration backoff{};
     size_t outstanding = 0;
     uint16_t local_port = 0;  // source port of the last good connection
+    uint32_t probe_xid = 0;
   };
   struct ConnArg {
     RpcClient* client;
@@ -112,10 +154,21 @@ class RpcClient : public RpcCaller {
   void Connect(int i);
   void OnConnEvent(int i, short what);
   void OnConnRead(int i);
+  void ConnUp(int i);
+  // TLS steps: the probe's reply on connection `i`, then the handshake.
+  void OnProbeReply(int i);
+  void StartHandshake(int i);
+  // Logs why TLS failed on connection `i` and treats it as lost.
+  void TlsFailed(int i, const std::string& why);
+  void SetCallbacks(int i);
   void ConnLost(int i, const std::string& why);
   void Pump();
   void SweepDeadlines();
   int PickConnection() const;
+  // Writes the call `xid` on connection `i`, now or through the pacer.
+  void WriteCall(int i, uint32_t xid, Pending& p);
+  void PaceOut();
+  void RetransmitOverdue(SteadyClock::time_point now);
   // Returns a non-blocking socket bound as the options and `c` say, or -1 to
   // let libevent make one.
   int MakeSocket(Conn& c);
@@ -131,6 +184,13 @@ class RpcClient : public RpcCaller {
   bool shut_down_ = false;
   Timer sweep_;
   ClientStats stats_;
+  // Pacing and retransmission (SetPacingRate, SetRetransmitTimeout).
+  double pacing_rate_ = 0;
+  double tokens_ = 0;
+  SteadyClock::time_point tokens_at_{};
+  std::deque<PacedWrite> paced_;
+  Timer pace_timer_;
+  Duration rto_{};
 };
 
 }  // namespace nfsedge

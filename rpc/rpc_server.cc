@@ -1,6 +1,7 @@
 #include "rpc/rpc_server.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <netinet/tcp.h>
 
 #include <algorithm>
@@ -37,7 +38,10 @@ void IncomingCall::Reply(std::string reply) {
   if (replied_) return;
   replied_ = true;
   if (reply_hook_) std::exchange(reply_hook_, nullptr)(reply);
-  if (auto c = conn_.lock()) c->SendReply(reply);
+  if (auto c = conn_.lock()) {
+    c->ObserveReply(*this, reply);
+    c->SendReply(reply);
+  }
 }
 
 void IncomingCall::ReplyAccepted(AcceptStat stat, uint32_t low, uint32_t high) {
@@ -71,6 +75,18 @@ void ServerConnection::OnRead(bufferevent*, void* arg) {
 
 void ServerConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
+  if ((what & BEV_EVENT_CONNECTED) && self->tls_) {
+    self->tls_connected_ = true;
+    NFSEDGE_LOG(kDebug) << "client " << self->peer_.ToString() << ": TLS established";
+    return;
+  }
+  if (self->tls_ && !self->tls_connected_ && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
+    self->server_->stats_.tls_failures++;
+    NFSEDGE_LOG(kWarn) << "client " << self->peer_.ToString()
+                       << ": TLS handshake failed: " << TlsBuffereventError(self->bev_.get());
+    self->Close();
+    return;
+  }
   if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
     NFSEDGE_LOG(kDebug) << "client " << self->peer_.ToString() << " disconnected";
     self->Close();
@@ -113,6 +129,12 @@ void ServerConnection::ProcessInput() {
       case CallError::kNone:
         break;
     }
+    if (IsTlsProbe(parsed.header) && opts.tls && !tls_) {
+      StartTls(parsed.header.xid);
+      if (closed_) break;
+      in = bufferevent_get_input(bev_.get());
+      continue;
+    }
     AuthStat auth = CheckCallAuth(parsed.header);
     in_flight_++;
     if (auth != kAuthOk) {
@@ -121,14 +143,40 @@ void ServerConnection::ProcessInput() {
       continue;
     }
     server_->stats_.calls++;
-    server_->handler_->HandleCall(
-        std::make_unique<IncomingCall>(weak_from_this(), std::move(record), parsed, peer_));
+    auto call = std::make_unique<IncomingCall>(weak_from_this(), std::move(record), parsed, peer_);
+    call->set_tls(tls_);
+    server_->handler_->HandleCall(std::move(call));
   }
   if (!closed_ && in_flight_ >= opts.max_calls_per_connection && !paused_) {
     paused_ = true;
     bufferevent_disable(bev_.get(), EV_READ);
   }
   processing_ = false;
+}
+
+void ServerConnection::StartTls(uint32_t xid) {
+  std::string reply = EncodeRecord(EncodeStartTlsReply(xid));
+  bufferevent_write(bev_.get(), reply.data(), reply.size());
+  SSL* ssl = SSL_new(server_->options_.tls.get());
+  bufferevent* tcp = bev_.get();
+  bufferevent* tls = ssl == nullptr ? nullptr
+                                    : bufferevent_openssl_filter_new(server_->base_, tcp, ssl,
+                                                                     BUFFEREVENT_SSL_ACCEPTING,
+                                                                     BEV_OPT_CLOSE_ON_FREE);
+  if (tls == nullptr) {
+    if (ssl != nullptr) SSL_free(ssl);
+    NFSEDGE_LOG(kWarn) << "client " << peer_.ToString()
+                       << ": cannot start TLS: " << TlsErrorText();
+    Close();
+    return;
+  }
+  (void)bev_.release();  // the filter owns the TCP bufferevent now
+  bev_.reset(tls);
+  bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+  tls_ = true;
+  server_->stats_.tls_upgrades++;
+  NFSEDGE_LOG(kDebug) << "client " << peer_.ToString() << ": STARTTLS";
+  Start();
 }
 
 void ServerConnection::MaybeResume() {
@@ -139,6 +187,11 @@ void ServerConnection::MaybeResume() {
     // loop, not from inside whatever sent this reply.
     resume_.Arm(Duration::zero());
   }
+}
+
+void ServerConnection::ObserveReply(const IncomingCall& call, std::string_view reply) {
+  const ReplyObserver& observe = server_->options_.on_reply;
+  if (observe) observe(call, reply, SteadyClock::now() - call.received());
 }
 
 void ServerConnection::SendReply(std::string_view reply) {

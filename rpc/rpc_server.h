@@ -24,6 +24,7 @@
 #include "rpc/rpc_message.h"
 #include "rpc/sockaddr.h"
 #include "rpc/status.h"
+#include "rpc/tls.h"
 
 namespace nfsedge {
 
@@ -47,6 +48,9 @@ class IncomingCall {
   std::string_view args() const { return std::string_view(record_).substr(args_offset_); }
   const SockAddr& peer() const { return peer_; }
   SteadyClock::time_point received() const { return received_; }
+  // Returns true iff the call came over TLS (RFC 9289).
+  bool tls() const { return tls_; }
+  void set_tls(bool tls) { tls_ = tls; }
 
   // Sends `reply`, a complete RPC reply message (header and results).
   void Reply(std::string reply);
@@ -72,6 +76,7 @@ class IncomingCall {
   SockAddr peer_;
   SteadyClock::time_point received_;
   bool replied_ = false;
+  bool tls_ = false;
   std::function<void(std::string_view)> reply_hook_;
 };
 
@@ -82,10 +87,20 @@ class CallHandler {
   virtual void HandleCall(std::unique_ptr<IncomingCall> call) = 0;
 };
 
+// Sees every reply a program sends to a client (`reply`: the whole RPC
+// reply message), with the time since the call arrived; for metrics.
+using ReplyObserver =
+    std::function<void(const IncomingCall& call, std::string_view reply, Duration elapsed)>;
+
 struct ServerOptions {
   size_t max_connections = 1024;
   size_t max_calls_per_connection = 128;
   size_t max_record_size = 1114112;
+  ReplyObserver on_reply;  // may be empty
+  // RPC-over-TLS (RFC 9289): when set, an AUTH_TLS probe is answered with
+  // STARTTLS and the connection continues inside TLS (server context from
+  // MakeServerTlsContext); when empty, the probe gets AUTH_BADCRED.
+  SslCtxPtr tls;
 };
 
 struct ServerStats {
@@ -94,6 +109,8 @@ struct ServerStats {
   uint64_t calls = 0;
   uint64_t bad_records = 0;  // oversized or malformed: connection closed
   uint64_t auth_errors = 0;
+  uint64_t tls_upgrades = 0;  // STARTTLS answered
+  uint64_t tls_failures = 0;  // handshakes that failed
 };
 
 class RpcServer {

@@ -19,6 +19,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void Start();
   // Queues a reply record (without mark) and frees one in-flight slot.
   void SendReply(std::string_view reply);
+  // Shows `reply` to `call` to the server's ReplyObserver, if any.
+  void ObserveReply(const IncomingCall& call, std::string_view reply);
   // Frees one in-flight slot without a reply.
   void ReleaseSlot();
   void Close();
@@ -28,6 +30,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   static void OnRead(bufferevent* bev, void* arg);
   static void OnEvent(bufferevent* bev, short what, void* arg);
   void ProcessInput();
+  // Answers the AUTH_TLS probe `xid` with STARTTLS and puts a TLS filter
+  // (server side of the handshake) on the connection.
+  void StartTls(uint32_t xid);
   void MaybeResume();
 
   RpcServer* server_;
@@ -38,6 +43,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool paused_ = false;
   bool processing_ = false;
   bool closed_ = false;
+  bool tls_ = false;            // STARTTLS answered: records flow inside TLS
+  bool tls_connected_ = false;  // the handshake completed
   Timer resume_;
 };
 

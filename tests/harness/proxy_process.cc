@@ -66,6 +66,12 @@ std::string ProxyProcess::RenderConfig(const Options& o) {
     << o.extra_upstream_toml << "\n"
     << "[log]\n"
     << "level = " << Quote(o.log_level) << "\n\n"
+    << "[control]\n"
+    << "socket = "
+    << Quote(o.control_socket == "none"  ? std::string()
+             : o.control_socket.empty() ? o.work_dir + "/control.sock"
+                                        : o.control_socket)
+    << "\n\n"
     << o.extra_toml << "\n";
   for (const ProxyExport& e : o.exports) {
     c << "[[export]]\n"

@@ -49,6 +49,9 @@ class ProxyProcess {
     bool privileged_port = false;
     // [log]
     std::string log_level = "debug";
+    // [control] socket: empty = <work_dir>/control.sock, so that proxies
+    // running side by side never share one; "none" = no control socket.
+    std::string control_socket;
     std::vector<ProxyExport> exports;
     // Raw TOML lines appended to [server] / [upstream], and tables appended
     // before the exports (e.g. a [cache] table), for options not modelled here.

@@ -160,4 +160,52 @@ TEST(Config, AllErrorsAreListedAtOnce) {
 }
 
 }  // namespace
+TEST(Config, TlsKeysDefaultOffAndParse) {
+  StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->upstream.tls);
+  EXPECT_TRUE(d->server.tls_cert_file.empty());
+  EXPECT_EQ(d->exports[0].tls, ExportTls::kOff);
+  StatusOr<Config> c = ParseConfig(R"(
+[server]
+tls_cert_file = "/c.pem"
+tls_key_file = "/k.pem"
+tls_client_ca_file = "/ca.pem"
+[upstream]
+host = "gw"
+tls = true
+tls_ca_file = "/ca.pem"
+tls_server_name = "gw.example.com"
+[[export]]
+path = "/data"
+clients = ["10.0.0.0/8"]
+tls = "required"
+[[export]]
+path = "/other"
+clients = ["10.0.0.0/8"]
+tls = "optional"
+)",
+                                   "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->upstream.tls);
+  EXPECT_EQ(c->upstream.tls_server_name, "gw.example.com");
+  EXPECT_EQ(c->server.tls_client_ca_file, "/ca.pem");
+  EXPECT_EQ(c->exports[0].tls, ExportTls::kRequired);
+  EXPECT_EQ(c->exports[1].tls, ExportTls::kOptional);
+}
+
+TEST(Config, TlsMistakesAreReported) {
+  EXPECT_NE(ErrorOf("[upstream]\ntls = true\n[[export]]\npath = \"/d\"\nclients = [\"10.0.0.0/8\"]\n")
+                .find("tls_ca_file"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("[server]\ntls_cert_file = \"/c\"\n[[export]]\npath = \"/d\"\nclients = "
+                    "[\"10.0.0.0/8\"]\n")
+                .find("go together"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "tls = \"maybe\"\n").find("\"optional\""),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "tls = \"required\"\n").find("tls_cert_file"),
+            std::string::npos);
+}
+
 }  // namespace nfsedge

@@ -1,6 +1,12 @@
 #include "cache/handle_registry.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace nfsedge {
 namespace {
@@ -15,10 +21,18 @@ TEST(HandleRegistry, FindsWhatWasAdded) {
   EXPECT_FALSE(r.Find(std::string("\0\1", 2)));
 }
 
-TEST(HandleRegistry, AHandleKeepsItsFirstExport) {
+TEST(HandleRegistry, AHandleBelongsToEveryExportItWasHandedOutFor) {
   HandleRegistry r(10);
   r.Add("fh", 1);
-  r.Add("fh", 2);
+  r.Add("fh", 3, /*root=*/true);
+  std::optional<ExportSet> set = r.FindAll("fh");
+  ASSERT_TRUE(set);
+  EXPECT_TRUE(set->Has(1));
+  EXPECT_TRUE(set->Has(3));
+  EXPECT_FALSE(set->Has(0));
+  EXPECT_FALSE(set->Has(2));
+  EXPECT_FALSE(set->IsRoot(1));
+  EXPECT_TRUE(set->IsRoot(3));
   EXPECT_EQ(r.Find("fh"), 1u);
   EXPECT_EQ(r.size(), 1u);
 }
@@ -36,6 +50,179 @@ TEST(HandleRegistry, BoundedWithLeastRecentlyUsedEviction) {
   EXPECT_TRUE(r.Find("c"));
   EXPECT_TRUE(r.Find("d"));
   EXPECT_EQ(r.evictions(), 1u);
+}
+
+class PersistentRegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nfsedge-handles-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/store";
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // A registry over dir_ with exports `paths`; fails the test if it cannot open.
+  std::unique_ptr<HandleRegistry> Open(std::vector<std::string> paths, size_t max = 100) {
+    auto r = std::make_unique<HandleRegistry>(max);
+    Status s = r->Persist(dir_, std::move(paths));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return r;
+  }
+  // Opens dir_ with RocksDB directly.
+  std::unique_ptr<rocksdb::DB> RawDb() {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(o, dir_, &db);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return std::unique_ptr<rocksdb::DB>(db);
+  }
+
+  std::string root_, dir_;
+};
+
+TEST_F(PersistentRegistryTest, HandlesSurviveReopen) {
+  const std::string binary("\0\x01\xff" "fh", 5);
+  {
+    auto r = Open({"/a", "/b"});
+    r->Add("root-a", 0, /*root=*/true);
+    r->Add(binary, 1);
+    r->Add(binary, 0);
+    r->Add("only-b", 1);
+  }
+  auto r = Open({"/a", "/b"});
+  EXPECT_EQ(r->size(), 3u);
+  EXPECT_EQ(r->store()->stats().loaded, 3u);
+  EXPECT_FALSE(r->store()->stats().rebuilt);
+  std::optional<ExportSet> root = r->FindAll("root-a");
+  ASSERT_TRUE(root);
+  EXPECT_TRUE(root->Has(0) && root->IsRoot(0));
+  EXPECT_FALSE(root->Has(1));
+  std::optional<ExportSet> both = r->FindAll(binary);
+  ASSERT_TRUE(both);
+  EXPECT_TRUE(both->Has(0) && both->Has(1));
+  EXPECT_FALSE(both->IsRoot(0) || both->IsRoot(1));
+  EXPECT_EQ(r->Find("only-b"), 1u);
+  EXPECT_FALSE(r->Find("never"));
+}
+
+TEST_F(PersistentRegistryTest, ExportsAreMatchedByPathAcrossConfigChanges) {
+  {
+    auto r = Open({"/a", "/b", "/gone"});
+    r->Add("in-a", 0);
+    r->Add("in-b", 1);
+    r->Add("in-gone", 2);
+    r->Add("a-and-gone", 0);
+    r->Add("a-and-gone", 2);
+  }
+  {
+    // Exports reordered, one removed, one added.
+    auto r = Open({"/new", "/b", "/a"});
+    EXPECT_EQ(r->Find("in-a"), 2u);
+    EXPECT_EQ(r->Find("in-b"), 1u);
+    EXPECT_FALSE(r->Find("in-gone"));
+    std::optional<ExportSet> s = r->FindAll("a-and-gone");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->exports, uint64_t{1} << 2);
+  }
+  // The forgotten handle is deleted from the store, even if its export returns.
+  auto r = Open({"/a", "/b", "/gone"});
+  EXPECT_FALSE(r->Find("in-gone"));
+  EXPECT_EQ(r->size(), 3u);
+}
+
+TEST_F(PersistentRegistryTest, EvictedHandlesLeaveTheStore) {
+  {
+    auto r = Open({"/a"}, 2);
+    r->Add("one", 0);
+    r->Add("two", 0);
+    r->Add("three", 0);  // evicts "one"
+  }
+  auto r = Open({"/a"}, 10);
+  EXPECT_FALSE(r->Find("one"));
+  EXPECT_TRUE(r->Find("two"));
+  EXPECT_TRUE(r->Find("three"));
+}
+
+TEST_F(PersistentRegistryTest, ForeignStoreIsRebuiltWithALogLine) {
+  {
+    auto db = RawDb();
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "hsomething", "not ours").ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  testing::internal::CaptureStderr();
+  auto r = Open({"/a"});
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r->store()->stats().rebuilt);
+  EXPECT_EQ(r->size(), 0u);
+  EXPECT_NE(log.find("foreign RocksDB store"), std::string::npos) << log;
+  EXPECT_NE(log.find("rebuilding it empty"), std::string::npos) << log;
+  // And it is usable afterwards.
+  r->Add("fh", 0);
+  r.reset();
+  EXPECT_TRUE(Open({"/a"})->Find("fh"));
+}
+
+TEST_F(PersistentRegistryTest, CorruptStoreIsRebuiltWithALogLine) {
+  {
+    auto r = Open({"/a"});
+    r->Add("fh", 0);
+  }
+  {
+    std::ofstream current(dir_ + "/CURRENT", std::ios::trunc);
+    current << "garbage without newline";
+  }
+  testing::internal::CaptureStderr();
+  auto r = Open({"/a"});
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r->store()->stats().rebuilt);
+  EXPECT_FALSE(r->Find("fh"));
+  EXPECT_NE(log.find("cannot be opened"), std::string::npos) << log;
+  EXPECT_NE(log.find("rebuilding it empty"), std::string::npos) << log;
+}
+
+TEST_F(PersistentRegistryTest, MalformedRecordsAreDropped) {
+  {
+    auto r = Open({"/a"});
+    r->Add("good", 0);
+  }
+  {
+    auto db = RawDb();
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "hbad", std::string("\x01\x02", 2)).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "hbad2", "").ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  auto r = Open({"/a"});
+  EXPECT_TRUE(r->Find("good"));
+  EXPECT_FALSE(r->Find("bad"));
+  EXPECT_FALSE(r->Find("bad2"));
+  EXPECT_EQ(r->store()->stats().malformed, 2u);
+  EXPECT_FALSE(r->store()->stats().rebuilt);
+}
+
+TEST_F(PersistentRegistryTest, UnusableDirectoryIsAnError) {
+  std::ofstream(root_ + "/file") << "x";
+  HandleRegistry r(10);
+  Status s = r.Persist(root_ + "/file", {"/a"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ot a directory"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("handle store"), std::string::npos) << s.ToString();
+}
+
+TEST(HandleStoreFormat, RoundTripsAndRejectsMalformedValues) {
+  std::vector<StoredMembership> in = {{"/a", true}, {"/b/c", false}};
+  std::string v = HandleStore::EncodeValue(in);
+  std::vector<StoredMembership> out;
+  ASSERT_TRUE(HandleStore::DecodeValue(v, &out));
+  EXPECT_EQ(out, in);
+  EXPECT_FALSE(HandleStore::DecodeValue(v.substr(0, v.size() - 1), &out));
+  EXPECT_FALSE(HandleStore::DecodeValue(v + "x", &out));
+  EXPECT_FALSE(HandleStore::DecodeValue("", &out));
+  std::string bad_flags = v;
+  bad_flags[1] = 4;
+  EXPECT_FALSE(HandleStore::DecodeValue(bad_flags, &out));
+  EXPECT_FALSE(HandleStore::DecodeValue(HandleStore::EncodeValue({}), &out)) << "no export";
 }
 
 }  // namespace

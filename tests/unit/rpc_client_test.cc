@@ -113,6 +113,55 @@ TEST_F(RpcClientTest, DeadlinePassesWithoutReply) {
   EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
 }
 
+TEST_F(RpcClientTest, UnansweredCallIsRetransmittedWithTheSameXid) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(1500);
+  StartClient(o);
+  loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
+  loop_.Start();
+  Send("hold", 1);
+  EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
+  loop_.RunSync([&] {
+    // Sent at 0, then 100, 300 and 700 ms (the timeout doubling), no more.
+    ASSERT_EQ(handler_.seen_xids.size(), 1u + kMaxRetransmits);
+    for (uint32_t xid : handler_.seen_xids) EXPECT_EQ(xid, handler_.seen_xids[0]);
+    EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
+  });
+}
+
+TEST_F(RpcClientTest, PacedCallLeavesAtTheRateAndSaysWhen) {
+  StartServer();
+  StartClient(ClientOptions{});
+  loop_.RunSync([&] { client_->SetPacingRate(200e3); });  // 200 KB/s
+  loop_.Start();
+  const std::string big(100000, 'x');  // half a second at that rate
+  const auto start = SteadyClock::now();
+  SteadyClock::time_point sent_at{}, replied{};
+  loop_.RunSync([&] {
+    ASSERT_TRUE(client_
+                    ->Call(1, 1, 1, OpaqueAuth{}, big,
+                           [&](StatusOr<RpcReply> r) {
+                             ASSERT_TRUE(r.ok());
+                             EXPECT_EQ(r->results(), big);
+                             sent_at = r->sent_at;
+                             replied = SteadyClock::now();
+                             results_[1] = "done";
+                           })
+                    .ok());
+  });
+  EXPECT_EQ(Wait(1), "done");
+  loop_.RunSync([&] {
+    // The last byte cannot leave before the rate allows (less one burst).
+    EXPECT_GE(sent_at - start, std::chrono::milliseconds(400));
+    EXPECT_LE(sent_at, replied);
+  });
+  // Unpaced again: whole at once.
+  loop_.RunSync([&] { client_->SetPacingRate(0); });
+  Send(big, 2);
+  EXPECT_EQ(Wait(2), big);
+}
+
 TEST_F(RpcClientTest, LostConnectionIsReopenedAndCallResentWithSameXid) {
   StartServer();
   StartClient(ClientOptions{});

@@ -1,0 +1,330 @@
+// Daemon: the parts for operating it: metrics endpoint and collectors,
+// control socket, config reload, service manager notifications.
+#include <csignal>
+#include <initializer_list>
+#include <utility>
+
+#include "proxy/daemon.h"
+#include "proxy/service_notify.h"
+#include "rpc/log.h"
+
+namespace nfsedge {
+
+namespace {
+
+using Events = std::initializer_list<std::pair<const char*, uint64_t>>;
+
+// Writes one counter sample per (label value, count) of `events`.
+void CountEach(MetricsWriter& w, const char* name, const char* help, MetricLabels base,
+               const char* label, Events events) {
+  for (const auto& [value, n] : events) {
+    MetricLabels l = base;
+    l.emplace_back(label, value);
+    w.Counter(name, help, l, static_cast<double>(n));
+  }
+}
+
+constexpr const char* kLookups = "nfsedge_cache_lookups_total";
+constexpr const char* kLookupsHelp = "Cache lookups by cache, tier and result.";
+constexpr const char* kEntries = "nfsedge_cache_entries";
+constexpr const char* kEntriesHelp = "Entries held, by cache and tier.";
+constexpr const char* kEvictions = "nfsedge_cache_evictions_total";
+constexpr const char* kEvictionsHelp = "Entries dropped for the size bound, by cache and tier.";
+
+void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleRegistry& handles) {
+  const AttrCacheStats& a = cache.attrs().stats();
+  const AccessCacheStats& x = cache.access().stats();
+  const NameCacheStats& n = cache.names().stats();
+  CountEach(w, kLookups, kLookupsHelp, {{"cache", "attr"}, {"tier", "memory"}}, "result",
+            {{"hit", a.hits}, {"miss", a.misses}, {"expired", a.expired}});
+  CountEach(w, kLookups, kLookupsHelp, {{"cache", "access"}, {"tier", "memory"}}, "result",
+            {{"hit", x.hits}, {"miss", x.misses}, {"expired", x.stale}});
+  CountEach(w, kLookups, kLookupsHelp, {{"cache", "name"}, {"tier", "memory"}}, "result",
+            {{"hit", n.positive_hits}, {"negative_hit", n.negative_hits}, {"miss", n.misses}});
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "attr"}, {"tier", "memory"}},
+          static_cast<double>(cache.attrs().size()));
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "access"}, {"tier", "memory"}},
+          static_cast<double>(cache.access().size()));
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "name"}, {"tier", "memory"}},
+          static_cast<double>(cache.names().size()));
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "handle"}, {"tier", "memory"}},
+          static_cast<double>(handles.size()));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "attr"}, {"tier", "memory"}},
+            static_cast<double>(a.evictions));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "access"}, {"tier", "memory"}},
+            static_cast<double>(x.evictions));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "handle"}, {"tier", "memory"}},
+            static_cast<double>(handles.evictions()));
+  CountEach(w, "nfsedge_attr_cache_events_total",
+            "Attribute cache events: refresh-ahead candidates, invalidations, replies older "
+            "than the cached entry.",
+            {}, "event",
+            {{"refresh", a.refreshes},
+             {"invalidation", a.invalidations},
+             {"ignored_older", a.ignored_older}});
+  w.Counter("nfsedge_name_cache_dirs_dropped_total",
+            "Directories whose cached names were dropped (changed behind the proxy).", {},
+            static_cast<double>(n.dirs_dropped));
+}
+
+}  // namespace
+
+void Daemon::AddCollectors() {
+  metrics_.Add([](MetricsWriter& w) {
+    w.Gauge("nfsedge_build_info", "nfsedge version.", {{"version", "0.1.0"}}, 1);
+  });
+  metrics_.Add([this](MetricsWriter& w) { meter_.Collect(w); });
+  metrics_.Add([this](MetricsWriter& w) {
+    const ServerStats& s = server_->stats();
+    CountEach(w, "nfsedge_client_connection_events_total",
+              "Client connections accepted, refused (max_connections), closed for a bad record.",
+              {}, "event",
+              {{"accepted", s.connections_accepted},
+               {"refused", s.connections_refused},
+               {"bad_record", s.bad_records}});
+    w.Counter("nfsedge_client_auth_errors_total", "Calls refused for their credential.", {},
+              static_cast<double>(s.auth_errors));
+    w.Gauge("nfsedge_client_connections", "Client connections open.", {},
+            static_cast<double>(server_->connection_count()));
+    w.Gauge("nfsedge_client_calls_in_flight", "Client calls received and not yet answered.", {},
+            static_cast<double>(server_->calls_in_flight()));
+    const DispatchStats& d = dispatcher_->stats();
+    CountEach(w, "nfsedge_client_rpc_errors_total",
+              "Calls for a program, version or procedure the proxy does not serve.", {}, "error",
+              {{"prog_unavail", d.prog_unavail},
+               {"prog_mismatch", d.prog_mismatch},
+               {"proc_unavail", d.proc_unavail}});
+    for (uint32_t i = 0; i < kNfsProcCount; ++i) {
+      const NfsProcStats& st = nfs_->stats(i);
+      CountEach(w, "nfsedge_nfs_proc_events_total",
+                "Per NFS procedure: calls, answers from the metadata cache, refusals by the "
+                "proxy, upstream failures (JUKEBOX), speculative calls, calls coalesced.",
+                {{"proc", FindNfsProc(i)->name}}, "event",
+                {{"calls", st.calls},
+                 {"cache_answer", st.cache_answers},
+                 {"local_error", st.local_errors},
+                 {"upstream_error", st.upstream_errors},
+                 {"speculative", st.speculative},
+                 {"coalesced", st.coalesced}});
+    }
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    for (const auto& [name, client] :
+         {std::pair<const char*, RpcClient*>{"nfs", nfs_upstream_.get()},
+          {"mount", mount_upstream_.get()}}) {
+      const ClientStats& u = client->stats();
+      CountEach(w, "nfsedge_upstream_rpc_events_total",
+                "Upstream RPC client: calls, replies, timeouts, resends, reconnects, calls "
+                "refused for a full queue (max_queued).",
+                {{"client", name}}, "event",
+                {{"call", u.calls},
+                 {"reply", u.replies},
+                 {"timeout", u.timeouts},
+                 {"resent", u.resent},
+                 {"reconnect", u.reconnects},
+                 {"refused", u.refused}});
+      w.Gauge("nfsedge_upstream_connections_up", "Upstream connections established.",
+              {{"client", name}}, client->connections_up());
+      w.Gauge("nfsedge_upstream_calls_in_flight", "Upstream calls sent, not yet answered.",
+              {{"client", name}}, static_cast<double>(client->in_flight()));
+      w.Gauge("nfsedge_upstream_calls_queued", "Upstream calls waiting to be sent.",
+              {{"client", name}}, static_cast<double>(client->queued()));
+    }
+    CollectMetadata(w, cache_, handles_);
+    w.Counter("nfsedge_refresh_ahead_total", "Attributes revalidated before they expired.", {},
+              static_cast<double>(refresher_->sent()));
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    if (!read_path_) return;
+    const ReadPathStats& r = read_path_->stats();
+    const BlockCacheStats& b = blocks_->stats();
+    CountEach(w, kLookups, kLookupsHelp, {{"cache", "data"}, {"tier", "memory"}}, "result",
+              {{"hit", b.hits}, {"miss", b.misses}, {"expired", b.stale}});
+    w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
+            {{"cache", "data"}, {"tier", "memory"}}, static_cast<double>(b.bytes));
+    w.Gauge(kEntries, kEntriesHelp, {{"cache", "data"}, {"tier", "memory"}},
+            static_cast<double>(b.blocks));
+    w.Counter(kEvictions, kEvictionsHelp, {{"cache", "data"}, {"tier", "memory"}},
+              static_cast<double>(b.evictions));
+    CountEach(w, "nfsedge_readahead_blocks_total",
+              "Read-ahead blocks that a client then read (used) or that left the cache unread "
+              "(wasted).",
+              {}, "result", {{"used", b.readahead_used}, {"wasted", b.readahead_wasted}});
+    CountEach(w, "nfsedge_read_path_events_total",
+              "READ path: client reads, reads served from the data cache, memory hits, reads "
+              "forwarded as is, reads without ACCESS evidence, revalidations, fetches.",
+              {}, "event",
+              {{"read", r.reads},
+               {"served", r.served},
+               {"memory_hit", r.memory_hits},
+               {"forwarded", r.forwarded},
+               {"no_evidence", r.no_evidence},
+               {"revalidation", r.revalidations},
+               {"fetch", r.fetches},
+               {"readahead_fetch", r.readahead_fetches},
+               {"tree_fetch", r.tree_fetches},
+               {"fetch_error", r.fetch_errors}});
+    CountEach(w, "nfsedge_upstream_read_bytes_total",
+              "Bytes READ from the upstream by the data cache, on demand or ahead.", {}, "kind",
+              {{"fetch", r.fetch_bytes}, {"readahead", r.readahead_bytes}});
+    if (disk_) {
+      const DiskTierStats& d = disk_->stats();
+      CountEach(w, kLookups, kLookupsHelp, {{"cache", "data"}, {"tier", "disk"}}, "result",
+                {{"hit", r.disk_hits},
+                 {"miss", r.disk_reads > r.disk_hits ? r.disk_reads - r.disk_hits : 0}});
+      w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
+              {{"cache", "data"}, {"tier", "disk"}}, static_cast<double>(d.bytes));
+      w.Gauge(kEntries, kEntriesHelp, {{"cache", "data"}, {"tier", "disk"}},
+              static_cast<double>(d.entries));
+      w.Counter(kEvictions, kEvictionsHelp, {{"cache", "data"}, {"tier", "disk"}},
+                static_cast<double>(d.evictions));
+      CountEach(w, "nfsedge_disk_tier_events_total",
+                "Disk tier: blocks written, writes dropped (queue full), I/O errors.", {}, "event",
+                {{"put", d.puts}, {"dropped_put", d.dropped_puts}, {"error", d.errors}});
+    }
+    const std::optional<Duration> rtt = path_->min_rtt();
+    if (rtt) {
+      w.Gauge("nfsedge_path_min_rtt_seconds", "Lowest upstream round trip seen (base RTT).", {},
+              std::chrono::duration<double>(*rtt).count());
+    }
+    w.Gauge("nfsedge_path_delivery_rate_bytes", "Measured upstream delivery rate, bytes/s.", {},
+            path_->delivery_rate());
+    w.Gauge("nfsedge_path_bdp_bytes", "Bandwidth-delay product estimate, bytes.", {},
+            static_cast<double>(path_->bdp()));
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    if (!prefetcher_) return;
+    const PrefetchStats& p = prefetcher_->stats();
+    CountEach(w, "nfsedge_prefetch_events_total",
+              "Tree-walk prefetch: jobs queued and dropped (queue full), listings, ACCESS calls, "
+              "small files read, failed calls.",
+              {}, "event",
+              {{"queued", p.queued},
+               {"dropped", p.dropped},
+               {"list", p.lists},
+               {"access", p.access},
+               {"file", p.files},
+               {"error", p.errors}});
+    w.Gauge("nfsedge_prefetch_queue", "Prefetch jobs waiting.", {},
+            static_cast<double>(prefetcher_->queued()));
+    w.Gauge("nfsedge_prefetch_in_flight", "Prefetch calls in flight.", {},
+            static_cast<double>(prefetcher_->in_flight()));
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    CountEach(w, "nfsedge_config_reloads_total", "Config reloads, applied or rejected.", {},
+              "result", {{"ok", reloads_}, {"rejected", reload_failures_}});
+    if (metrics_http_) {
+      w.Counter("nfsedge_metrics_scrapes_total", "Scrapes of this endpoint.", {},
+                static_cast<double>(metrics_http_->scrapes()));
+    }
+  });
+}
+
+Status Daemon::StartMetricsEndpoint() {
+  const std::string& listen = config_.metrics.listen;
+  if (listen == metrics_listen_ && (metrics_http_ || listen.empty())) return Status::Ok();
+  if (listen.empty()) {
+    metrics_http_.reset();
+    metrics_listen_.clear();
+    NFSEDGE_LOG(kInfo) << "metrics endpoint off";
+    return Status::Ok();
+  }
+  auto http = std::make_unique<MetricsHttpServer>(base_.get(), metrics_);
+  StatusOr<uint16_t> port = http->Listen(listen);
+  if (!port.ok()) return port.status();
+  metrics_http_ = std::move(http);
+  metrics_listen_ = listen;
+  NFSEDGE_LOG(kInfo) << "metrics: http://" << listen << "/metrics (port " << *port << ")";
+  return Status::Ok();
+}
+
+Status Daemon::StartOperations() {
+  AddCollectors();
+  Status m = StartMetricsEndpoint();
+  if (!m.ok()) return m;
+  OperationsDeps d;
+  d.base = base_.get();
+  d.config = &config_;
+  d.exports = &exports_;
+  d.meta = &cache_;
+  d.blocks = blocks_.get();
+  d.disk = disk_.get();
+  d.read_path = read_path_.get();
+  d.nfs = nfs_upstream_.get();
+  d.mount = mount_upstream_.get();
+  d.nfs_client = nfs_upstream_.get();
+  d.meter = &meter_;
+  NfsService* nfs = nfs_.get();
+  d.learn = [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+                  const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); };
+  d.reload = [this] { return Reload(); };
+  ops_ = std::make_unique<Operations>(std::move(d));
+  if (!config_.control.socket.empty()) {
+    Operations* ops = ops_.get();
+    control_ = std::make_unique<ControlServer>(
+        base_.get(), [ops](const std::string& c, const std::string& a,
+                           std::shared_ptr<ControlReply> r) { ops->Handle(c, a, std::move(r)); });
+    // Serving NFS matters more than the commands: a socket that cannot be
+    // made is an error in the log, not a failed start.
+    Status c = control_->Listen(config_.control.socket, config_.control.socket_mode);
+    if (c.ok()) {
+      NFSEDGE_LOG(kInfo) << "control socket " << config_.control.socket;
+    } else {
+      NFSEDGE_LOG(kError) << c.ToString() << "; the nfsedge commands will not reach this daemon";
+      control_.reset();
+    }
+  }
+  sighup_.reset(evsignal_new(
+      base_.get(), SIGHUP,
+      [](evutil_socket_t, short, void* arg) {
+        Status ignored = static_cast<Daemon*>(arg)->Reload();  // logged by Reload()
+        (void)ignored.ok();
+      },
+      this));
+  evsignal_add(sighup_.get(), nullptr);
+  return Status::Ok();
+}
+
+void Daemon::SetFlush(FlushFn flush) { ops_->SetFlush(std::move(flush)); }
+
+Status Daemon::Reload() {
+  Status ignored = NotifyServiceManager("RELOADING=1");
+  (void)ignored.ok();
+  auto finish = [this](Status s) {
+    if (s.ok()) {
+      reloads_++;
+      NFSEDGE_LOG(kInfo) << "config reloaded from " << config_.source;
+    } else {
+      reload_failures_++;
+      NFSEDGE_LOG(kError) << "config reload rejected, the config in force stays: " << s.message();
+    }
+    Status n = NotifyServiceManager("READY=1");
+    (void)n.ok();
+    return s;
+  };
+  StatusOr<Config> next = LoadConfig(config_.source);
+  if (!next.ok()) return finish(next.status());
+  // Check first, then apply: a rejected reload changes nothing.
+  if (next->metrics.listen != metrics_listen_ && !next->metrics.listen.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    Status hp = SplitHostPort(next->metrics.listen, &host, &port);
+    if (!hp.ok()) return finish(hp);
+  }
+  Status e = exports_.Update(next->exports);
+  if (!e.ok()) return finish(e);
+  config_.exports = next->exports;
+  config_.log_level = next->log_level;
+  config_.log = next->log;
+  SetLogLevel(config_.log_level);
+  ConfigureLogging(config_.log);
+  config_.metrics = next->metrics;
+  Status m = StartMetricsEndpoint();
+  if (!m.ok()) NFSEDGE_LOG(kError) << "metrics endpoint: " << m.ToString();
+  config_.control.warm_depth = next->control.warm_depth;
+  config_.control.warm_file_bytes = next->control.warm_file_bytes;
+  config_.control.warm_in_flight = next->control.warm_in_flight;
+  return finish(Status::Ok());
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,308 @@
+#include "proxy/scheduler.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "rpc/auth_sys.h"
+
+namespace nfsedge {
+
+namespace {
+
+// NFSv3 procedures the scheduler tells apart (RFC 1813).
+constexpr uint32_t kProgNfs = 100003;
+constexpr uint32_t kProcRead = 6;
+constexpr uint32_t kProcWrite = 7;
+constexpr uint32_t kProcReaddir = 16;
+constexpr uint32_t kProcReaddirplus = 17;
+constexpr uint32_t kProcCommit = 21;
+
+// Bytes of RPC and NFS headers around a call and its reply.
+constexpr uint64_t kCallOverhead = 200;
+
+// Returns the big-endian uint32 that ends `args` (READ's count, READDIR's
+// count, READDIRPLUS's maxcount), or 0.
+uint64_t TrailingCount(std::string_view args) {
+  if (args.size() < 4) return 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(args.data() + args.size() - 4);
+  return (uint64_t{p[0]} << 24) | (uint64_t{p[1]} << 16) | (uint64_t{p[2]} << 8) | p[3];
+}
+
+// The bytes a call puts on the path: its arguments, and for calls whose
+// reply carries data, the most the reply may carry.
+uint64_t CallBytes(uint32_t prog, uint32_t proc, std::string_view args) {
+  uint64_t bytes = args.size() + kCallOverhead;
+  if (prog == kProgNfs && (proc == kProcRead || proc == kProcReaddir || proc == kProcReaddirplus)) {
+    bytes += std::min<uint64_t>(TrailingCount(args), 64u << 20);
+  }
+  return bytes;
+}
+
+bool IsWrite(uint32_t prog, uint32_t proc) { return prog == kProgNfs && proc == kProcWrite; }
+
+// The client a call is made for: the machine name of an AUTH_SYS
+// credential, else the credential's bytes.
+std::string ClientKey(const OpaqueAuth& cred) {
+  if (cred.flavor == kAuthSys) {
+    if (std::optional<AuthSys> a = DecodeAuthSys(cred.body)) return "sys:" + a->machine;
+  }
+  return std::to_string(cred.flavor) + ":" + cred.body;
+}
+
+}  // namespace
+
+const char* CallClassName(CallClass c) {
+  switch (c) {
+    case CallClass::kInteractive:
+      return "interactive";
+    case CallClass::kClientData:
+      return "client_data";
+    case CallClass::kBackground:
+      return "background";
+  }
+  return "?";
+}
+
+class UpstreamScheduler::Facade : public RpcCaller {
+ public:
+  Facade(UpstreamScheduler* s, CallClass c) : s_(s), c_(c) {}
+  Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+              std::string_view args, ReplyCallback done) override {
+    CallClass c = c_;
+    if (c == CallClass::kInteractive && prog == kProgNfs &&
+        (proc == kProcRead || proc == kProcWrite || proc == kProcCommit)) {
+      c = CallClass::kClientData;
+    }
+    return s_->Submit(c, prog, vers, proc, cred, args, std::move(done));
+  }
+
+ private:
+  UpstreamScheduler* const s_;
+  const CallClass c_;
+};
+
+UpstreamScheduler::UpstreamScheduler(const Clock& clock, RpcCaller& metadata, RpcCaller& bulk,
+                                     SchedulerOptions options, SchedulerHooks hooks)
+    : clock_(clock),
+      metadata_(metadata),
+      bulk_(bulk),
+      options_(options),
+      hooks_(std::move(hooks)),
+      cc_(options.congestion) {
+  for (int i = 0; i < kCallClasses; ++i) {
+    facades_[i] = std::make_unique<Facade>(this, static_cast<CallClass>(i));
+  }
+}
+
+RpcCaller& UpstreamScheduler::Caller(CallClass c) { return *facades_[static_cast<int>(c)]; }
+
+UpstreamScheduler::~UpstreamScheduler() { *alive_ = false; }
+
+void UpstreamScheduler::Shutdown(const Status& why) {
+  shut_down_ = true;
+  std::vector<ReplyCallback> waiting;
+  for (ClassQueue& q : queues_) {
+    for (auto& [key, cq] : q.clients) {
+      for (Queued& c : cq.calls) waiting.push_back(std::move(c.done));
+    }
+    q.clients.clear();
+    q.size = 0;
+  }
+  queued_ = 0;
+  for (ReplyCallback& done : waiting) done(why);
+}
+
+Status UpstreamScheduler::Submit(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc,
+                                 const OpaqueAuth& cred, std::string_view args,
+                                 ReplyCallback done) {
+  if (shut_down_) return Status(StatusCode::kCancelled, "upstream scheduler is shut down");
+  const uint64_t bytes = CallBytes(prog, proc, args);
+  if (cls == CallClass::kInteractive) {
+    stats_.calls[0]++;
+    return Send(cls, prog, vers, proc, cred, args, std::move(done), bytes);
+  }
+  ClassQueue& q = queues_[cls == CallClass::kClientData ? 0 : 1];
+  const bool write = IsWrite(prog, proc);
+  // Straight through when nothing of this class or above waits and there is
+  // room: the transport then runs `done` later, never from in here.
+  if (q.size == 0 && (cls == CallClass::kClientData || queues_[0].size == 0) &&
+      cc_.CanSend(bytes) && !(write && WriteCapped())) {
+    Status s = Send(cls, prog, vers, proc, cred, args, std::move(done), bytes);
+    if (s.ok()) stats_.calls[static_cast<int>(cls)]++;
+    return s;
+  }
+  if (queued_ >= options_.max_queued) {
+    stats_.refused++;
+    return ResourceExhausted("upstream scheduler: " + std::to_string(queued_) +
+                             " calls waiting (scheduler.max_queued)");
+  }
+  if (write && WriteCapped() && cc_.CanSend(bytes)) stats_.write_cap_waits++;
+  std::string key = ClientKey(cred);
+  auto [it, fresh] = q.clients.try_emplace(std::move(key));
+  if (fresh) it->second.served = q.vtime;
+  it->second.calls.push_back(
+      Queued{cls, prog, vers, proc, cred, std::string(args), std::move(done), bytes});
+  q.size++;
+  queued_++;
+  stats_.calls[static_cast<int>(cls)]++;
+  stats_.waited[static_cast<int>(cls)]++;
+  Pump();  // it may pass calls held by the write cap
+  return Status::Ok();
+}
+
+std::map<std::string, UpstreamScheduler::ClientQueue>::iterator UpstreamScheduler::PickClient(
+    ClassQueue& q, size_t* index) {
+  auto best = q.clients.end();
+  const bool capped = WriteCapped();
+  for (auto it = q.clients.begin(); it != q.clients.end(); ++it) {
+    const std::deque<Queued>& calls = it->second.calls;
+    // A client's calls go in order, except that a WRITE held by the cap
+    // does not hold back its other calls.
+    size_t i = 0;
+    while (i < calls.size() && capped && IsWrite(calls[i].prog, calls[i].proc)) ++i;
+    if (i == calls.size()) continue;
+    if (best == q.clients.end() || it->second.served < best->second.served) {
+      best = it;
+      *index = i;
+    }
+  }
+  return best;
+}
+
+void UpstreamScheduler::Pump() {
+  if (pumping_) {
+    pump_again_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    pump_again_ = false;
+    for (;;) {
+      // Client data first, unless background has credit left.
+      ClassQueue* order[2] = {&queues_[0], &queues_[1]};
+      if (queues_[1].size > 0 && (queues_[0].size == 0 || background_credit_ > 0)) {
+        std::swap(order[0], order[1]);
+      }
+      ClassQueue* q = nullptr;
+      std::map<std::string, ClientQueue>::iterator client;
+      size_t index = 0;
+      for (ClassQueue* c : order) {
+        if (c->size == 0) continue;
+        client = PickClient(*c, &index);
+        if (client != c->clients.end()) {
+          q = c;
+          break;
+        }
+      }
+      if (q == nullptr) break;
+      Queued call = std::move(client->second.calls[index]);
+      if (!cc_.CanSend(call.bytes)) {
+        client->second.calls[index] = std::move(call);
+        break;  // the window is full: wait for replies, in class order
+      }
+      client->second.calls.erase(client->second.calls.begin() + static_cast<long>(index));
+      client->second.served += call.bytes;
+      q->vtime = client->second.served;
+      if (client->second.calls.empty()) q->clients.erase(client);
+      q->size--;
+      queued_--;
+      if (call.cls == CallClass::kBackground) {
+        background_credit_ = queues_[0].size > 0 ? background_credit_ - call.bytes : 0;
+      } else if (queues_[1].size > 0) {
+        const double share = std::min(options_.background_share_percent, 99u) / 100.0;
+        background_credit_ += call.bytes * share / (1 - share);
+      } else {
+        background_credit_ = 0;
+      }
+      ReplyCallback done = std::move(call.done);
+      Status s = Send(call.cls, call.prog, call.vers, call.proc, call.cred, call.args,
+                      [done](StatusOr<RpcReply> r) { done(std::move(r)); }, call.bytes);
+      if (!s.ok()) done(s);
+    }
+  } while (pump_again_);
+  pumping_ = false;
+  if (queues_[0].size == 0 && queues_[1].size == 0) cc_.SetAppLimited();
+}
+
+Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc,
+                               const OpaqueAuth& cred, std::string_view args, ReplyCallback done,
+                               uint64_t bytes) {
+  const MonoTime now = clock_.MonoNow();
+  CongestionController::Ticket t = cc_.OnSend(bytes, now, cls != CallClass::kInteractive);
+  const bool write = IsWrite(prog, proc);
+  if (write) writes_in_flight_++;
+  RpcCaller& lane = cls == CallClass::kInteractive ? metadata_ : bulk_;
+  std::weak_ptr<bool> alive = alive_;
+  Status s = lane.Call(prog, vers, proc, cred, args,
+                       [this, alive, t, now, proc, write, done = std::move(done)](
+                           StatusOr<RpcReply> r) {
+                         if (auto a = alive.lock(); a && *a) {
+                           if (write) writes_in_flight_--;
+                           OnReply(proc, t, now, r);
+                         }
+                         done(std::move(r));
+                       });
+  if (!s.ok()) {
+    if (write) writes_in_flight_--;
+    cc_.OnFailure(t);
+  }
+  return s;
+}
+
+void UpstreamScheduler::OnReply(uint32_t proc, const CongestionController::Ticket& t,
+                                MonoTime submitted, const StatusOr<RpcReply>& r) {
+  const MonoTime now = clock_.MonoNow();
+  if (!r.ok() || proc == kProcCommit || proc >= proc_min_rtt_.size()) {
+    cc_.OnFailure(t);
+  } else {
+    MonoTime sent = submitted;
+    if (r->sent_at.time_since_epoch().count() != 0) {
+      sent = std::max(submitted, std::chrono::time_point_cast<Duration>(r->sent_at));
+    }
+    sent = std::min(sent, now);
+    // Normalize: this procedure's least round trip above the least of any.
+    Duration rtt = now - sent;
+    Duration& mine = proc_min_rtt_[proc];
+    if (mine == Duration::zero() || rtt < mine) mine = std::max(rtt, Duration(1));
+    Duration least = mine;
+    for (Duration d : proc_min_rtt_) {
+      if (d != Duration::zero()) least = std::min(least, d);
+    }
+    cc_.OnReply(t, sent + (mine - least), now);
+  }
+  if (hooks_.set_pacing_rate) hooks_.set_pacing_rate(cc_.pacing_rate());
+  if (hooks_.set_retransmit_timeout) hooks_.set_retransmit_timeout(cc_.rto());
+  Pump();
+}
+
+SchedulerStats UpstreamScheduler::stats() const {
+  SchedulerStats s = stats_;
+  s.congestion = cc_.stats();
+  s.queued[1] = queues_[0].size;
+  s.queued[2] = queues_[1].size;
+  s.writes_in_flight = writes_in_flight_;
+  return s;
+}
+
+std::string UpstreamScheduler::StatsLine() const {
+  SchedulerStats s = stats();
+  const CongestionStats& c = s.congestion;
+  auto us = [](Duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+  std::ostringstream line;
+  line << "stats scheduler base_rtt_us=" << us(c.base_rtt) << " rtt_us=" << us(c.last_rtt)
+       << " srtt_us=" << us(c.srtt) << " rto_ms=" << us(c.rto) / 1000
+       << " window=" << c.window << " in_flight=" << c.in_flight
+       << " delivery_rate=" << static_cast<uint64_t>(c.delivery_rate)
+       << " pacing_rate=" << static_cast<uint64_t>(c.pacing_rate) << " rounds=" << c.rounds
+       << " increases=" << c.increases << " decreases=" << c.decreases
+       << " base_resets=" << c.base_resets << " writes_in_flight=" << s.writes_in_flight
+       << " write_cap_waits=" << s.write_cap_waits << " refused=" << s.refused;
+  for (int i = 0; i < kCallClasses; ++i) {
+    const char* name = CallClassName(static_cast<CallClass>(i));
+    line << " " << name << "=" << s.calls[i] << "/" << s.waited[i] << "/" << s.queued[i];
+  }
+  line << " (calls/waited/queued)";
+  return line.str();
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,159 @@
+// UpstreamScheduler: every NFS call to the upstream passes here, in one of
+// three classes, ahead of the transport (two RpcCallers: a metadata lane and
+// a bulk lane, which the daemon makes as two RpcClients so that small calls
+// never wait behind a large one's bytes on the same connection):
+//
+//  - kInteractive: metadata for a client that is waiting (GETATTR, LOOKUP,
+//    ACCESS, READDIR*, mutations...). Sent at once on the metadata lane,
+//    never held behind bulk data; counted as bytes in flight.
+//  - kClientData: a client's READ, WRITE and COMMIT. Calls made through the
+//    interactive facade with those procedures land here.
+//  - kBackground: read-ahead, write-behind flushes, prefetch, warm,
+//    refresh-ahead.
+//
+// Client data and background calls go on the bulk lane when the congestion
+// window (proxy/congestion.h) has room, client data first, except that
+// background keeps `background_share_percent` of the bytes sent while both
+// wait. Within a class, clients (told apart by the AUTH_SYS machine name of
+// the call's credential) share the bytes fairly: the next call is the one of
+// the client that has been sent the fewest bytes while it had calls waiting.
+// WRITEs in flight never exceed `max_writes_in_flight`, whatever the window.
+//
+// Every reply is a round-trip sample for the controller (from the moment
+// the call's last byte left, RpcReply::sent_at, when the transport says so),
+// normalized per procedure so that a server's own work (a FILE_SYNC write's
+// fsync) is not taken for queueing; COMMIT gives no sample. After each reply
+// the scheduler passes the controller's pacing rate and retransmission
+// timeout to the transport through SchedulerHooks.
+//
+// Thread-safety: none; everything runs on the event loop's thread. Callbacks
+// are never run from inside Call().
+#ifndef NFSEDGE_PROXY_SCHEDULER_H_
+#define NFSEDGE_PROXY_SCHEDULER_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cache/clock.h"
+#include "proxy/congestion.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+enum class CallClass : uint8_t { kInteractive = 0, kClientData = 1, kBackground = 2 };
+inline constexpr int kCallClasses = 3;
+const char* CallClassName(CallClass c);
+
+struct SchedulerOptions {
+  CongestionOptions congestion;
+  // WRITE calls in flight upstream at most.
+  uint32_t max_writes_in_flight = 4;
+  // Share of the bulk bytes background work keeps while client data waits.
+  uint32_t background_share_percent = 10;
+  // Calls waiting in the scheduler at most (all classes); beyond that Call
+  // refuses with ResourceExhausted.
+  size_t max_queued = 4096;
+};
+
+// What the scheduler tells the transport below; either may be empty.
+struct SchedulerHooks {
+  std::function<void(double bytes_per_second)> set_pacing_rate;
+  std::function<void(Duration)> set_retransmit_timeout;
+};
+
+struct SchedulerStats {
+  CongestionStats congestion;
+  std::array<uint64_t, kCallClasses> calls{};   // accepted
+  std::array<uint64_t, kCallClasses> queued{};  // waiting now
+  std::array<uint64_t, kCallClasses> waited{};  // calls that had to wait
+  uint64_t writes_in_flight = 0;
+  uint64_t write_cap_waits = 0;  // times a WRITE waited for the cap alone
+  uint64_t refused = 0;
+};
+
+class UpstreamScheduler {
+ public:
+  // `metadata` carries interactive metadata, `bulk` everything else; they
+  // may be the same caller. Destroying the scheduler drops waiting calls
+  // without running their callbacks (as RpcClient does): Shutdown first.
+  UpstreamScheduler(const Clock& clock, RpcCaller& metadata, RpcCaller& bulk,
+                    SchedulerOptions options, SchedulerHooks hooks = {});
+  ~UpstreamScheduler();
+  UpstreamScheduler(const UpstreamScheduler&) = delete;
+  UpstreamScheduler& operator=(const UpstreamScheduler&) = delete;
+
+  // The RpcCaller of class `c`: hand it to the component that makes calls
+  // of that class. Lives as long as the scheduler.
+  RpcCaller& Caller(CallClass c);
+
+  // Fails every waiting call with `why`; calls made afterwards are refused
+  // (Cancelled). Calls already sent are the transport's to end.
+  void Shutdown(const Status& why);
+
+  SchedulerStats stats() const;
+  // One line of counters for the log ("stats scheduler ...").
+  std::string StatsLine() const;
+
+ private:
+  class Facade;
+  struct Queued {
+    CallClass cls;
+    uint32_t prog, vers, proc;
+    OpaqueAuth cred;
+    std::string args;
+    ReplyCallback done;
+    uint64_t bytes;
+  };
+  struct ClientQueue {
+    std::deque<Queued> calls;
+    uint64_t served = 0;  // bytes sent while backlogged (fair-queueing tag)
+  };
+  struct ClassQueue {
+    std::map<std::string, ClientQueue> clients;  // only clients with calls waiting
+    uint64_t vtime = 0;  // tag of the last call sent
+    size_t size = 0;
+  };
+
+  Status Submit(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc,
+                const OpaqueAuth& cred, std::string_view args, ReplyCallback done);
+  // Sends what the window, the write cap and the class order allow.
+  void Pump();
+  // Returns the client of `q` whose next sendable call comes first, or
+  // clients.end(); `*index` is that call's place in the client's queue.
+  std::map<std::string, ClientQueue>::iterator PickClient(ClassQueue& q, size_t* index);
+  Status Send(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+              std::string_view args, ReplyCallback done, uint64_t bytes);
+  void OnReply(uint32_t proc, const CongestionController::Ticket& t, MonoTime submitted,
+               const StatusOr<RpcReply>& r);
+  bool WriteCapped() const { return writes_in_flight_ >= options_.max_writes_in_flight; }
+
+  const Clock& clock_;
+  RpcCaller& metadata_;
+  RpcCaller& bulk_;
+  const SchedulerOptions options_;
+  const SchedulerHooks hooks_;
+  std::array<std::unique_ptr<Facade>, kCallClasses> facades_;
+  CongestionController cc_;
+  // Queues of client data [0] and background [1].
+  std::array<ClassQueue, 2> queues_;
+  size_t queued_ = 0;
+  uint64_t writes_in_flight_ = 0;
+  // Bytes background may send ahead of waiting client data.
+  double background_credit_ = 0;
+  // Smallest round trip seen per NFS procedure, to normalize samples.
+  std::array<Duration, 32> proc_min_rtt_{};
+  bool pumping_ = false, pump_again_ = false;
+  bool shut_down_ = false;
+  SchedulerStats stats_;
+  // Set to false when destroyed, for replies that arrive later.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_SCHEDULER_H_

@@ -1,0 +1,41 @@
+#include "proxy/service_notify.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace nfsedge {
+
+Status NotifySocket(const std::string& socket_path, const std::string& state) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() < 2 || socket_path.size() >= sizeof(addr.sun_path) ||
+      (socket_path[0] != '/' && socket_path[0] != '@')) {
+    return InvalidArgument("NOTIFY_SOCKET '" + socket_path + "' is not a socket path");
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + socket_path.size());
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return IoError(std::string("notify: socket: ") + std::strerror(errno));
+  ssize_t n = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+                       reinterpret_cast<sockaddr*>(&addr), len);
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(state.size())) {
+    return IoError("notify " + socket_path + ": " + std::strerror(e));
+  }
+  return Status::Ok();
+}
+
+Status NotifyServiceManager(const std::string& state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (!path || !*path) return Status::Ok();
+  return NotifySocket(path, state);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,816 @@
+#include "proxy/write_path.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "rpc/log.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
+// A write or commit the upstream could not take (no connection, queue full,
+// NFS3ERR_JUKEBOX) is tried again after this long.
+constexpr auto kRetryDelay = std::chrono::milliseconds(100);
+// Clean files kept for their gathering history at most.
+constexpr size_t kMaxIdleFiles = 4096;
+
+bool SameCred(const OpaqueAuth& a, const OpaqueAuth& b) {
+  return a.flavor == b.flavor && a.body == b.body;
+}
+
+bool Newer(const fattr3& a, const fattr3& b) {
+  if (a.ctime.seconds != b.ctime.seconds) return a.ctime.seconds > b.ctime.seconds;
+  return a.ctime.nseconds >= b.ctime.nseconds;
+}
+
+std::array<char, 8> RandomVerifier() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+               static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::array<char, 8> out{};
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
+  if (v == 0) out[0] = 1;
+  return out;
+}
+
+std::string WriteError(nfsstat3 status) {
+  return EncodeNfsError(*FindNfsProc(NFSPROC3_WRITE), status);
+}
+
+std::string CommitError(nfsstat3 status) {
+  return EncodeNfsError(*FindNfsProc(NFSPROC3_COMMIT), status);
+}
+
+}  // namespace
+
+struct WritePath::Piece {
+  enum State { kDirty, kSending, kWritten };
+  std::string data;
+  OpaqueAuth cred;
+  State state = kDirty;
+  uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
+  uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
+  std::array<char, 8> verf{};  // kWritten: what its WRITE returned
+};
+
+// A stable client write or a client COMMIT, answered once [off, end) holds
+// no piece, in arrival order.
+struct WritePath::Waiter {
+  bool commit = false;
+  uint64_t off = 0;
+  uint64_t end = 0;
+  uint32_t count = 0;
+  ReplyFn reply;
+};
+
+struct WritePath::Flight {
+  uint64_t id;
+  uint64_t off;
+  uint64_t len;
+  OpaqueAuth cred;
+  MonoTime sent;
+};
+
+struct WritePath::File {
+  std::string fh;
+  const Export* exp = nullptr;
+  std::map<uint64_t, Piece> pieces;  // by offset, disjoint
+  uint64_t bytes = 0;                // in pieces
+  std::vector<Flight> flights;       // upstream WRITEs in flight
+  uint32_t urgent_flights = 0;       // ... of them sent for waiters
+  uint64_t commit_id = 0;            // upstream COMMIT in flight, 0 = none
+  bool commit_urgent = false;
+  std::deque<Waiter> waiters;
+  std::vector<std::pair<bool, std::function<void()>>> barriers;  // (stable, then)
+  std::vector<std::function<void()>> ready;  // to run at the end of Pump
+  nfsstat3 error = NFS3_OK;  // kept for the next WRITE or COMMIT
+  // Gathering.
+  bool window = false;
+  uint64_t window_gen = 0;
+  size_t expected = 0;
+  size_t last_batch = 0;
+  int lone = 0;
+  MonoTime window_start{};
+  // Latest attributes and verifier the upstream returned for the file.
+  std::optional<fattr3> attr;
+  std::array<char, 8> upstream_verf{};
+  bool flush_scheduled = false;
+  bool flush_all = false;
+  bool retry_scheduled = false;
+  uint32_t blocked = 0;  // client writes waiting for room
+};
+
+struct WritePath::Blocked {
+  std::string fh;
+  const Export* exp;
+  uint64_t offset;
+  std::string data;
+  bool stable;
+  OpaqueAuth cred;
+  ReplyFn reply;
+};
+
+WritePath::WritePath(const Clock& clock, RpcCaller& upstream, RpcCaller& background,
+                     ScheduleFn schedule, LearnFn learn, const WritePathOptions& options)
+    : clock_(clock),
+      upstream_(upstream),
+      background_caller_(background),
+      schedule_(std::move(schedule)),
+      learn_(std::move(learn)),
+      options_(options),
+      verifier_(options.verifier) {
+  if (verifier_ == std::array<char, 8>{}) verifier_ = RandomVerifier();
+  write_size_ = std::min<uint32_t>(options.write_size ? options.write_size : (1u << 20),
+                                   options.max_transfer);
+  max_write_ = options.max_transfer;
+}
+
+WritePath::~WritePath() = default;
+
+void WritePath::LearnFsinfo(std::string_view results) {
+  XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return;
+  const FSINFO3resok& ok = res->FSINFO3res_u.resok;
+  if (ok.wtmax) max_write_ = std::min(ok.wtmax, options_.max_transfer);
+  if (options_.write_size != 0) {
+    write_size_ = std::min(write_size_, max_write_);
+    return;
+  }
+  uint32_t ws = ok.wtpref ? ok.wtpref : ok.wtmax;
+  if (ws == 0) return;
+  write_size_ = std::min(ws, max_write_);
+}
+
+WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
+  auto [it, inserted] = files_.try_emplace(fh);
+  if (inserted) {
+    it->second = std::make_unique<File>();
+    it->second->fh = fh;
+    // A file starts lone: its first stable write goes at once; a second one
+    // arriving meanwhile is company, and windows open from then on.
+    it->second->lone = options_.lone_after;
+  }
+  it->second->exp = &exp;
+  return *it->second;
+}
+
+std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
+  return f.exp->config().write_behind ? verifier_ : f.upstream_verf;
+}
+
+std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) const {
+  WRITE3res res{};
+  res.status = NFS3_OK;
+  WRITE3resok& ok = res.WRITE3res_u.resok;
+  if (stable && f.attr) {
+    ok.file_wcc.after.attributes_follow = TRUE;
+    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+  }
+  ok.count = count;
+  ok.committed = stable ? FILE_SYNC : UNSTABLE;
+  std::array<char, 8> v = ReplyVerf(f);
+  std::copy(v.begin(), v.end(), ok.verf);
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3res), &res, &out);
+  return out;
+}
+
+std::string WritePath::CommitReply(const File& f) const {
+  COMMIT3res res{};
+  res.status = NFS3_OK;
+  COMMIT3resok& ok = res.COMMIT3res_u.resok;
+  if (f.attr) {
+    ok.file_wcc.after.attributes_follow = TRUE;
+    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+  }
+  std::array<char, 8> v = ReplyVerf(f);
+  std::copy(v.begin(), v.end(), ok.verf);
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
+  return out;
+}
+
+void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred,
+                      bool may_buffer, ReplyFn reply, ForwardFn forward) {
+  const std::string fh(a.file.data.data_val, a.file.data.data_len);
+  const bool write_behind = exp.config().write_behind;
+  if (a.stable == UNSTABLE && !write_behind) {
+    // Write-behind off: UNSTABLE writes and COMMITs pass as sent, after
+    // what the proxy holds of the file.
+    stats_.forwarded++;
+    if (!Hold(fh, false, forward)) forward();
+    return;
+  }
+  File& f = FileFor(fh, exp);
+  if (f.error != NFS3_OK) {
+    nfsstat3 e = f.error;
+    f.error = NFS3_OK;
+    reply(WriteError(e));
+    ForgetIfIdle(fh);
+    return;
+  }
+  const bool stable = a.stable != UNSTABLE || !may_buffer;
+  const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
+  const bool room = (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
+                    (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
+  if (!room || !blocked_.empty()) {
+    stats_.blocked++;
+    f.blocked++;
+    blocked_.push_back(std::make_unique<Blocked>(
+        Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n), stable, cred,
+                std::move(reply)}));
+    // Pressure: every file flushes and commits so that room is made.
+    std::vector<std::string> held;
+    for (const auto& [k, file] : files_) {
+      if (file->bytes > 0) held.push_back(k);
+    }
+    for (const std::string& k : held) {
+      if (auto it = files_.find(k); it != files_.end()) Pump(*it->second);
+    }
+    return;
+  }
+  Accept(f, a.offset, std::string_view(a.data.data_val, n), cred, stable, std::move(reply));
+}
+
+void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
+                       bool stable, ReplyFn reply) {
+  Insert(f, offset, data, cred);
+  const uint32_t count = static_cast<uint32_t>(data.size());
+  if (stable) {
+    f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply)});
+    Gather(f);
+  } else {
+    stats_.buffered_writes++;
+    reply(WriteReply(f, count, false));
+    ScheduleFlush(f);
+  }
+  Pump(f);
+}
+
+void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred,
+                       ReplyFn reply, ForwardFn forward) {
+  (void)cred;
+  const std::string fh(a.file.data.data_val, a.file.data.data_len);
+  if (!exp.config().write_behind) {
+    stats_.forwarded++;
+    if (!Hold(fh, true, forward)) forward();
+    return;
+  }
+  File& f = FileFor(fh, exp);
+  if (f.error != NFS3_OK) {
+    nfsstat3 e = f.error;
+    f.error = NFS3_OK;
+    reply(CommitError(e));
+    ForgetIfIdle(fh);
+    return;
+  }
+  const uint64_t end = a.count == 0 ? kToEnd : a.offset + a.count;
+  if (f.waiters.empty() && !Holds(f, a.offset, end)) {
+    stats_.client_commits++;
+    reply(CommitReply(f));
+    ForgetIfIdle(fh);
+    return;
+  }
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply)});
+  Pump(f);
+}
+
+bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> then) {
+  auto it = files_.find(std::string(fh));
+  auto met = [stable](const File& f) {
+    if (stable) return f.pieces.empty();
+    for (const auto& [off, p] : f.pieces) {
+      if (p.state != Piece::kWritten) return false;
+    }
+    return true;
+  };
+  if (it == files_.end() || met(*it->second)) return false;
+  stats_.barriers++;
+  it->second->barriers.emplace_back(stable, std::move(then));
+  Pump(*it->second);
+  return true;
+}
+
+void WritePath::Split(File& f, uint64_t at) {
+  auto it = f.pieces.upper_bound(at);
+  if (it == f.pieces.begin()) return;
+  --it;
+  const uint64_t start = it->first;
+  Piece& p = it->second;
+  if (at <= start || at >= start + p.data.size()) return;
+  Piece tail = p;
+  tail.data = p.data.substr(at - start);
+  p.data.resize(at - start);
+  f.pieces.emplace(at, std::move(tail));
+}
+
+void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it) {
+  const uint64_t n = it->second.data.size();
+  f.bytes -= n;
+  stats_.buffered_bytes -= n;
+  f.pieces.erase(it);
+}
+
+void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred) {
+  if (data.empty()) return;
+  const uint64_t end = off + data.size();
+  Split(f, off);
+  Split(f, end);
+  // Older bytes of the range are superseded, whatever their state: the wire
+  // range of a WRITE in flight stays in flights, so the new data is not
+  // sent before that WRITE is answered.
+  for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
+    auto next = std::next(it);
+    Erase(f, it);
+    it = next;
+  }
+  Piece p;
+  p.data.assign(data);
+  p.cred = cred;
+  f.pieces.emplace(off, std::move(p));
+  f.bytes += data.size();
+  stats_.buffered_bytes += data.size();
+  stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
+}
+
+bool WritePath::Holds(const File& f, uint64_t off, uint64_t end) {
+  auto it = f.pieces.upper_bound(off);
+  if (it != f.pieces.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.data.size() > off) return true;
+  }
+  return it != f.pieces.end() && it->first < end;
+}
+
+bool WritePath::Busy(const File& f) const {
+  return f.urgent_flights > 0 || (f.commit_id != 0 && f.commit_urgent);
+}
+
+void WritePath::Gather(File& f) {
+  if (f.waiters.size() > 1) f.lone = 0;  // company: another write waits too
+  if (f.window) {
+    if (f.waiters.size() >= f.expected) EndWindow(f);
+    return;
+  }
+  if (Busy(f)) return;  // joins the next batch, sent when this one is answered
+  if (f.waiters.size() > 1) return;
+  const uint32_t window_ms = f.exp->config().gather_window_ms;
+  if (window_ms == 0 || (options_.lone_after > 0 && f.lone >= options_.lone_after)) {
+    stats_.lone++;
+    return;
+  }
+  OpenWindow(f, std::max<size_t>(2, f.last_batch));
+}
+
+void WritePath::OpenWindow(File& f, size_t expected) {
+  f.window = true;
+  f.window_gen++;
+  f.expected = expected;
+  f.window_start = clock_.MonoNow();
+  stats_.windows++;
+  const std::string fh = f.fh;
+  const uint64_t gen = f.window_gen;
+  schedule_(std::chrono::milliseconds(f.exp->config().gather_window_ms),
+            [this, fh, gen] { CloseWindow(fh, gen); });
+}
+
+void WritePath::EndWindow(File& f) {
+  f.window = false;
+  stats_.procrastination_us += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_.MonoNow() - f.window_start)
+          .count());
+}
+
+void WritePath::CloseWindow(const std::string& fh, uint64_t gen) {
+  auto it = files_.find(fh);
+  if (it == files_.end()) return;
+  File& f = *it->second;
+  if (!f.window || f.window_gen != gen) return;
+  EndWindow(f);
+  if (f.waiters.size() <= 1) {
+    f.lone++;  // the window found no company
+  } else {
+    f.lone = 0;
+  }
+  Pump(f);
+}
+
+size_t WritePath::AnswerWaiters(File& f) {
+  size_t answered = 0;
+  if (f.error != NFS3_OK && !f.waiters.empty()) {
+    // The error reaches the clients waiting; their data may not be there.
+    const nfsstat3 e = f.error;
+    f.error = NFS3_OK;
+    for (Waiter& w : f.waiters) {
+      std::string r = w.commit ? CommitError(e) : WriteError(e);
+      f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
+    }
+    f.waiters.clear();
+  }
+  while (!f.waiters.empty() && !Holds(f, f.waiters.front().off, f.waiters.front().end)) {
+    Waiter& w = f.waiters.front();
+    std::string r;
+    if (w.commit) {
+      stats_.client_commits++;
+      r = CommitReply(f);
+    } else {
+      stats_.stable_writes++;
+      stats_.gathered++;
+      answered++;
+      r = WriteReply(f, w.count, true);
+    }
+    f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
+    f.waiters.pop_front();
+  }
+  bool sending = false;
+  for (const auto& [off, p] : f.pieces) {
+    if (p.state != Piece::kWritten) {
+      sending = true;
+      break;
+    }
+  }
+  for (auto it = f.barriers.begin(); it != f.barriers.end();) {
+    if (it->first ? f.pieces.empty() : !sending) {
+      f.ready.push_back(std::move(it->second));
+      it = f.barriers.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return answered;
+}
+
+void WritePath::Pump(File& f) {
+  const size_t answered = AnswerWaiters(f);
+  // A batch was answered and writes wait for the next one: its writers
+  // send their next writes at once, so wait for them to join (on a WAN this
+  // keeps all of a pipelined client's writes in one batch).
+  if (answered > 0 && !f.waiters.empty() && !f.window && !Busy(f) &&
+      f.exp->config().gather_window_ms > 0 &&
+      (options_.lone_after == 0 || f.lone < options_.lone_after)) {
+    OpenWindow(f, f.waiters.size() + answered);
+  }
+  bool dirty = false, written = false;
+  uint64_t written_bytes = 0;
+  for (const auto& [off, p] : f.pieces) {
+    dirty |= p.state == Piece::kDirty;
+    if (p.state == Piece::kWritten) {
+      written = true;
+      if (p.commit == 0) written_bytes += p.data.size();
+    }
+  }
+  const bool urgent = (!f.waiters.empty() && !f.window) || !f.barriers.empty();
+  if (urgent) {
+    if (!Busy(f)) {
+      if (dirty) {
+        f.last_batch = f.waiters.size();
+        SendDirty(f, true, false);
+      } else if (written && f.flights.empty() && f.commit_id == 0) {
+        bool need = false;  // a waiter or a stable barrier needs the commit
+        for (const Waiter& w : f.waiters) need |= Holds(f, w.off, w.end);
+        for (const auto& b : f.barriers) need |= b.first;
+        if (need) SendCommit(f, true);
+      }
+    }
+  } else {
+    // Background: whole upstream WRITEs as they fill (everything under
+    // pressure), a COMMIT when half the file's room is written or when the
+    // flush delay found the file idle.
+    const bool pressure = !blocked_.empty();
+    if (dirty) SendDirty(f, false, !pressure);
+    if (f.commit_id == 0 && written_bytes > 0 &&
+        (written_bytes >= options_.max_file_bytes / 2 ||
+         ((f.flush_all || pressure) && f.flights.empty() && !dirty))) {
+      SendCommit(f, false);
+    }
+    if (f.pieces.empty()) f.flush_all = false;
+  }
+  std::vector<std::function<void()>> ready = std::move(f.ready);
+  f.ready.clear();
+  const std::string fh = f.fh;
+  ForgetIfIdle(fh);  // f may be gone from here on
+  for (auto& r : ready) r();
+}
+
+void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
+  auto overlaps_flight = [&f](uint64_t off, uint64_t len) {
+    for (const Flight& fl : f.flights) {
+      if (off < fl.off + fl.len && fl.off < off + len) return true;
+    }
+    return false;
+  };
+  // Runs of adjacent dirty pieces of one credential, not over a WRITE in
+  // flight.
+  struct Run {
+    uint64_t off, len;
+  };
+  std::vector<Run> runs;
+  bool written = false;
+  for (auto it = f.pieces.begin(); it != f.pieces.end();) {
+    const Piece& p = it->second;
+    written |= p.state != Piece::kDirty;
+    if (p.state != Piece::kDirty || overlaps_flight(it->first, p.data.size())) {
+      ++it;
+      continue;
+    }
+    Run run{it->first, 0};
+    const OpaqueAuth& cred = p.cred;
+    while (it != f.pieces.end() && it->second.state == Piece::kDirty &&
+           it->first == run.off + run.len && SameCred(it->second.cred, cred) &&
+           !overlaps_flight(it->first, it->second.data.size())) {
+      run.len += it->second.data.size();
+      ++it;
+    }
+    runs.push_back(run);
+  }
+  // One contiguous batch for clients waiting: one FILE_SYNC WRITE, one
+  // server commit. Anything else: UNSTABLE WRITEs, then one COMMIT.
+  const bool sync = urgent && !f.waiters.empty() && runs.size() == 1 && !written &&
+                    runs[0].len <= max_write_;
+  const uint64_t limit = sync ? max_write_ : write_size_;
+  for (const Run& run : runs) {
+    for (uint64_t off = run.off; off < run.off + run.len;) {
+      const uint64_t len = std::min(limit, run.off + run.len - off);
+      if (!urgent && ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
+        if (whole_only && len < write_size_) ScheduleFlush(f);
+        break;
+      }
+      if (!SendRun(f, off, len, urgent, sync)) return;
+      off += len;
+    }
+  }
+}
+
+bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync) {
+  Split(f, off);
+  Split(f, off + len);
+  const uint64_t id = next_id_++;
+  std::string data;
+  data.reserve(len);
+  OpaqueAuth cred;
+  for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < off + len; ++it) {
+    if (data.empty()) cred = it->second.cred;
+    data.append(it->second.data);
+    it->second.state = Piece::kSending;
+    it->second.flight = id;
+  }
+  WRITE3args a{};
+  a.file = FhView(f.fh);
+  a.offset = off;
+  a.count = static_cast<count3>(data.size());
+  a.stable = sync ? FILE_SYNC : UNSTABLE;
+  a.data.data_val = data.data();
+  a.data.data_len = static_cast<u_int>(data.size());
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3args), &a, &wire);
+  RpcCaller& caller = urgent ? upstream_ : background_caller_;
+  const std::string fh = f.fh;
+  Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_WRITE, cred, wire,
+                         [this, fh, id, urgent](StatusOr<RpcReply> r) {
+                           OnWritten(fh, id, urgent, std::move(r));
+                         });
+  if (!s.ok()) {
+    for (auto& [o, p] : f.pieces) {
+      if (p.state == Piece::kSending && p.flight == id) p.state = Piece::kDirty;
+    }
+    NFSEDGE_LOG(kDebug) << "write path: upstream WRITE not queued: " << s.ToString();
+    RetryLater(f);
+    return false;
+  }
+  f.flights.push_back(Flight{id, off, data.size(), cred, clock_.MonoNow()});
+  if (urgent) {
+    f.urgent_flights++;
+  } else {
+    background_++;
+  }
+  stats_.upstream_writes++;
+  stats_.upstream_bytes += data.size();
+  stats_.max_write = std::max<uint64_t>(stats_.max_write, data.size());
+  if (sync) {
+    stats_.sync_writes++;
+    stats_.batches++;
+  }
+  return true;
+}
+
+void WritePath::SendCommit(File& f, bool urgent) {
+  const uint64_t id = next_id_++;
+  OpaqueAuth cred;
+  for (auto& [off, p] : f.pieces) {
+    if (p.state == Piece::kWritten && p.commit == 0) {
+      p.commit = id;
+      cred = p.cred;
+    }
+  }
+  COMMIT3args a{};
+  a.file = FhView(f.fh);
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3args), &a, &wire);
+  RpcCaller& caller = urgent ? upstream_ : background_caller_;
+  const std::string fh = f.fh;
+  Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
+                         [this, fh, id](StatusOr<RpcReply> r) { OnCommitted(fh, id, std::move(r)); });
+  if (!s.ok()) {
+    for (auto& [off, p] : f.pieces) {
+      if (p.commit == id) p.commit = 0;
+    }
+    RetryLater(f);
+    return;
+  }
+  f.commit_id = id;
+  f.commit_urgent = urgent;
+  f.flush_all = false;
+  stats_.upstream_commits++;
+  if (urgent && !f.waiters.empty()) stats_.batches++;
+}
+
+void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r) {
+  if (!urgent) background_--;
+  auto fit = files_.find(fh);
+  if (fit == files_.end()) return;
+  File& f = *fit->second;
+  if (urgent) f.urgent_flights--;
+  auto fl = std::find_if(f.flights.begin(), f.flights.end(),
+                         [id](const Flight& x) { return x.id == id; });
+  if (fl == f.flights.end()) return;
+  const Flight flight = *fl;
+  f.flights.erase(fl);
+  NFSEDGE_LOG(kDebug) << "write path: upstream WRITE of " << flight.len << " bytes answered in "
+                      << std::chrono::duration_cast<std::chrono::microseconds>(clock_.MonoNow() -
+                                                                               flight.sent)
+                             .count()
+                      << " us";
+  XdrValue<WRITE3res> res(reinterpret_cast<xdrproc_t>(xdr_WRITE3res));
+  const bool decoded = Succeeded(r) && res.Decode(r->results());
+  auto each = [&f, id](auto fn) {
+    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
+      auto next = std::next(it);
+      if (it->second.state == Piece::kSending && it->second.flight == id) fn(it);
+      it = next;
+    }
+  };
+  if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+    each([](auto it) { it->second.state = Piece::kDirty; });
+    RetryLater(f);
+  } else if (res->status != NFS3_OK) {
+    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc);
+    each([this, &f](auto it) { Erase(f, it); });
+    Failed(f, res->status);
+  } else {
+    const WRITE3resok& ok = res->WRITE3res_u.resok;
+    LearnAttr(f, ok.file_wcc);
+    std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
+    const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
+    if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
+    each([&](auto it) {
+      if (it->first >= done) {
+        it->second.state = Piece::kDirty;
+      } else if (ok.committed == FILE_SYNC) {
+        Erase(f, it);
+      } else {
+        it->second.state = Piece::kWritten;
+        it->second.commit = 0;
+        std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
+      }
+    });
+    WRITE3args a{};
+    a.file = FhView(fh);
+    learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
+  }
+  Pump(f);
+  AdmitBlocked();
+}
+
+void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r) {
+  auto fit = files_.find(fh);
+  if (fit == files_.end()) return;
+  File& f = *fit->second;
+  if (f.commit_id == id) f.commit_id = 0;
+  XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
+  const bool decoded = Succeeded(r) && res.Decode(r->results());
+  auto each = [&f, id](auto fn) {
+    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
+      auto next = std::next(it);
+      if (it->second.state == Piece::kWritten && it->second.commit == id) fn(it);
+      it = next;
+    }
+  };
+  if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+    each([](auto it) { it->second.commit = 0; });
+    RetryLater(f);
+  } else if (res->status != NFS3_OK) {
+    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc);
+    each([this, &f](auto it) { Erase(f, it); });
+    Failed(f, res->status);
+  } else {
+    const COMMIT3resok& ok = res->COMMIT3res_u.resok;
+    LearnAttr(f, ok.file_wcc);
+    std::array<char, 8> verf{};
+    std::copy(ok.verf, ok.verf + 8, verf.begin());
+    f.upstream_verf = verf;
+    each([&](auto it) {
+      if (it->second.verf == verf) {
+        Erase(f, it);
+      } else {
+        // The server lost what it had not committed: send it again.
+        stats_.resent += it->second.data.size();
+        it->second.state = Piece::kDirty;
+        it->second.commit = 0;
+      }
+    });
+    COMMIT3args a{};
+    a.file = FhView(fh);
+    OpaqueAuth cred;
+    learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, cred);
+  }
+  Pump(f);
+  AdmitBlocked();
+}
+
+void WritePath::LearnAttr(File& f, const wcc_data& w) {
+  if (!w.after.attributes_follow) return;
+  const fattr3& a = w.after.post_op_attr_u.attributes;
+  if (!f.attr || Newer(a, *f.attr)) f.attr = a;
+}
+
+void WritePath::Failed(File& f, nfsstat3 status) {
+  stats_.errors++;
+  f.error = status;
+  NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
+                     << " on a buffered write; answered to the file's next WRITE or COMMIT";
+}
+
+void WritePath::RetryLater(File& f) {
+  if (f.retry_scheduled) return;
+  f.retry_scheduled = true;
+  const std::string fh = f.fh;
+  schedule_(kRetryDelay, [this, fh] {
+    auto it = files_.find(fh);
+    if (it == files_.end()) return;
+    it->second->retry_scheduled = false;
+    Pump(*it->second);
+  });
+}
+
+void WritePath::ScheduleFlush(File& f) {
+  if (f.flush_scheduled) return;
+  f.flush_scheduled = true;
+  const std::string fh = f.fh;
+  schedule_(options_.flush_delay, [this, fh] {
+    auto it = files_.find(fh);
+    if (it == files_.end()) return;
+    File& f = *it->second;
+    f.flush_scheduled = false;
+    f.flush_all = true;  // commit once what is written is answered
+    SendDirty(f, false, false);
+    Pump(f);
+  });
+}
+
+void WritePath::AdmitBlocked() {
+  while (!blocked_.empty()) {
+    Blocked& b = *blocked_.front();
+    auto it = files_.find(b.fh);
+    if (it == files_.end()) {  // cannot happen: a blocked write keeps its file
+      blocked_.pop_front();
+      continue;
+    }
+    File& f = *it->second;
+    const uint64_t n = b.data.size();
+    const bool room =
+        (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
+        (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
+    if (!room) return;
+    std::unique_ptr<Blocked> taken = std::move(blocked_.front());
+    blocked_.pop_front();
+    f.blocked--;
+    if (f.error != NFS3_OK) {
+      nfsstat3 e = f.error;
+      f.error = NFS3_OK;
+      taken->reply(WriteError(e));
+      ForgetIfIdle(taken->fh);
+      continue;
+    }
+    Accept(f, taken->offset, taken->data, taken->cred, taken->stable, std::move(taken->reply));
+  }
+}
+
+void WritePath::ForgetIfIdle(const std::string& fh) {
+  auto it = files_.find(fh);
+  if (it == files_.end()) return;
+  const File& f = *it->second;
+  if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
+      !f.barriers.empty() || f.error != NFS3_OK || f.window || f.flush_scheduled ||
+      f.retry_scheduled || f.blocked > 0) {
+    return;
+  }
+  const bool history = f.last_batch > 1 || f.lone > 0;
+  if (history && files_.size() <= kMaxIdleFiles) return;
+  files_.erase(it);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,217 @@
+// WritePath: client WRITEs and COMMITs: gathering of stable writes and
+// write-behind of unstable ones, on one per-file buffer.
+//
+// Every write the proxy takes is kept as "pieces" of the file's buffer
+// (disjoint byte ranges, newest data wins) until the upstream has made it
+// stable. A piece is dirty (not sent), sending (in an upstream WRITE) or
+// written (the upstream answered UNSTABLE with its verifier); it is dropped
+// once an upstream WRITE answered FILE_SYNC or an upstream COMMIT returned
+// the verifier its WRITE had (DESIGN rule 1). A COMMIT whose verifier
+// differs makes its pieces dirty again: they are sent again.
+//
+// Stable (FILE_SYNC, DATA_SYNC) client writes wait in the file's FIFO and
+// are answered in arrival order (DESIGN rule 3), each once no piece of its
+// range is left, with the attributes the upstream returned after the commit
+// and `committed` = FILE_SYNC. Gathering (Juszczak): writes arriving while
+// a batch is upstream wait for it and form the next batch; when a batch is
+// answered and writes wait, a procrastination window (the export's
+// gather_window_ms) lets the writers just answered join the next batch,
+// and closes as soon as they have. A file starts "lone": its stable writes
+// go at once until one finds company (another write waiting); from then on
+// a batch's first write opens a window that closes when it expires or when
+// as many writes as the last batch had have arrived, until `lone_after`
+// windows in a row gather nothing. So a lone writer does not wait. A batch
+// whose dirty data is one contiguous range
+// goes as one FILE_SYNC WRITE (one server commit); any other batch as
+// UNSTABLE WRITEs and then one COMMIT.
+//
+// Unstable client writes (write-behind, on an export with write_behind and
+// when the ACCESS cache proves the credential may write) are answered at
+// once with the proxy's own verifier, which is new at every start (DESIGN
+// rule 2). Dirty data goes upstream in the background in WRITEs of the
+// server's preferred size (FSINFO wtpref) as soon as a whole one is
+// buffered, the rest after flush_delay; written data is committed upstream
+// when a file holds half its limit of it, when the flush delay ends, or
+// when a client COMMIT asks. A client COMMIT is answered once no piece of
+// its range is left. Buffered bytes are bounded per file and in total; a
+// write beyond a bound waits (FIFO) until commits free room.
+//
+// Read your writes (DESIGN rule 4): Hold() holds a READ, GETATTR or
+// SETATTR until the upstream has every byte of the file the proxy holds
+// (SETATTR: until all of it is stable), so the call that follows sees them.
+//
+// An upstream error on a write or commit made for nobody waiting (NOSPC,
+// DQUOT, IO, STALE, ...) is kept and answered to the next client WRITE or
+// COMMIT of that file; with clients waiting, they get it.
+//
+// Thread-safety: single-threaded, on the event loop.
+#ifndef NFSEDGE_PROXY_WRITE_PATH_H_
+#define NFSEDGE_PROXY_WRITE_PATH_H_
+
+#include <rpc/xdr/nfs3.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/clock.h"
+#include "proxy/exports.h"
+#include "proxy/nfs_procs.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+struct WritePathOptions {
+  // Buffered bytes (all files) at most; a write beyond waits.
+  uint64_t max_bytes = 256ull << 20;
+  // Buffered bytes of one file at most.
+  uint64_t max_file_bytes = 64ull << 20;
+  // Upstream WRITE size; 0 = the server's FSINFO wtpref (until an FSINFO
+  // reply is seen: 1 MiB). Clamped to max_transfer.
+  uint32_t write_size = 0;
+  // Largest payload the proxy carries in one record.
+  uint32_t max_transfer = 1 << 20;
+  // Dirty data less than a whole upstream WRITE is sent after this long.
+  Duration flush_delay = std::chrono::milliseconds(50);
+  // Background (write-behind) upstream WRITEs in flight at most.
+  uint32_t max_background = 16;
+  // Windows in a row that gathered nothing before a file stops waiting; a
+  // new file starts that way. 0 = files always wait.
+  int lone_after = 2;
+  // The write verifier answered to clients; all zero = a random one.
+  std::array<char, 8> verifier{};
+};
+
+struct WritePathStats {
+  uint64_t stable_writes = 0;     // FILE_SYNC / DATA_SYNC client writes answered
+  uint64_t buffered_writes = 0;   // UNSTABLE client writes answered from the buffer
+  uint64_t forwarded = 0;         // client calls sent upstream as is
+  uint64_t client_commits = 0;    // client COMMITs answered by the proxy
+  uint64_t upstream_writes = 0;   // upstream WRITEs sent
+  uint64_t upstream_bytes = 0;    // ... and their bytes
+  uint64_t max_write = 0;         // largest upstream WRITE (bytes)
+  uint64_t sync_writes = 0;       // upstream FILE_SYNC WRITEs
+  uint64_t upstream_commits = 0;  // upstream COMMITs
+  uint64_t gathered = 0;          // stable writes answered after a syncing call
+  uint64_t batches = 0;           // syncing calls made for stable writes
+  uint64_t windows = 0;           // procrastination windows opened
+  uint64_t lone = 0;              // stable writes sent at once (lone file)
+  uint64_t procrastination_us = 0;  // total time in windows
+  uint64_t resent = 0;            // bytes sent again after a verifier change
+  uint64_t errors = 0;            // upstream errors kept for the file's clients
+  uint64_t blocked = 0;           // writes that waited for buffer room
+  uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
+  uint64_t buffered_bytes = 0;    // now
+  uint64_t max_buffered_bytes = 0;
+};
+
+class WritePath {
+ public:
+  // WRITE3res / COMMIT3res XDR for the client.
+  using ReplyFn = std::function<void(std::string results)>;
+  // Sends the client's call upstream as is.
+  using ForwardFn = std::function<void()>;
+  // Runs `fn` once, `delay` from now, on the loop.
+  using ScheduleFn = std::function<void(Duration delay, std::function<void()> fn)>;
+  // Learns from a successful upstream reply (caches).
+  using LearnFn = std::function<void(const NfsProc& p, const void* args, RpcReply* reply,
+                                     const Export& exp, const OpaqueAuth& cred)>;
+
+  // Calls for clients waiting go through `upstream`, write-behind through
+  // `background`.
+  WritePath(const Clock& clock, RpcCaller& upstream, RpcCaller& background, ScheduleFn schedule,
+            LearnFn learn, const WritePathOptions& options);
+  ~WritePath();
+  WritePath(const WritePath&) = delete;
+  WritePath& operator=(const WritePath&) = delete;
+
+  // An admitted client WRITE `a` for `cred` on `exp`. `may_buffer`: the
+  // ACCESS cache proves `cred` may write the file (an UNSTABLE write is
+  // buffered only then; else it is treated as stable). Calls exactly one of
+  // `reply` and `forward`, now or later.
+  void Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred, bool may_buffer,
+             ReplyFn reply, ForwardFn forward);
+  // An admitted client COMMIT. Calls exactly one of `reply` and `forward`.
+  void Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
+              ForwardFn forward);
+  // Returns false iff the upstream has every byte of `fh` the proxy holds
+  // (with `stable`: the proxy holds none); else holds the caller's call,
+  // flushes, and runs `then` once that is so.
+  bool Hold(std::string_view fh, bool stable, std::function<void()> then);
+  // Learns the server's preferred and largest write sizes.
+  void LearnFsinfo(std::string_view results);
+
+  const std::array<char, 8>& verifier() const { return verifier_; }
+  uint32_t write_size() const { return write_size_; }
+  const WritePathStats& stats() const { return stats_; }
+
+ private:
+  struct Piece;
+  struct Waiter;
+  struct Flight;
+  struct File;
+  struct Blocked;
+
+  File& FileFor(const std::string& fh, const Export& exp);
+  // Takes a write into the buffer (room is there) and answers or queues it.
+  void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
+              bool stable, ReplyFn reply);
+  // Replaces [off, off + data.size()) of the buffer with `data`.
+  void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred);
+  // Splits the piece holding `at` (not at its start) in two.
+  void Split(File& f, uint64_t at);
+  void Erase(File& f, std::map<uint64_t, Piece>::iterator it);
+  void Gather(File& f);
+  void OpenWindow(File& f, size_t expected);
+  void EndWindow(File& f);
+  void CloseWindow(const std::string& fh, uint64_t gen);
+  // Moves the file on: answers who can be, sends what should go.
+  void Pump(File& f);
+  // Answers the waiters that can be, in order. Returns the stable writes
+  // answered.
+  size_t AnswerWaiters(File& f);
+  void SendDirty(File& f, bool urgent, bool whole_only);
+  bool SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync);
+  void SendCommit(File& f, bool urgent);
+  void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
+  void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
+  void Failed(File& f, nfsstat3 status);
+  void RetryLater(File& f);
+  void ScheduleFlush(File& f);
+  void AdmitBlocked();
+  void ForgetIfIdle(const std::string& fh);
+  void LearnAttr(File& f, const wcc_data& w);
+  std::string WriteReply(const File& f, uint32_t count, bool stable) const;
+  std::string CommitReply(const File& f) const;
+  std::array<char, 8> ReplyVerf(const File& f) const;
+  // Returns true iff any piece intersects [off, end).
+  static bool Holds(const File& f, uint64_t off, uint64_t end);
+  bool Busy(const File& f) const;
+
+  const Clock& clock_;
+  RpcCaller& upstream_;
+  RpcCaller& background_caller_;
+  ScheduleFn schedule_;
+  LearnFn learn_;
+  const WritePathOptions options_;
+  std::array<char, 8> verifier_;
+  uint32_t write_size_;
+  uint32_t max_write_;
+  uint64_t next_id_ = 1;
+  uint32_t background_ = 0;  // background WRITEs in flight
+  std::unordered_map<std::string, std::unique_ptr<File>> files_;
+  std::deque<std::unique_ptr<Blocked>> blocked_;
+  WritePathStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_WRITE_PATH_H_

@@ -1,0 +1,268 @@
+// proxy_operating_test: nfsedge as an administrator runs it: /metrics over
+// HTTP moves with the calls clients make; SIGHUP and `nfsedge reload`
+// apply a changed config on the same client connection and reject a bad one
+// (the old config stays, the reason is logged); the control socket's
+// status, warm and drop-cache commands.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "harness/files.h"
+#include "harness/wait.h"
+#include "integration_env.h"
+
+namespace nfsedge::itest {
+namespace {
+
+using namespace harness;  // NOLINT: test file, harness types throughout.
+
+constexpr uint16_t kMetricsPort = 30567;
+
+// GET `path` from 127.0.0.1:kMetricsPort; returns the whole response.
+std::string HttpGet(const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(kMetricsPort);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return "";
+  std::string out;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+// Returns the value of the sample `series` (name and labels as exposed), or
+// -1 if absent.
+double Sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// Runs `nfsedge <args>` and returns its exit code and output (both streams).
+std::pair<int, std::string> RunNfsedge(const std::string& args) {
+  std::string cmd = ProxyProcess::DefaultBinary() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class OperatingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK();
+    Testbed::Options o;
+    o.name = "operating";
+    o.start_proxy = false;
+    auto tb = Testbed::Start(o);
+    ASSERT_TRUE(tb.ok()) << tb.status().message();
+    bed_ = std::move(*tb);
+    export_ = bed_->ganesha().export_path();
+    options_.work_dir = bed_->dir().Sub("nfsedge");
+    socket_ = bed_->dir().Sub("control.sock");
+    options_.exports.emplace_back();
+    options_.exports.back().path = options_.exports.back().upstream_path = export_;
+    options_.control_socket = socket_;
+    options_.extra_toml = "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(kMetricsPort) + "\"\n";
+    auto p = ProxyProcess::Start(options_);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    proxy_ = std::move(*p);
+  }
+  void TearDown() override {
+    if (HasFailure() && proxy_) {
+      std::cerr << proxy_->LogTail(80);
+    }
+    if (proxy_) {
+      EXPECT_TRUE(proxy_->Stop().success());
+    }
+  }
+  // Rewrites the proxy's config file from options_.
+  void WriteConfig(const std::string& text) {
+    ASSERT_TRUE(WriteFile(proxy_->config_path(), text).ok());
+  }
+
+  std::unique_ptr<Testbed> bed_;
+  std::string export_, socket_;
+  ProxyProcess::Options options_;
+  std::unique_ptr<ProxyProcess> proxy_;
+};
+
+TEST_F(OperatingTest, MetricsCountClientAndUpstreamCalls) {
+  // The proxy's NFS ports (what Start() waits for) open before the endpoint.
+  std::string first;
+  Deadline listening(Millis(10000));
+  while ((first = HttpGet("/metrics")).empty() && !listening.Expired()) usleep(10000);
+  ASSERT_EQ(first.rfind("HTTP/1.", 0), 0u) << first.substr(0, 200);
+  ASSERT_EQ(first.substr(8, 5), " 200 ") << first.substr(0, 200);
+  EXPECT_NE(first.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(first.find("# TYPE nfsedge_client_connections gauge"), std::string::npos) << first;
+  EXPECT_NE(HttpGet("/other").find(" 404 "), std::string::npos);
+
+  const std::string getattr_ok =
+      "nfsedge_client_calls_total{program=\"nfs\",proc=\"GETATTR\",result=\"ok\"}";
+  const std::string lookup_noent =
+      "nfsedge_client_calls_total{program=\"nfs\",proc=\"LOOKUP\",result=\"noent\"}";
+  const std::string mnt_up =
+      "nfsedge_upstream_calls_total{program=\"mount\",proc=\"MNT\",result=\"ok\"}";
+  const std::string lat_count =
+      "nfsedge_client_latency_seconds_count{program=\"nfs\",proc=\"GETATTR\"}";
+  EXPECT_EQ(Sample(first, getattr_ok), -1) << "no calls yet";
+
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok);
+  EXPECT_FALSE(c->Lookup(mnt.fh, "no-such-file").ok());
+
+  std::string text = HttpGet("/metrics");
+  EXPECT_NE(text.find("# TYPE nfsedge_client_calls_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE nfsedge_client_latency_seconds histogram"), std::string::npos);
+  EXPECT_EQ(Sample(text, getattr_ok), 5) << text;
+  EXPECT_EQ(Sample(text, lat_count), 5);
+  EXPECT_EQ(Sample(text, lookup_noent), 1);
+  EXPECT_GE(Sample(text, mnt_up), 1);
+  EXPECT_GE(Sample(text, "nfsedge_client_connections"), 1);
+  EXPECT_GE(Sample(text, "nfsedge_upstream_connections_up{client=\"nfs\"}"), 1);
+  // GETATTRs answered from the metadata cache did not all cross the WAN.
+  const double up = Sample(
+      text, "nfsedge_upstream_calls_total{program=\"nfs\",proc=\"GETATTR\",result=\"ok\"}");
+  EXPECT_LT(up, 5);
+  EXPECT_GE(Sample(text, "nfsedge_cache_lookups_total{cache=\"attr\",tier=\"memory\","
+                         "result=\"hit\"}"),
+            1);
+  EXPECT_EQ(Sample(text, "nfsedge_metrics_rejected_samples"), 0);
+  EXPECT_GE(Sample(text, "nfsedge_metrics_scrapes_total"), 2);
+}
+
+TEST_F(OperatingTest, SighupAppliesANewConfigOnTheSameConnectionAndRejectsABadOne) {
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+  Sattr mode;
+  mode.mode = 0644;
+  ASSERT_TRUE(c->Create(mnt.fh, "before", mode).ok());
+
+  // The export becomes read-only: the same connection now gets ROFS.
+  ProxyProcess::Options ro = options_;
+  ro.exports.back().access = "ro";
+  WriteConfig(ProxyProcess::RenderConfig(ro));
+  ASSERT_EQ(kill(proxy_->pid(), SIGHUP), 0);
+  Deadline applied(Millis(10000));
+  uint32_t status = kNfs3Ok;
+  for (int i = 0; !applied.Expired(); ++i) {
+    status = c->Create(mnt.fh, "after" + std::to_string(i), mode).status;
+    if (status == kNfs3ErrRofs) break;
+    usleep(20000);
+  }
+  EXPECT_EQ(status, kNfs3ErrRofs);
+  EXPECT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok) << "connection kept";
+
+  // A bad file is rejected: the read-only config stays, the reason is logged.
+  WriteConfig(ProxyProcess::RenderConfig(ro) + "\n[bogus_table]\nx = 1\n");
+  ASSERT_EQ(kill(proxy_->pid(), SIGHUP), 0);
+  Deadline logged(Millis(10000));
+  while (ReadAll(proxy_->log_path()).find("config reload rejected") == std::string::npos &&
+         !logged.Expired()) {
+    usleep(20000);
+  }
+  std::string log = ReadAll(proxy_->log_path());
+  EXPECT_NE(log.find("config reload rejected"), std::string::npos);
+  EXPECT_NE(log.find("bogus_table"), std::string::npos) << "the reason is in the log";
+  EXPECT_EQ(c->Create(mnt.fh, "still-ro", mode).status, kNfs3ErrRofs);
+  EXPECT_TRUE(proxy_->IsRunning());
+
+  // `nfsedge reload` reports the rejection, then applies a good file.
+  auto [bad_code, bad_out] = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(bad_code, 1) << bad_out;
+  EXPECT_NE(bad_out.find("bogus_table"), std::string::npos) << bad_out;
+  WriteConfig(ProxyProcess::RenderConfig(options_));
+  auto [code, out] = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(c->Create(mnt.fh, "writable-again", mode).ok());
+  std::string text = HttpGet("/metrics");
+  EXPECT_EQ(Sample(text, "nfsedge_config_reloads_total{result=\"ok\"}"), 2);
+  EXPECT_EQ(Sample(text, "nfsedge_config_reloads_total{result=\"rejected\"}"), 2);
+}
+
+TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {
+  ASSERT_TRUE(MakeDirs(export_ + "/tree/a/b").ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(WriteFile(export_ + "/tree/a/f" + std::to_string(i), std::string(1000, 'x')).ok());
+  }
+  ASSERT_TRUE(WriteFile(export_ + "/tree/a/b/deep", "deep").ok());
+
+  auto [scode, status] = RunNfsedge("status --socket " + socket_);
+  EXPECT_EQ(scode, 0) << status;
+  EXPECT_NE(status.find("reachable, round trip"), std::string::npos) << status;
+  EXPECT_NE(status.find("metadata cache:"), std::string::npos) << status;
+
+  auto [wcode, warm] = RunNfsedge("warm " + export_ + "/tree --socket " + socket_);
+  EXPECT_EQ(wcode, 0) << warm;
+  EXPECT_NE(warm.find("warmed: 3 directory listings"), std::string::npos) << warm;
+  EXPECT_NE(warm.find("6 files read"), std::string::npos) << warm;
+  std::string text = HttpGet("/metrics");
+  const std::string data_entries = "nfsedge_cache_entries{cache=\"data\",tier=\"memory\"}";
+  const std::string attr_entries = "nfsedge_cache_entries{cache=\"attr\",tier=\"memory\"}";
+  EXPECT_GE(Sample(text, data_entries), 6) << text;
+  EXPECT_GE(Sample(text, attr_entries), 8);
+
+  auto [bcode, bad] = RunNfsedge("warm /not/exported --socket " + socket_);
+  EXPECT_EQ(bcode, 1);
+  EXPECT_NE(bad.find("not an exported path"), std::string::npos) << bad;
+
+  auto [dcode, drop] = RunNfsedge("drop-cache --socket " + socket_);
+  EXPECT_EQ(dcode, 0) << drop;
+  text = HttpGet("/metrics");
+  EXPECT_EQ(Sample(text, data_entries), 0) << text;
+  EXPECT_EQ(Sample(text, attr_entries), 0);
+
+  auto [pcode, path_drop] = RunNfsedge("drop-cache " + export_ + "/tree/a/f1 --socket " + socket_);
+  EXPECT_EQ(pcode, 0) << path_drop;
+  auto [ncode, none] = RunNfsedge("drop-cache " + export_ + "/tree/nope --socket " + socket_);
+  EXPECT_EQ(ncode, 1) << none;
+  EXPECT_NE(none.find("noent"), std::string::npos) << none;
+
+  auto [fcode, flush] = RunNfsedge("flush --socket " + socket_);
+  EXPECT_EQ(fcode, 0) << flush;
+}
+
+}  // namespace
+}  // namespace nfsedge::itest
+
+int main(int argc, char** argv) {
+  nfsedge::itest::EnterPrivateNetwork();  // Before gtest or anything starts a thread.
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,244 @@
+// proxy_write_test: the write path through nfsedge in front of a real
+// ganesha. Many concurrent writers (stable and unstable) leave exactly the
+// expected bytes in the upstream's files; stable writes are gathered (fewer
+// upstream FILE_SYNC WRITEs and COMMITs than client writes, by the proxy's
+// counters); buffered writes are seen by READ, GETATTR and SETATTR through
+// the proxy; after kill -9 with write-behind data outstanding, the client's
+// next COMMIT sees a new verifier, and once it writes again nothing is lost.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <iostream>
+#include <thread>
+
+#include "harness/files.h"
+#include "integration_env.h"
+
+namespace nfsedge::itest {
+namespace {
+
+using namespace harness;  // NOLINT: test file, harness types throughout.
+
+std::string Content(uint64_t seed, size_t size) { return Pattern(size, static_cast<uint32_t>(seed)); }
+
+// Returns the value of `key=N` on the last "stats write" line of `log`, or -1.
+int64_t Counter(const std::string& log, const std::string& key) {
+  const size_t line = log.rfind("stats write ");
+  if (line == std::string::npos) return -1;
+  const size_t at = log.find(" " + key + "=", line);
+  if (at == std::string::npos || at > log.find('\n', line)) return -1;
+  return std::stoll(log.substr(at + key.size() + 2));
+}
+
+class WriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override { NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK(); }
+  void TearDown() override {
+    if (HasFailure() && proxy_) std::cerr << proxy_->LogTail(80);
+    if (bed_) PrintLogsOnFailure(*this, bed_.get());
+  }
+
+  // Starts ganesha, then nfsedge with one export; `write_toml` goes in
+  // nfsedge's [write] table. The test runs nfsedge itself so that it can
+  // kill it and start it again.
+  void StartBed(const std::string& write_toml = "") {
+    Testbed::Options o;
+    o.name = "write";
+    o.start_proxy = false;
+    auto tb = Testbed::Start(o);
+    ASSERT_TRUE(tb.ok()) << tb.status().message();
+    bed_ = std::move(tb).value();
+    popts_.work_dir = bed_->dir().Sub("nfsedge");
+    popts_.log_level = "info";
+    ProxyExport e;
+    e.path = "/export";
+    e.upstream_path = Disk();
+    e.extra_toml = "gather_window_ms = 20\n";
+    popts_.exports = {e};
+    popts_.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[write]\n" + write_toml;
+    StartProxy();
+  }
+  void StartProxy() {
+    auto p = ProxyProcess::Start(popts_);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    proxy_ = std::move(p).value();
+  }
+  std::string Disk() { return bed_->ganesha().export_path(0); }
+  std::unique_ptr<RawNfs> Client() {
+    return ConnectOrFail("127.0.0.1", proxy_->nfs_port(), Credential{0, 0, {}, "t"});
+  }
+  // Mounts, creates `name` and asks ACCESS as a client does at open.
+  std::string Open(RawNfs& c, const std::string& name) {
+    MntResult m = c.Mnt("/export");
+    EXPECT_TRUE(m.ok());
+    CreateResult f = c.Create(m.fh, name, Sattr{});
+    EXPECT_TRUE(f.ok()) << name << ": " << f.StatusString();
+    EXPECT_TRUE(c.Access(f.fh, 0x3f).ok());
+    return f.fh;
+  }
+  std::string StopProxyLog() {
+    ExitStatus exit = proxy_->Stop();
+    EXPECT_TRUE(exit.success());
+    return proxy_->LogTail(40);
+  }
+
+  std::unique_ptr<Testbed> bed_;
+  ProxyProcess::Options popts_;
+  std::unique_ptr<ProxyProcess> proxy_;
+};
+
+TEST_F(WriteTest, ConcurrentWritersLeaveTheExpectedBytesAndStableWritesAreGathered) {
+  StartBed();
+  constexpr int kWriters = 7;
+  constexpr uint32_t kChunk = 32 << 10;
+  constexpr size_t kPerWriter = 1 << 20;
+  // One shared file written FILE_SYNC by every writer (each its own region,
+  // chunks interleaved in time), and one file each written UNSTABLE, then
+  // committed.
+  std::string shared_fh;
+  {
+    auto c = Client();
+    ASSERT_NE(c, nullptr);
+    shared_fh = Open(*c, "shared");
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kWriters);
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = Client();
+      if (!c) {
+        failures[w] = "cannot connect";
+        return;
+      }
+      const std::string mine = Content(w, kPerWriter);
+      for (size_t off = 0; off < kPerWriter; off += kChunk) {
+        WriteResult r = c->Write(shared_fh, w * kPerWriter + off, mine.substr(off, kChunk),
+                                 Stable::kFileSync);
+        if (!r.ok() || r.count != kChunk || r.committed != 2) {
+          failures[w] = "shared write at " + std::to_string(off) + ": " + r.StatusString();
+          return;
+        }
+      }
+      std::string fh = Open(*c, "own" + std::to_string(w));
+      const std::string own = Content(100 + w, kPerWriter + 12345);
+      std::string verf;
+      for (size_t off = 0; off < own.size(); off += kChunk) {
+        WriteResult r = c->Write(fh, off, own.substr(off, kChunk), Stable::kUnstable);
+        if (!r.ok()) {
+          failures[w] = "own write: " + r.StatusString();
+          return;
+        }
+        if (!verf.empty() && r.verf != verf) failures[w] = "verifier changed between writes";
+        verf = r.verf;
+      }
+      CommitResult cr = c->Commit(fh, 0, 0);
+      if (!cr.ok() || cr.verf != verf) failures[w] = "commit: " + cr.StatusString();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWriters; ++w) EXPECT_EQ(failures[w], "") << "writer " << w;
+
+  const std::string shared = ReadFile(Disk() + "/shared");
+  ASSERT_EQ(shared.size(), kWriters * kPerWriter);
+  for (int w = 0; w < kWriters; ++w) {
+    EXPECT_TRUE(shared.compare(w * kPerWriter, kPerWriter, Content(w, kPerWriter)) == 0)
+        << "writer " << w << "'s region of the shared file";
+    EXPECT_EQ(ReadFile(Disk() + "/own" + std::to_string(w)), Content(100 + w, kPerWriter + 12345)) << "writer " << w << "'s own file";
+  }
+  const std::string log = StopProxyLog();
+  const int64_t stable = Counter(log, "stable");
+  const int64_t syncing = Counter(log, "sync_writes") + Counter(log, "upstream_commits");
+  EXPECT_EQ(stable, kWriters * static_cast<int64_t>(kPerWriter / kChunk)) << log;
+  EXPECT_GT(Counter(log, "buffered"), 0) << log;
+  // Gathering: the stable writes share server commits.
+  EXPECT_LT(syncing, stable / 2) << log;
+  EXPECT_GT(Counter(log, "max_write"), static_cast<int64_t>(kChunk)) << "merged writes\n" << log;
+}
+
+TEST_F(WriteTest, ReadsGetattrAndSetattrSeeBufferedWrites) {
+  // Nothing leaves the buffer on its own during the test.
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "f");
+  const std::string data = Content(5, 100000);
+  ASSERT_TRUE(c->WriteAll(fh, 0, data, Stable::kUnstable, 32768).ok());
+  struct stat st {};
+  ASSERT_EQ(stat((Disk() + "/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0) << "the writes are still in the proxy's buffer";
+  GetattrResult g = c->Getattr(fh);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.attr.size, data.size()) << "GETATTR reflects the buffered writes";
+  ReadResult r = c->ReadAll(fh, 0, data.size() + 10, 65536);
+  ASSERT_TRUE(r.ok()) << r.StatusString();
+  EXPECT_EQ(r.data, data);
+  // More buffered data, then a truncation: the truncation wins.
+  ASSERT_TRUE(c->Write(fh, 200000, "tail", Stable::kUnstable).ok());
+  Sattr trunc;
+  trunc.size = 50000;
+  ASSERT_TRUE(c->Setattr(fh, trunc).ok());
+  r = c->ReadAll(fh, 0, 300000, 65536);
+  ASSERT_TRUE(r.ok()) << r.StatusString();
+  EXPECT_EQ(r.data, data.substr(0, 50000));
+  CommitResult cr = c->Commit(fh, 0, 0);
+  ASSERT_TRUE(cr.ok());
+  EXPECT_EQ(ReadFile(Disk() + "/f"), data.substr(0, 50000));
+}
+
+TEST_F(WriteTest, KillNineWithBufferedDataGivesANewVerifierAndResendLosesNothing) {
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "k");
+  const std::string data = Content(9, 300000);
+  std::string verf;
+  for (size_t off = 0; off < data.size(); off += 32768) {
+    WriteResult r = c->Write(fh, off, data.substr(off, 32768), Stable::kUnstable);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.committed, 0u);
+    verf = r.verf;
+  }
+  struct stat st {};
+  ASSERT_EQ(stat((Disk() + "/k").c_str(), &st), 0);
+  ASSERT_LT(static_cast<size_t>(st.st_size), data.size()) << "data outstanding in the proxy";
+
+  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
+  EXPECT_FALSE(proxy_->Stop().exited);
+  StartProxy();
+  c = Client();
+  ASSERT_NE(c, nullptr);
+  CommitResult cr = c->Commit(fh, 0, 0);
+  if (!cr.ok()) {
+    // Handles not kept across restarts: the client looks the file up again.
+    MntResult m = c->Mnt("/export");
+    ASSERT_TRUE(m.ok());
+    LookupResult l = c->Lookup(m.fh, "k");
+    ASSERT_TRUE(l.ok());
+    fh = l.fh;
+    ASSERT_TRUE(c->Access(fh, 0x3f).ok());
+    cr = c->Commit(fh, 0, 0);
+  }
+  ASSERT_TRUE(cr.ok()) << cr.StatusString();
+  EXPECT_NE(cr.verf, verf) << "a new verifier: the client must send its writes again";
+  // The client resends its uncommitted writes, then commits.
+  for (size_t off = 0; off < data.size(); off += 32768) {
+    WriteResult r = c->Write(fh, off, data.substr(off, 32768), Stable::kUnstable);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    verf = r.verf;
+  }
+  cr = c->Commit(fh, 0, 0);
+  ASSERT_TRUE(cr.ok());
+  EXPECT_EQ(cr.verf, verf);
+  EXPECT_EQ(ReadFile(Disk() + "/k"), data);
+}
+
+}  // namespace
+}  // namespace nfsedge::itest
+
+int main(int argc, char** argv) {
+  nfsedge::itest::EnterPrivateNetwork();  // Before gtest or anything starts a thread.
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

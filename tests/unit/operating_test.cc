@@ -1,0 +1,271 @@
+// Operating nfsedge: the config reference documents exactly the keys the
+// parser accepts; log line formats and repeat limits; the service manager
+// notification datagram; the control socket protocol and its protection.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "proxy/config.h"
+#include "proxy/config_reader.h"
+#include "proxy/control.h"
+#include "proxy/service_notify.h"
+#include "rpc/log.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+// Returns the keys docs/config.md documents, by table: rows "| `key` |" (or
+// "| `key1`, `key2` |") under headings "## `[table]`" or "## `[[table]]`".
+std::map<std::string, std::set<std::string>> DocumentedKeys(const std::string& file) {
+  std::ifstream in(file);
+  std::map<std::string, std::set<std::string>> out;
+  std::regex heading(R"(^##+ .*`\[+([a-z_]+)\]+`)");
+  // The first cell holds one key or several ("`acregmin`, `acregmax`").
+  std::regex row(R"(^\| ((`[a-z_0-9]+`(, )?)+) \|)");
+  std::regex key("`([a-z_0-9]+)`");
+  std::string table, line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, heading)) {
+      table = m[1];
+      in_table = true;
+      out[""].insert(table);
+    } else if (line.rfind("## ", 0) == 0) {
+      in_table = false;
+    } else if (in_table && std::regex_search(line, m, row)) {
+      const std::string cell = m[1];
+      for (std::sregex_iterator k(cell.begin(), cell.end(), key), end; k != end; ++k) {
+        out[table].insert((*k)[1]);
+      }
+    }
+  }
+  return out;
+}
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& k : s) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+TEST(ConfigReference, DocumentsEveryKeyTheParserAcceptsAndNoOther) {
+  auto accepted = ConfigKeys();
+  auto documented = DocumentedKeys(std::string(NFSEDGE_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_FALSE(documented.empty()) << "docs/config.md has no key tables";
+  ASSERT_GE(accepted[""].size(), 6u) << "the parser lists its tables";
+  ASSERT_GE(accepted["server"].size(), 5u) << "the parser lists [server] keys";
+  std::set<std::string> tables;
+  for (const auto& [t, k] : accepted) tables.insert(t);
+  for (const auto& [t, k] : documented) tables.insert(t);
+  for (const std::string& t : tables) {
+    std::set<std::string> missing, extra;
+    for (const auto& k : accepted[t]) {
+      if (!documented[t].count(k)) missing.insert(k);
+    }
+    for (const auto& k : documented[t]) {
+      if (!accepted[t].count(k)) extra.insert(k);
+    }
+    const std::string where = t.empty() ? "top-level tables" : "[" + t + "]";
+    EXPECT_TRUE(missing.empty()) << where << ": accepted by the parser but not in docs/config.md: "
+                                 << Join(missing);
+    EXPECT_TRUE(extra.empty()) << where << ": in docs/config.md but not accepted by the parser: "
+                               << Join(extra);
+  }
+}
+
+TEST(ConfigReference, KeyCatalogIsEmptyOutsideAScope) {
+  EXPECT_EQ(KeyCatalogScope::Current(), nullptr);
+  EXPECT_TRUE(ConfigKeys()["metrics"].count("listen"));
+  EXPECT_EQ(KeyCatalogScope::Current(), nullptr);
+}
+
+TEST(OperatingConfig, NewTablesParseAndValidate) {
+  const std::string base = "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.0/8\"]\n";
+  StatusOr<Config> c = ParseConfig(base + R"(
+[metrics]
+listen = "127.0.0.1:9567"
+[control]
+socket = "/run/x.sock"
+socket_mode = 0o660
+[log]
+format = "json"
+output = "syslog"
+repeat_burst = 5
+)",
+                                   "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->metrics.listen, "127.0.0.1:9567");
+  EXPECT_EQ(c->control.socket, "/run/x.sock");
+  EXPECT_EQ(c->control.socket_mode, 0660u);
+  EXPECT_EQ(c->log.format, LogFormat::kJson);
+  EXPECT_EQ(c->log.output, LogOutput::kSyslog);
+  EXPECT_EQ(c->log.repeat_burst, 5u);
+  StatusOr<Config> d = ParseConfig(base, "t.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->metrics.listen, "") << "metrics are off by default";
+  EXPECT_EQ(d->control.socket_mode, 0600u);
+  for (const char* bad : {"[metrics]\nlisten = \"9567\"\n", "[metrics]\nlisten = \"host:1\"\n",
+                          "[metrics]\nlisten = \"1.2.3.4:70000\"\n",
+                          "[control]\nsocket = \"relative.sock\"\n", "[log]\nformat = \"xml\"\n",
+                          "[log]\noutput = \"file\"\n", "[control]\nsocket_mode = 0o1777\n"}) {
+    StatusOr<Config> e = ParseConfig(base + bad, "bad.toml");
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok()) {
+      EXPECT_NE(e.status().message().find("bad.toml:"), std::string::npos);
+    }
+  }
+}
+
+TEST(Log, LineFormats) {
+  const int64_t ms = 1714557600123;  // 2024-05-01T10:00:00.123Z
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, LogLevel::kInfo, "/a/b/daemon.cc", 42, ms, "hi"),
+            "2024-05-01T10:00:00.123Z INFO hi\n");
+  EXPECT_EQ(FormatLogLine(LogFormat::kKeyValue, LogLevel::kWarn, "/a/b/daemon.cc", 42, ms,
+                          "say \"x\""),
+            "ts=2024-05-01T10:00:00.123Z level=warn src=daemon.cc:42 msg=\"say \\\"x\\\"\"\n");
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, LogLevel::kError, "x.cc", 7, ms, "a\nb\\"),
+            "{\"ts\":\"2024-05-01T10:00:00.123Z\",\"level\":\"error\",\"src\":\"x.cc:7\","
+            "\"msg\":\"a\\nb\\\\\"}\n");
+}
+
+// Captures stderr into a pipe while alive.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    EXPECT_EQ(pipe(fds_), 0);
+    saved_ = dup(STDERR_FILENO);
+    dup2(fds_[1], STDERR_FILENO);
+  }
+  std::string Finish() {
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+    close(fds_[1]);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds_[0], buf, sizeof(buf))) > 0) out.append(buf, n);
+    close(fds_[0]);
+    return out;
+  }
+
+ private:
+  int fds_[2];
+  int saved_;
+};
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) n++;
+  return n;
+}
+
+TEST(Log, RepeatsFromOneSiteAreLimitedAndCounted) {
+  LogOptions o;
+  o.repeat_burst = 3;
+  o.repeat_window_s = 3600;
+  ConfigureLogging(o);
+  StderrCapture cap;
+  for (int i = 0; i < 10; ++i) NFSEDGE_LOG(kWarn) << "repeated " << i;
+  NFSEDGE_LOG(kWarn) << "other site";
+  std::string out = cap.Finish();
+  ConfigureLogging(LogOptions());
+  EXPECT_EQ(Count(out, "repeated "), 3u) << out;
+  EXPECT_EQ(Count(out, "other site"), 1u) << out;
+  EXPECT_EQ(out.find("suppressed"), std::string::npos) << "reported with that site's next line";
+}
+
+TEST(Log, SuppressedCountIsReportedWhenTheWindowReopens) {
+  LogOptions o;
+  o.repeat_burst = 1;
+  o.repeat_window_s = 1;
+  ConfigureLogging(o);
+  StderrCapture cap;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 4; ++i) NFSEDGE_LOG(kWarn) << "burst";
+    if (round == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  std::string out = cap.Finish();
+  ConfigureLogging(LogOptions());
+  EXPECT_EQ(Count(out, "burst"), 2u) << out;
+  EXPECT_NE(out.find("burst (3 similar messages suppressed)"), std::string::npos) << out;
+}
+
+TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
+  std::string path = "/tmp/nfsedge-notify-" + std::to_string(getpid());
+  unlink(path.c_str());
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_TRUE(NotifySocket(path, "READY=1\nSTATUS=serving").ok());
+  char buf[256];
+  ssize_t n = recv(fd, buf, sizeof(buf), 0);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "READY=1\nSTATUS=serving");
+  close(fd);
+  unlink(path.c_str());
+  EXPECT_FALSE(NotifySocket(path, "READY=1").ok()) << "no listener: an error, not a hang";
+  EXPECT_FALSE(NotifySocket("relative", "READY=1").ok());
+}
+
+TEST(Control, CommandsRoundTripWithProgressAndFinalLine) {
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-" + std::to_string(getpid());
+  std::vector<std::string> seen;
+  auto server = std::make_unique<ControlServer>(
+      loop.base(), [&](const std::string& c, const std::string& a,
+                       std::shared_ptr<ControlReply> r) {
+        seen.push_back(c + "|" + a);
+        if (c == "fail") {
+          r->Finish(InvalidArgument("no such thing"));
+          return;
+        }
+        r->Progress(1, 2);
+        r->Line("hello " + a);
+        r->Finish(Status::Ok());
+      });
+  ASSERT_TRUE(server->Listen(path, 0600).ok());
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  loop.Start();
+  int code_ok = RunControlCommand(path, "warm", "/data/x");
+  int code_fail = RunControlCommand(path, "fail", "");
+  int code_gone = RunControlCommand(path + ".missing", "status", "");
+  loop.RunSync([&] { server.reset(); });
+  EXPECT_EQ(code_ok, 0);
+  EXPECT_EQ(code_fail, 1);
+  EXPECT_EQ(code_gone, 2);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "warm|/data/x");
+  EXPECT_EQ(seen[1], "fail|");
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "socket file removed";
+}
+
+TEST(Control, RefusesToReplaceAFileThatIsNotASocket) {
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-file-" + std::to_string(getpid());
+  { std::ofstream(path) << "precious"; }
+  ControlServer server(loop.base(), [](const std::string&, const std::string&,
+                                       std::shared_ptr<ControlReply> r) { r->Finish(Status::Ok()); });
+  Status s = server.Listen(path, 0600);
+  EXPECT_FALSE(s.ok());
+  std::ifstream in(path);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace nfsedge

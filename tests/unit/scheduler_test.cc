@@ -1,0 +1,298 @@
+// UpstreamScheduler over fake lanes that hold every call until the test
+// answers it, with a fake clock.
+#include "proxy/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "rpc/auth_sys.h"
+
+namespace nfsedge {
+namespace {
+
+constexpr uint32_t kNfs = 100003;
+constexpr uint32_t kGetattr = 1, kRead = 6, kWrite = 7, kCommit = 21;
+
+// An RpcCaller that records calls and answers them only when told.
+class HeldCaller : public RpcCaller {
+ public:
+  struct Held {
+    uint32_t proc;
+    std::string args;
+    ReplyCallback done;
+  };
+  Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+              std::string_view args, ReplyCallback done) override {
+    held.push_back(Held{proc, std::string(args), std::move(done)});
+    sent.push_back(std::string(args));
+    max_writes = std::max<size_t>(max_writes, Writes());
+    return Status::Ok();
+  }
+  size_t Writes() const {
+    return std::count_if(held.begin(), held.end(), [](const Held& h) { return h.proc == kWrite; });
+  }
+  // Answers the oldest call held (or the one at `i`) with SUCCESS.
+  void Answer(size_t i = 0) {
+    Held h = std::move(held[i]);
+    held.erase(held.begin() + static_cast<long>(i));
+    RpcReply r;
+    r.header.reply_stat = kMsgAccepted;
+    r.header.accept_stat = kSuccess;
+    h.done(std::move(r));
+  }
+  std::vector<Held> held;
+  std::vector<std::string> sent;  // args of every call, in order
+  size_t max_writes = 0;
+};
+
+OpaqueAuth Cred(const std::string& machine) {
+  AuthSys a;
+  a.machine = machine;
+  a.uid = 1000;
+  return OpaqueAuth{kAuthSys, EncodeAuthSys(a)};
+}
+
+// Arguments of `bytes` bytes whose text names the call; they end in a zero
+// count, so that a READ's reply adds nothing to its size.
+std::string Args(const std::string& name, size_t bytes) {
+  std::string s = name + ";";
+  s.resize(std::max(bytes, s.size() + 4), '.');
+  s.replace(s.size() - 4, 4, std::string(4, '\0'));
+  return s;
+}
+
+std::string Name(const std::string& args) { return args.substr(0, args.find(';')); }
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void Make(SchedulerOptions o) {
+    scheduler_ = std::make_unique<UpstreamScheduler>(clock_, meta_, bulk_, o);
+  }
+  // Small window: one 40 KB call at a time.
+  static SchedulerOptions OneAtATime() {
+    SchedulerOptions o;
+    o.congestion.initial_window = 48 << 10;
+    o.congestion.min_window = 48 << 10;
+    o.congestion.max_window = 48 << 10;
+    o.background_share_percent = 0;
+    return o;
+  }
+  Status Submit(CallClass c, uint32_t proc, const std::string& name, const std::string& machine,
+                size_t bytes = 40 << 10) {
+    return scheduler_->Caller(c).Call(kNfs, 3, proc, Cred(machine), Args(name, bytes),
+                                      [this, name](StatusOr<RpcReply> r) {
+                                        answered_.push_back(name);
+                                        if (!r.ok()) errors_.push_back(name);
+                                      });
+  }
+  // Answers bulk calls one by one until none is held; returns the order in
+  // which they were sent.
+  std::vector<std::string> Drain() {
+    while (!bulk_.held.empty()) {
+      clock_.Advance(std::chrono::milliseconds(10));
+      bulk_.Answer();
+    }
+    std::vector<std::string> order;
+    for (const auto& a : bulk_.sent) order.push_back(Name(a));
+    return order;
+  }
+
+  FakeClock clock_;
+  HeldCaller meta_, bulk_;
+  std::vector<std::string> answered_, errors_;
+  std::unique_ptr<UpstreamScheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, InteractiveMetadataIsNotHeldBehindBulk) {
+  Make(OneAtATime());
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w1", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w2", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "ra", "a").ok());
+  EXPECT_EQ(bulk_.held.size(), 1u);  // the window holds one
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+  ASSERT_EQ(meta_.held.size(), 1u);  // at once, on the metadata lane
+  EXPECT_EQ(Name(meta_.held[0].args), "g");
+  // It counts as bytes in flight.
+  EXPECT_GT(scheduler_->stats().congestion.in_flight, 40u << 10);
+  SchedulerStats s = scheduler_->stats();
+  EXPECT_EQ(s.calls[0], 1u);
+  EXPECT_EQ(s.calls[1], 2u);  // WRITEs through the interactive facade are client data
+  EXPECT_EQ(s.queued[1], 1u);
+  EXPECT_EQ(s.queued[2], 1u);
+  meta_.Answer();
+  EXPECT_EQ(answered_, std::vector<std::string>{"g"});
+  EXPECT_EQ(Drain(), (std::vector<std::string>{"w1", "w2", "ra"}));
+}
+
+TEST_F(SchedulerTest, ClientDataGoesBeforeBackground) {
+  Make(OneAtATime());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "first", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg1", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d1", "b").ok());
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg2", "b").ok());
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kCommit, "d2", "b", 100).ok());
+  EXPECT_EQ(Drain(), (std::vector<std::string>{"first", "d1", "d2", "bg1", "bg2"}));
+  EXPECT_EQ(answered_.size(), 5u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(SchedulerTest, ClientsShareTheirClassFairly) {
+  Make(OneAtATime());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a0", "alpha").ok());
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a" + std::to_string(i), "alpha").ok());
+  }
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b" + std::to_string(i), "beta").ok());
+  }
+  EXPECT_EQ(Drain(),
+            (std::vector<std::string>{"a0", "a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4"}));
+}
+
+TEST_F(SchedulerTest, FairnessIsInBytesNotCalls) {
+  Make(OneAtATime());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "x", "alpha").ok());
+  // alpha sends 40 KB calls, beta 10 KB ones: beta gets about four calls
+  // for each of alpha's.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "A", "alpha").ok());
+  }
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b", "beta", 10 << 10).ok());
+  }
+  std::vector<std::string> order = Drain();
+  // Among the first 7 after "x": 2 of alpha's, 5 of beta's (or 1 and 6)
+  // rather than alternating calls.
+  int alpha = static_cast<int>(std::count(order.begin() + 1, order.begin() + 8, "A"));
+  EXPECT_LE(alpha, 2);
+  EXPECT_GE(alpha, 1);
+}
+
+TEST_F(SchedulerTest, BackgroundKeepsItsShare) {
+  SchedulerOptions o = OneAtATime();
+  o.background_share_percent = 20;
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "a").ok());
+  // Client data keeps coming: one more each time one is answered.
+  int data_before_bg = 0;
+  for (int i = 0; i < 50 && std::find(answered_.begin(), answered_.end(), "bg") == answered_.end();
+       ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
+    clock_.Advance(std::chrono::milliseconds(10));
+    bulk_.Answer();
+    data_before_bg = static_cast<int>(std::count(answered_.begin(), answered_.end(), "d"));
+  }
+  ASSERT_NE(std::find(answered_.begin(), answered_.end(), "bg"), answered_.end())
+      << "background starved";
+  // 20% of the bytes: one background call for every four of client data.
+  EXPECT_LE(data_before_bg, 5);
+  Drain();
+}
+
+TEST_F(SchedulerTest, WritesInFlightNeverExceedTheCap) {
+  SchedulerOptions o;
+  o.max_writes_in_flight = 2;
+  o.congestion.initial_window = 64 << 20;  // the window does not limit here
+  Make(o);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w" + std::to_string(i), "a").ok());
+  }
+  ASSERT_TRUE(Submit(CallClass::kBackground, kWrite, "flush", "b").ok());
+  EXPECT_EQ(bulk_.Writes(), 2u);
+  // A READ from the same client is not held behind the capped WRITEs.
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kRead, "r", "a").ok());
+  EXPECT_EQ(Name(bulk_.held.back().args), "r");
+  EXPECT_EQ(scheduler_->stats().writes_in_flight, 2u);
+  EXPECT_GT(scheduler_->stats().write_cap_waits, 0u);
+  std::vector<std::string> order = Drain();
+  EXPECT_EQ(bulk_.max_writes, 2u);
+  EXPECT_EQ(answered_.size(), 12u);
+  // The client's WRITEs stay in order.
+  std::vector<std::string> writes;
+  for (const auto& n : order) {
+    if (n[0] == 'w') writes.push_back(n);
+  }
+  EXPECT_TRUE(std::is_sorted(writes.begin(), writes.end()));
+}
+
+TEST_F(SchedulerTest, RefusesBeyondTheQueueBound) {
+  SchedulerOptions o = OneAtATime();
+  o.max_queued = 2;
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "a").ok());  // sent
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b", "a").ok());  // waits
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "c", "a").ok());  // waits
+  Status s = Submit(CallClass::kBackground, kRead, "d", "a");
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler_->stats().refused, 1u);
+  // Interactive metadata is never refused by the scheduler's queue.
+  EXPECT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+  Drain();
+  meta_.Answer();
+  EXPECT_EQ(answered_.size(), 4u);
+}
+
+TEST_F(SchedulerTest, RoundTripsReachTheControllerAndTheTransport) {
+  SchedulerOptions o;
+  o.congestion.rto_floor = std::chrono::milliseconds(10);
+  Duration rto{};
+  SchedulerHooks hooks;
+  hooks.set_retransmit_timeout = [&](Duration d) { rto = d; };
+  scheduler_ = std::make_unique<UpstreamScheduler>(clock_, meta_, bulk_, o, hooks);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+    clock_.Advance(std::chrono::milliseconds(50));
+    meta_.Answer();
+  }
+  CongestionStats c = scheduler_->stats().congestion;
+  EXPECT_EQ(c.base_rtt, Duration(std::chrono::milliseconds(50)));
+  EXPECT_EQ(c.samples, 20u);
+  EXPECT_EQ(c.in_flight, 0u);
+  EXPECT_EQ(rto, c.rto);
+  EXPECT_GE(rto, Duration(std::chrono::milliseconds(50)));
+  EXPECT_NE(scheduler_->StatsLine().find("base_rtt_us=50000"), std::string::npos)
+      << scheduler_->StatsLine();
+}
+
+TEST_F(SchedulerTest, ShutdownFailsWaitingCallsAndRefusesNewOnes) {
+  Make(OneAtATime());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "b", "a").ok());
+  scheduler_->Shutdown(Status(StatusCode::kCancelled, "bye"));
+  EXPECT_EQ(errors_, std::vector<std::string>{"b"});
+  EXPECT_EQ(Submit(CallClass::kInteractive, kGetattr, "c", "a", 100).code(),
+            StatusCode::kCancelled);
+  bulk_.Answer();  // a late reply for a call sent before is still delivered
+  EXPECT_EQ(answered_, (std::vector<std::string>{"b", "a"}));
+  // Destroyed with a call still out: its reply only reaches the caller.
+  ASSERT_TRUE(meta_.held.empty());
+}
+
+TEST_F(SchedulerTest, ReadsCountTheirReplyBytes) {
+  Make(OneAtATime());
+  // A READ of 32 KB asks little but brings 32 KB back: with one in flight,
+  // a second does not fit the 48 KB window.
+  std::string args(40, '\0');
+  args[36] = 0;
+  args[37] = 0;
+  args[38] = static_cast<char>(0x80);  // count = 32768
+  auto call = [&] {
+    return scheduler_->Caller(CallClass::kClientData)
+        .Call(kNfs, 3, kRead, Cred("a"), args, [this](StatusOr<RpcReply>) {
+          answered_.push_back("r");
+        });
+  };
+  ASSERT_TRUE(call().ok());
+  ASSERT_TRUE(call().ok());
+  EXPECT_EQ(bulk_.held.size(), 1u);
+  EXPECT_GE(scheduler_->stats().congestion.in_flight, 32u << 10);
+  Drain();
+  EXPECT_EQ(answered_.size(), 2u);
+}
+
+}  // namespace
+}  // namespace nfsedge

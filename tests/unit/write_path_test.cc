@@ -1,0 +1,504 @@
+// WritePath as a state machine: a fake upstream that holds every call until
+// the test answers it, a fake clock and timers run by hand. Checks DESIGN
+// rules 1-4 and 8 on the write path: FIFO replies, no reply before the data
+// is stable upstream, resend on a verifier change, lone writers not
+// delayed, bounded buffers, flush errors reported, reads held for writes.
+#include "proxy/write_path.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/clock.h"
+#include "proxy/nfs_procs.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+namespace {
+
+template <typename F>
+xdrproc_t Proc(F f) {
+  return reinterpret_cast<xdrproc_t>(f);
+}
+
+using Verf = std::array<char, 8>;
+constexpr Verf kV1{'v', '1'};
+constexpr Verf kV2{'v', '2'};
+
+// An upstream that keeps every call until the test answers it.
+class HeldUpstream : public RpcCaller {
+ public:
+  struct Held {
+    uint32_t proc;
+    std::string args;
+    ReplyCallback done;
+    bool answered = false;
+  };
+  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth&, std::string_view args,
+              ReplyCallback done) override {
+    if (refuse) return Status(StatusCode::kResourceExhausted, "full");
+    calls.push_back(Held{proc, std::string(args), std::move(done)});
+    return Status::Ok();
+  }
+  size_t Count(uint32_t proc) const {
+    size_t n = 0;
+    for (const Held& h : calls) n += h.proc == proc;
+    return n;
+  }
+  // Index of the first unanswered call, or -1.
+  int Pending() const {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (!calls[i].answered) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  void Answer(size_t i, const std::string& results) {
+    RpcReply r;
+    r.header.reply_stat = kMsgAccepted;
+    r.header.accept_stat = kSuccess;
+    r.record = results;
+    r.header.results_offset = 0;
+    calls[i].answered = true;
+    calls[i].done(std::move(r));
+  }
+  std::vector<Held> calls;
+  bool refuse = false;
+};
+
+struct SentWrite {
+  uint64_t offset;
+  stable_how stable;
+  std::string data;
+};
+
+SentWrite DecodeWriteArgs(const std::string& wire) {
+  XdrValue<WRITE3args> a(Proc(xdr_WRITE3args));
+  EXPECT_TRUE(a.Decode(wire));
+  return SentWrite{a->offset, a->stable, std::string(a->data.data_val, a->data.data_len)};
+}
+
+fattr3 Attr(uint64_t size, uint32_t ctime) {
+  fattr3 a{};
+  a.type = NF3REG;
+  a.size = size;
+  a.ctime.seconds = ctime;
+  a.mtime.seconds = ctime;
+  return a;
+}
+
+std::string WriteOk(uint32_t count, stable_how committed, const Verf& verf, const fattr3& after) {
+  WRITE3res res{};
+  res.status = NFS3_OK;
+  WRITE3resok& ok = res.WRITE3res_u.resok;
+  ok.count = count;
+  ok.committed = committed;
+  std::copy(verf.begin(), verf.end(), ok.verf);
+  ok.file_wcc.after.attributes_follow = TRUE;
+  ok.file_wcc.after.post_op_attr_u.attributes = after;
+  std::string out;
+  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &res, &out));
+  return out;
+}
+
+std::string CommitOk(const Verf& verf, const fattr3& after) {
+  COMMIT3res res{};
+  res.status = NFS3_OK;
+  std::copy(verf.begin(), verf.end(), res.COMMIT3res_u.resok.verf);
+  res.COMMIT3res_u.resok.file_wcc.after.attributes_follow = TRUE;
+  res.COMMIT3res_u.resok.file_wcc.after.post_op_attr_u.attributes = after;
+  std::string out;
+  EXPECT_TRUE(XdrEncode(Proc(xdr_COMMIT3res), &res, &out));
+  return out;
+}
+
+// What a client got.
+struct ClientReply {
+  nfsstat3 status = NFS3ERR_IO;
+  uint32_t count = 0;
+  stable_how committed = UNSTABLE;
+  Verf verf{};
+  std::optional<fattr3> after;
+};
+
+ClientReply DecodeWriteReply(const std::string& r) {
+  XdrValue<WRITE3res> res(Proc(xdr_WRITE3res));
+  EXPECT_TRUE(res.Decode(r));
+  ClientReply c;
+  c.status = res->status;
+  if (res->status == NFS3_OK) {
+    const WRITE3resok& ok = res->WRITE3res_u.resok;
+    c.count = ok.count;
+    c.committed = ok.committed;
+    std::copy(ok.verf, ok.verf + 8, c.verf.begin());
+    if (ok.file_wcc.after.attributes_follow) c.after = ok.file_wcc.after.post_op_attr_u.attributes;
+  }
+  return c;
+}
+
+ClientReply DecodeCommitReply(const std::string& r) {
+  XdrValue<COMMIT3res> res(Proc(xdr_COMMIT3res));
+  EXPECT_TRUE(res.Decode(r));
+  ClientReply c;
+  c.status = res->status;
+  if (res->status == NFS3_OK) {
+    std::copy(res->COMMIT3res_u.resok.verf, res->COMMIT3res_u.resok.verf + 8, c.verf.begin());
+  }
+  return c;
+}
+
+ExportConfig MakeExport(uint32_t window_ms) {
+  ExportConfig c;
+  c.path = "/e";
+  c.upstream_path = "/e";
+  c.gather_window_ms = window_ms;
+  return c;
+}
+
+class WritePathTest : public ::testing::Test {
+ protected:
+  WritePathTest() : exp_(0, MakeExport(5)), nowait_(1, MakeExport(0)) {
+    options_.write_size = 64 << 10;
+    options_.max_transfer = 1 << 20;
+    options_.verifier = Verf{'p', 'r', 'o', 'x', 'y'};
+    Make();
+  }
+
+  void Make() {
+    wp_ = std::make_unique<WritePath>(
+        clock_, up_, bg_,
+        [this](Duration d, std::function<void()> fn) {
+          timers_.emplace(clock_.MonoNow() + d, std::move(fn));
+        },
+        [this](const NfsProc& p, const void*, RpcReply*, const Export&, const OpaqueAuth&) {
+          learned_.push_back(p.proc);
+        },
+        options_);
+  }
+
+  // Moves the clock by `d`, running the timers that fall due.
+  void Advance(Duration d) {
+    const MonoTime until = clock_.MonoNow() + d;
+    while (!timers_.empty() && timers_.begin()->first <= until) {
+      auto it = timers_.begin();
+      clock_.Advance(it->first - clock_.MonoNow());
+      auto fn = std::move(it->second);
+      timers_.erase(it);
+      fn();
+    }
+    clock_.Advance(until - clock_.MonoNow());
+  }
+
+  // Sends a client WRITE; its replies are appended to `replies_` tagged.
+  void Write(int tag, uint64_t offset, const std::string& data, stable_how how,
+             bool may_buffer = true, const Export* exp = nullptr) {
+    WRITE3args a{};
+    a.file = FhView(fh_);
+    a.offset = offset;
+    a.count = static_cast<count3>(data.size());
+    a.stable = how;
+    a.data.data_val = const_cast<char*>(data.data());
+    a.data.data_len = static_cast<u_int>(data.size());
+    wp_->Write(
+        a, exp ? *exp : exp_, cred_, may_buffer,
+        [this, tag](std::string r) { replies_.push_back({tag, DecodeWriteReply(r)}); },
+        [this, tag] { forwarded_.push_back(tag); });
+  }
+  void Commit(int tag) {
+    COMMIT3args a{};
+    a.file = FhView(fh_);
+    wp_->Commit(
+        a, exp_, cred_, [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
+        [this, tag] { forwarded_.push_back(tag); });
+  }
+  std::vector<int> Tags() const {
+    std::vector<int> t;
+    for (const auto& [tag, r] : replies_) t.push_back(tag);
+    return t;
+  }
+
+  FakeClock clock_;
+  HeldUpstream up_, bg_;
+  Export exp_, nowait_;
+  WritePathOptions options_;
+  std::unique_ptr<WritePath> wp_;
+  std::multimap<MonoTime, std::function<void()>> timers_;
+  std::vector<uint32_t> learned_;
+  std::vector<std::pair<int, ClientReply>> replies_;
+  std::vector<int> forwarded_;
+  std::string fh_ = "file-handle-1";
+  OpaqueAuth cred_;
+};
+
+TEST_F(WritePathTest, GatheredStableWritesGoAsOneFileSyncWriteAndAreAnsweredInOrder) {
+  const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c'), d(4096, 'd');
+  Write(1, 0, a, FILE_SYNC);  // a new file's first write goes at once
+  ASSERT_EQ(up_.calls.size(), 1u);
+  Write(2, 4096, b, DATA_SYNC);  // a batch is upstream: these wait for it
+  Write(3, 8192, c, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 1u);
+  EXPECT_TRUE(replies_.empty()) << "no reply before the upstream made the data stable";
+
+  up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 77)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  // The answered writer's next write is awaited (a window), then the batch
+  // of three contiguous writes goes as one FILE_SYNC WRITE.
+  EXPECT_EQ(up_.calls.size(), 1u);
+  Write(4, 12288, d, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 2u);
+  SentWrite w = DecodeWriteArgs(up_.calls[1].args);
+  EXPECT_EQ(w.offset, 4096u);
+  EXPECT_EQ(w.stable, FILE_SYNC);
+  EXPECT_EQ(w.data, b + c + d);
+  EXPECT_EQ(Tags(), (std::vector<int>{1}));
+  up_.Answer(1, WriteOk(12288, FILE_SYNC, kV1, Attr(16384, 78)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4}));
+  for (const auto& [tag, r] : replies_) {
+    EXPECT_EQ(r.status, NFS3_OK);
+    EXPECT_EQ(r.committed, FILE_SYNC);
+    EXPECT_EQ(r.count, 4096u);
+    ASSERT_TRUE(r.after.has_value());
+  }
+  EXPECT_EQ(replies_[3].second.after->size, 16384u)
+      << "post-op attributes are the ones after the commit";
+  EXPECT_EQ(wp_->stats().sync_writes, 2u);
+  EXPECT_EQ(wp_->stats().gathered, 4u);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_TRUE(bg_.calls.empty());
+}
+
+TEST_F(WritePathTest, RepliesStayInArrivalOrderWhenLaterDataIsStableFirst) {
+  options_.lone_after = 0;  // every batch opens a window
+  Make();
+  const std::string a(4096, 'a'), b(4096, 'b');
+  Write(1, 65536, a, FILE_SYNC);
+  Write(2, 0, b, FILE_SYNC);  // not contiguous: UNSTABLE writes, then COMMIT
+  ASSERT_EQ(up_.calls.size(), 2u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[0].args).stable, UNSTABLE);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[1].args).stable, UNSTABLE);
+  up_.Answer(1, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
+  up_.Answer(0, WriteOk(4096, UNSTABLE, kV1, Attr(1, 2)));
+  EXPECT_TRUE(replies_.empty()) << "UNSTABLE upstream replies are not stability";
+  ASSERT_EQ(up_.calls.size(), 3u);
+  ASSERT_EQ(up_.calls[2].proc, NFSPROC3_COMMIT);
+  up_.Answer(2, CommitOk(kV1, Attr(69632, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[0].second.committed, FILE_SYNC);
+  EXPECT_EQ(wp_->stats().upstream_commits, 1u);
+}
+
+TEST_F(WritePathTest, VerifierMismatchResendsAndHoldsTheReply) {
+  options_.lone_after = 0;
+  Make();
+  const std::string a(4096, 'a'), b(4096, 'b');
+  Write(1, 0, a, FILE_SYNC);
+  Write(2, 65536, b, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 2u);
+  up_.Answer(0, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
+  up_.Answer(1, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
+  ASSERT_EQ(up_.calls.size(), 3u);
+  // The server restarted between the writes and the commit.
+  up_.Answer(2, CommitOk(kV2, Attr(1, 2)));
+  EXPECT_TRUE(replies_.empty()) << "a COMMIT with another verifier proves nothing";
+  ASSERT_EQ(up_.calls.size(), 5u) << "both writes sent again";
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[3].args).data, a);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[4].args).data, b);
+  up_.Answer(3, WriteOk(4096, UNSTABLE, kV2, Attr(1, 3)));
+  up_.Answer(4, WriteOk(4096, UNSTABLE, kV2, Attr(1, 3)));
+  ASSERT_EQ(up_.calls.size(), 6u);
+  EXPECT_TRUE(replies_.empty());
+  up_.Answer(5, CommitOk(kV2, Attr(1, 4)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(wp_->stats().resent, 8192u);
+}
+
+TEST_F(WritePathTest, LoneWriterIsNotDelayed) {
+  const std::string d(4096, 'x');
+  for (int i = 0; i < 3; ++i) {
+    Write(i, i * 4096, d, FILE_SYNC);
+    ASSERT_EQ(up_.calls.size(), static_cast<size_t>(i + 1)) << "sent at once";
+    up_.Answer(i, WriteOk(4096, FILE_SYNC, kV1, Attr(1, 1)));
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(wp_->stats().windows, 0u);
+  EXPECT_EQ(wp_->stats().procrastination_us, 0u);
+  // A write that finds company makes the file wait for writers again.
+  Write(3, 12288, d, FILE_SYNC);
+  Write(4, 16384, d, FILE_SYNC);
+  up_.Answer(3, WriteOk(4096, FILE_SYNC, kV1, Attr(1, 1)));
+  EXPECT_EQ(up_.calls.size(), 4u) << "waits for the answered writer's next write";
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 5u);
+  up_.Answer(4, WriteOk(4096, FILE_SYNC, kV1, Attr(1, 1)));
+  // Alone again: that window and the next found no company; then no more
+  // waiting.
+  Write(5, 5 * 4096, d, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 5u) << "held by a window";
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 6u);
+  up_.Answer(5, WriteOk(4096, FILE_SYNC, kV1, Attr(1, 1)));
+  Write(6, 6 * 4096, d, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 7u);
+  EXPECT_EQ(wp_->stats().windows, 2u);
+}
+
+TEST_F(WritePathTest, ZeroWindowNeverWaits) {
+  Write(1, 0, std::string(100, 'x'), FILE_SYNC, true, &nowait_);
+  EXPECT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(wp_->stats().windows, 0u);
+}
+
+TEST_F(WritePathTest, UnstableWritesAreBufferedMergedAndCommittedForTheClient) {
+  const std::string a(32768, 'a'), b(32768, 'b'), c(1000, 'c');
+  Write(1, 0, a, UNSTABLE);
+  Write(2, 32768, b, UNSTABLE);  // a whole upstream WRITE (64 KiB): sent at once
+  Write(3, 65536, c, UNSTABLE);
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  for (const auto& [tag, r] : replies_) {
+    EXPECT_EQ(r.committed, UNSTABLE);
+    EXPECT_EQ(r.verf, wp_->verifier());
+  }
+  EXPECT_TRUE(up_.calls.empty()) << "write-behind uses the background caller";
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data, a + b);
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).stable, UNSTABLE);
+  bg_.Answer(0, WriteOk(65536, UNSTABLE, kV1, Attr(65536, 1)));
+
+  replies_.clear();
+  Commit(9);
+  EXPECT_TRUE(replies_.empty()) << "COMMIT waits for the buffered data";
+  // The client's COMMIT sends the rest, then commits.
+  ASSERT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[0].args).data, c);
+  up_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(66536, 2)));
+  ASSERT_EQ(up_.calls.size(), 2u);
+  EXPECT_EQ(up_.calls[1].proc, NFSPROC3_COMMIT);
+  up_.Answer(1, CommitOk(kV1, Attr(66536, 3)));
+  ASSERT_EQ(Tags(), (std::vector<int>{9}));
+  EXPECT_EQ(replies_[0].second.status, NFS3_OK);
+  EXPECT_EQ(replies_[0].second.verf, wp_->verifier()) << "the proxy's verifier, not the server's";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  // Nothing held: the next COMMIT is answered at once.
+  Commit(10);
+  EXPECT_EQ(Tags(), (std::vector<int>{9, 10}));
+}
+
+TEST_F(WritePathTest, FlushDelaySendsPartialDataAndCommits) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  EXPECT_TRUE(bg_.calls.empty());
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  EXPECT_EQ(bg_.calls[1].proc, NFSPROC3_COMMIT);
+  bg_.Answer(1, CommitOk(kV1, Attr(1000, 2)));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
+TEST_F(WritePathTest, WithoutWriteEvidenceAnUnstableWriteIsAnsweredOnceStable) {
+  Write(1, 0, std::string(10, 'a'), UNSTABLE, /*may_buffer=*/false, &nowait_);
+  EXPECT_TRUE(replies_.empty());
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(10, FILE_SYNC, kV1, Attr(10, 1)));
+  ASSERT_EQ(replies_.size(), 1u);
+  EXPECT_EQ(replies_[0].second.committed, FILE_SYNC) << "committed tells what was done";
+}
+
+TEST_F(WritePathTest, BufferLimitsMakeWritersWait) {
+  options_.max_file_bytes = 8192;
+  options_.max_bytes = 16384;
+  Make();
+  Write(1, 0, std::string(8192, 'a'), UNSTABLE);
+  Write(2, 8192, std::string(8192, 'b'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "the second write is beyond the file's limit";
+  EXPECT_EQ(wp_->stats().blocked, 1u);
+  EXPECT_LE(wp_->stats().max_buffered_bytes, 8192u);
+  // Pressure flushes and commits the file.
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  EXPECT_EQ(bg_.calls[1].proc, NFSPROC3_COMMIT);
+  EXPECT_EQ(Tags(), (std::vector<int>{1}));
+  bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 8192u);
+}
+
+TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  WRITE3res fail{};
+  fail.status = NFS3ERR_NOSPC;
+  std::string out;
+  ASSERT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &fail, &out));
+  bg_.Answer(0, out);
+  Write(2, 1000, std::string(10, 'b'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 2u);
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
+  Write(3, 1000, std::string(10, 'b'), UNSTABLE);
+  EXPECT_EQ(replies_[2].second.status, NFS3_OK) << "reported once";
+}
+
+TEST_F(WritePathTest, CommitErrorReachesTheWaitingClient) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Commit(2);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  ASSERT_EQ(up_.calls.size(), 2u);
+  COMMIT3res fail{};
+  fail.status = NFS3ERR_IO;
+  std::string out;
+  ASSERT_TRUE(XdrEncode(Proc(xdr_COMMIT3res), &fail, &out));
+  up_.Answer(1, out);
+  ASSERT_EQ(replies_.size(), 2u);
+  EXPECT_EQ(replies_[1].first, 2);
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_IO);
+}
+
+TEST_F(WritePathTest, ReadsAreHeldUntilBufferedDataIsUpstream) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  int ran = 0;
+  EXPECT_TRUE(wp_->Hold(fh_, false, [&] { ran++; }));
+  EXPECT_EQ(ran, 0);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  EXPECT_EQ(ran, 1) << "the upstream has the bytes: the READ may go";
+  EXPECT_EQ(learned_.back(), static_cast<uint32_t>(NFSPROC3_WRITE)) << "caches learn the wcc";
+  EXPECT_FALSE(wp_->Hold(fh_, false, [&] { ran++; }));
+  // A SETATTR waits until the data is stable.
+  EXPECT_TRUE(wp_->Hold(fh_, true, [&] { ran++; }));
+  ASSERT_EQ(up_.calls.size(), 2u);
+  EXPECT_EQ(up_.calls[1].proc, NFSPROC3_COMMIT);
+  up_.Answer(1, CommitOk(kV1, Attr(1000, 2)));
+  EXPECT_EQ(ran, 2);
+  EXPECT_FALSE(wp_->Hold("other", true, [&] { ran++; }));
+}
+
+TEST_F(WritePathTest, NewerDataIsNotOverwrittenByAWriteInFlight) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  Write(2, 0, std::string(1000, 'b'), UNSTABLE);
+  Commit(3);
+  EXPECT_TRUE(up_.calls.empty()) << "the newer data waits for the WRITE in flight";
+  bg_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  ASSERT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[0].args).data, std::string(1000, 'b'));
+}
+
+TEST_F(WritePathTest, UnreachableUpstreamIsRetried) {
+  up_.refuse = true;
+  Write(1, 0, std::string(10, 'a'), FILE_SYNC, true, &nowait_);
+  EXPECT_TRUE(up_.calls.empty());
+  up_.refuse = false;
+  Advance(std::chrono::milliseconds(100));
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(10, FILE_SYNC, kV1, Attr(10, 1)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1}));
+}
+
+}  // namespace
+}  // namespace nfsedge
