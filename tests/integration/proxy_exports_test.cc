@@ -383,9 +383,3 @@ TEST_F(ExportsTest, MntOfUnexportedPaths) {
 
 }  // namespace
 }  // namespace nfsedge::itest
-
-int main(int argc, char** argv) {
-  nfsedge::itest::EnterPrivateNetwork();  // Before gtest or anything starts a thread.
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

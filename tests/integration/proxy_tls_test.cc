@@ -177,9 +177,3 @@ TEST_F(TlsChainTest, OpensslClientWithoutTheProbeGetsNoSession) {
 
 }  // namespace
 }  // namespace nfsedge::itest
-
-int main(int argc, char** argv) {
-  nfsedge::itest::EnterPrivateNetwork();  // Before gtest or anything starts a thread.
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
