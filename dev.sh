@@ -49,7 +49,8 @@ build() {
 # regression inputs). Long fuzzing runs: tests/fuzz/run_fuzzers.sh.
 sanitize() {
   local dir=${SANITIZE_BUILD_DIR:-$ROOT/build-asan}
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DNFSEDGE_WERROR=ON -DNFSEDGE_SANITIZE=address,undefined -DNFSEDGE_FUZZ=ON >/dev/null
   cmake --build "$dir" -j "$JOBS"
   cd "$dir" && ctest --output-on-failure --timeout 900 -L 'unit|integration|fuzz' "$@"
