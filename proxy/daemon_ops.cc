@@ -211,6 +211,95 @@ void Daemon::AddCollectors() {
             static_cast<double>(prefetcher_->in_flight()));
   });
   metrics_.Add([this](MetricsWriter& w) {
+    if (!scheduler_) return;
+    const SchedulerStats st = scheduler_->stats();
+    const CongestionStats& c = st.congestion;
+    auto seconds = [](Duration d) { return std::chrono::duration<double>(d).count(); };
+    w.Gauge("nfsedge_congestion_base_rtt_seconds",
+            "Upstream base round trip (windowed minimum), the congestion controller's reference.",
+            {}, seconds(c.base_rtt));
+    w.Gauge("nfsedge_congestion_rtt_seconds", "Upstream round trip, smoothed and latest.",
+            {{"kind", "smoothed"}}, seconds(c.srtt));
+    w.Gauge("nfsedge_congestion_rtt_seconds", "Upstream round trip, smoothed and latest.",
+            {{"kind", "latest"}}, seconds(c.last_rtt));
+    w.Gauge("nfsedge_congestion_timeout_seconds", "Upstream retransmission timeout in use.", {},
+            seconds(c.rto));
+    w.Gauge("nfsedge_congestion_window_bytes", "Congestion window for bytes in flight.", {},
+            static_cast<double>(c.window));
+    w.Gauge("nfsedge_congestion_in_flight_bytes", "Bytes in flight upstream.", {},
+            static_cast<double>(c.in_flight));
+    w.Gauge("nfsedge_congestion_delivery_rate_bytes", "Measured delivery rate, bytes/s.", {},
+            c.delivery_rate);
+    w.Gauge("nfsedge_congestion_pacing_rate_bytes", "Pacing rate, bytes/s (0: not paced).", {},
+            c.pacing_rate);
+    CountEach(w, "nfsedge_congestion_rounds_total",
+              "Controller rounds by outcome: rate raised, lowered (queue above target).", {},
+              "outcome", {{"increase", c.increases}, {"decrease", c.decreases}});
+    for (int i = 0; i < kCallClasses; ++i) {
+      const MetricLabels l{{"class", CallClassName(static_cast<CallClass>(i))}};
+      w.Counter("nfsedge_scheduler_calls_total", "Upstream calls accepted, by class.", l,
+                static_cast<double>(st.calls[i]));
+      w.Gauge("nfsedge_scheduler_queued", "Upstream calls waiting to be sent, by class.", l,
+              static_cast<double>(st.queued[i]));
+      w.Counter("nfsedge_scheduler_waited_total", "Upstream calls that had to wait, by class.",
+                l, static_cast<double>(st.waited[i]));
+    }
+    w.Gauge("nfsedge_scheduler_writes_in_flight", "Upstream WRITEs in flight (capped).", {},
+            static_cast<double>(st.writes_in_flight));
+    w.Counter("nfsedge_scheduler_write_cap_waits_total",
+              "WRITEs that waited for the write cap alone.", {},
+              static_cast<double>(st.write_cap_waits));
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    if (!write_path_) return;
+    const WritePathStats& s = write_path_->stats();
+    CountEach(w, "nfsedge_write_client_calls_total",
+              "Client WRITE/COMMIT calls by how the write path answered them.", {}, "kind",
+              {{"stable_gathered", s.gathered},
+               {"unstable_buffered", s.buffered_writes},
+               {"forwarded", s.forwarded},
+               {"commit", s.client_commits}});
+    CountEach(w, "nfsedge_write_upstream_calls_total",
+              "Upstream calls the write path made: WRITEs, of which FILE_SYNC, and COMMITs.", {},
+              "kind",
+              {{"write", s.upstream_writes},
+               {"file_sync_write", s.sync_writes},
+               {"commit", s.upstream_commits}});
+    w.Counter("nfsedge_write_upstream_bytes_total", "Bytes the write path wrote upstream.", {},
+              static_cast<double>(s.upstream_bytes));
+    w.Counter("nfsedge_write_batches_total",
+              "Syncing upstream calls made for gathered stable writes (gathered writes per "
+              "commit = stable_gathered / batches).",
+              {}, static_cast<double>(s.batches));
+    w.Counter("nfsedge_write_procrastination_seconds_total",
+              "Time stable writes were held in gathering windows.", {},
+              static_cast<double>(s.procrastination_us) / 1e6);
+    w.Gauge("nfsedge_write_buffered_bytes", "Write-behind bytes buffered, not yet stable.", {},
+            static_cast<double>(s.buffered_bytes));
+    CountEach(w, "nfsedge_write_events_total",
+              "Write path events: writes that waited for buffer room, reads/getattrs/setattrs "
+              "held for a flush, upstream errors kept for clients, bytes resent after a "
+              "verifier change.",
+              {}, "event",
+              {{"blocked", s.blocked},
+               {"barrier", s.barriers},
+               {"error", s.errors},
+               {"resent_bytes", s.resent}});
+  });
+  metrics_.Add([this](MetricsWriter& w) {
+    const DrcStats d = nfs_->drc_stats();
+    CountEach(w, "nfsedge_drc_events_total",
+              "Duplicate request cache: calls recorded, retransmissions replayed or joined, "
+              "entries evicted.",
+              {}, "event",
+              {{"recorded", d.recorded},
+               {"replayed", d.replayed},
+               {"joined", d.joined},
+               {"evicted", d.evicted}});
+    w.Gauge("nfsedge_drc_entries", "Duplicate request cache entries.", {},
+            static_cast<double>(d.entries));
+  });
+  metrics_.Add([this](MetricsWriter& w) {
     CountEach(w, "nfsedge_config_reloads_total", "Config reloads, applied or rejected.", {},
               "result", {{"ok", reloads_}, {"rejected", reload_failures_}});
     if (metrics_http_) {
