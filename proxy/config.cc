@@ -33,7 +33,9 @@ void ReadServer(const toml::table& t, const std::string& src, ServerConfig* s,
     r.Error("rpcbind", "must be \"auto\", \"yes\" or \"no\"");
   }
   r.Uint("max_connections", 1, 1000000, &s->max_connections);
+  r.Uint("max_connections_per_client", 1, 1000000, &s->max_connections_per_client);
   r.Uint("max_calls_per_connection", 1, 65536, &s->max_calls_per_connection);
+  r.Uint("idle_timeout_s", 0, 7 * 24 * 3600, &s->idle_timeout_s);
   r.Uint("drc_entries", 0, 1 << 20, &s->drc_entries);
   r.Uint("max_record_size", 8192, 64u << 20, &s->max_record_size);
   r.Uint("max_handles", 1, kMaxU32, &s->max_handles);

@@ -29,7 +29,12 @@ struct ServerConfig {
   uint16_t mount_port = 20048;
   RpcbindMode rpcbind = RpcbindMode::kAuto;
   uint32_t max_connections = 1024;
+  // Connections from one client address at most; more are refused.
+  uint32_t max_connections_per_client = 64;
   uint32_t max_calls_per_connection = 128;
+  // A connection with no call in flight and no traffic for this long is
+  // closed (seconds; 0 = never).
+  uint32_t idle_timeout_s = 900;
   // Finished non-idempotent calls kept for retransmissions (0 = no cache).
   uint32_t drc_entries = 4096;
   uint32_t max_record_size = 1114112;

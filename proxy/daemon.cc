@@ -330,6 +330,8 @@ Status Daemon::Start() {
   dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
   ServerOptions so;
   so.max_connections = s.max_connections;
+  so.max_connections_per_client = s.max_connections_per_client;
+  so.idle_timeout = std::chrono::seconds(s.idle_timeout_s);
   so.max_calls_per_connection = s.max_calls_per_connection;
   so.max_record_size = s.max_record_size;
   so.on_reply = [this](const IncomingCall& call, std::string_view reply, Duration d) {

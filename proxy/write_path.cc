@@ -73,6 +73,8 @@ struct WritePath::Flight {
   uint64_t len;
   OpaqueAuth cred;
   MonoTime sent;
+  bool sync = false;  // FILE_SYNC: its pieces need no COMMIT
+  bool lone = false;  // a lone file's write: later writes need not wait for it
 };
 
 struct WritePath::File {
@@ -82,6 +84,7 @@ struct WritePath::File {
   uint64_t bytes = 0;                // in pieces
   std::vector<Flight> flights;       // upstream WRITEs in flight
   uint32_t urgent_flights = 0;       // ... of them sent for waiters
+  uint32_t lone_flights = 0;         // ... of those, lone writes
   uint64_t commit_id = 0;            // upstream COMMIT in flight, 0 = none
   bool commit_urgent = false;
   std::deque<Waiter> waiters;
@@ -347,17 +350,26 @@ bool WritePath::Holds(const File& f, uint64_t off, uint64_t end) {
 }
 
 bool WritePath::Busy(const File& f) const {
-  return f.urgent_flights > 0 || (f.commit_id != 0 && f.commit_urgent);
+  return f.urgent_flights > f.lone_flights || (f.commit_id != 0 && f.commit_urgent);
 }
 
 void WritePath::Gather(File& f) {
-  if (f.waiters.size() > 1) f.lone = 0;  // company: another write waits too
+  const bool company = f.waiters.size() > 1;
+  const bool was_lone = options_.lone_after > 0 && f.lone >= options_.lone_after;
+  if (company) f.lone = 0;  // company: another write waits too
   if (f.window) {
     if (f.waiters.size() >= f.expected) EndWindow(f);
     return;
   }
   if (Busy(f)) return;  // joins the next batch, sent when this one is answered
-  if (f.waiters.size() > 1) return;
+  if (company && was_lone && f.lone_flights > 0 && f.exp->config().gather_window_ms > 0) {
+    // A lone write is upstream and company came: a pipelining writer has
+    // more in flight. Its writes do not wait a round trip for the lone one:
+    // they gather for a window (or until the lone write is answered) and go.
+    OpenWindow(f, std::numeric_limits<size_t>::max());
+    return;
+  }
+  if (company) return;
   const uint32_t window_ms = f.exp->config().gather_window_ms;
   if (window_ms == 0 || (options_.lone_after > 0 && f.lone >= options_.lone_after)) {
     stats_.lone++;
@@ -446,6 +458,9 @@ size_t WritePath::AnswerWaiters(File& f) {
 
 void WritePath::Pump(File& f) {
   const size_t answered = AnswerWaiters(f);
+  // A lone write answered during the window its company opened: the window
+  // starts again as the one below, which knows how many writers to expect.
+  if (answered > 0 && f.window) EndWindow(f);
   // A batch was answered and writes wait for the next one: its writers
   // send their next writes at once, so wait for them to join (on a WAN this
   // keeps all of a pipelined client's writes in one batch).
@@ -476,10 +491,11 @@ void WritePath::Pump(File& f) {
         if (need) SendCommit(f, true);
       }
     }
-  } else {
+  } else if (f.waiters.empty()) {
     // Background: whole upstream WRITEs as they fill (everything under
     // pressure), a COMMIT when half the file's room is written or when the
-    // flush delay found the file idle.
+    // flush delay found the file idle. Not while stable writes gather in a
+    // window: their batch carries the file's dirty data.
     const bool pressure = !blocked_.empty();
     if (dirty) SendDirty(f, false, !pressure);
     if (f.commit_id == 0 && written_bytes > 0 &&
@@ -508,11 +524,19 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
   struct Run {
     uint64_t off, len;
   };
+  auto in_sync_flight = [&f](const Piece& p) {
+    for (const Flight& fl : f.flights) {
+      if (fl.id == p.flight) return fl.sync;
+    }
+    return false;
+  };
   std::vector<Run> runs;
+  // Pieces that will need a COMMIT: a FILE_SYNC WRITE would not make the
+  // batch stable alone.
   bool written = false;
   for (auto it = f.pieces.begin(); it != f.pieces.end();) {
     const Piece& p = it->second;
-    written |= p.state != Piece::kDirty;
+    written |= p.state == Piece::kWritten || (p.state == Piece::kSending && !in_sync_flight(p));
     if (p.state != Piece::kDirty || overlaps_flight(it->first, p.data.size())) {
       ++it;
       continue;
@@ -532,6 +556,10 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
   const bool sync = urgent && !f.waiters.empty() && runs.size() == 1 && !written &&
                     runs[0].len <= max_write_;
   const uint64_t limit = sync ? max_write_ : write_size_;
+  // A lone file's single write: writes that come while it is upstream need
+  // not wait for it (Gather).
+  const bool lone =
+      sync && f.waiters.size() == 1 && options_.lone_after > 0 && f.lone >= options_.lone_after;
   for (const Run& run : runs) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
@@ -539,13 +567,13 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
         if (whole_only && len < write_size_) ScheduleFlush(f);
         break;
       }
-      if (!SendRun(f, off, len, urgent, sync)) return;
+      if (!SendRun(f, off, len, urgent, sync, lone)) return;
       off += len;
     }
   }
 }
 
-bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync) {
+bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync, bool lone) {
   Split(f, off);
   Split(f, off + len);
   const uint64_t id = next_id_++;
@@ -581,9 +609,10 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     RetryLater(f);
     return false;
   }
-  f.flights.push_back(Flight{id, off, data.size(), cred, clock_.MonoNow()});
+  f.flights.push_back(Flight{id, off, data.size(), cred, clock_.MonoNow(), sync, lone});
   if (urgent) {
     f.urgent_flights++;
+    if (lone) f.lone_flights++;
   } else {
     background_++;
   }
@@ -633,11 +662,15 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   auto fit = files_.find(fh);
   if (fit == files_.end()) return;
   File& f = *fit->second;
-  if (urgent) f.urgent_flights--;
   auto fl = std::find_if(f.flights.begin(), f.flights.end(),
                          [id](const Flight& x) { return x.id == id; });
-  if (fl == f.flights.end()) return;
+  if (fl == f.flights.end()) {
+    if (urgent) f.urgent_flights--;
+    return;
+  }
   const Flight flight = *fl;
+  if (urgent) f.urgent_flights--;
+  if (flight.lone) f.lone_flights--;
   f.flights.erase(fl);
   NFSEDGE_LOG(kDebug) << "write path: upstream WRITE of " << flight.len << " bytes answered in "
                       << std::chrono::duration_cast<std::chrono::microseconds>(clock_.MonoNow() -
@@ -766,7 +799,7 @@ void WritePath::ScheduleFlush(File& f) {
     File& f = *it->second;
     f.flush_scheduled = false;
     f.flush_all = true;  // commit once what is written is answered
-    SendDirty(f, false, false);
+    if (f.waiters.empty()) SendDirty(f, false, false);
     Pump(f);
   });
 }
@@ -814,3 +847,4 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
 }
 
 }  // namespace nfsedge
+

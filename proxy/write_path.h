@@ -20,8 +20,13 @@
 // go at once until one finds company (another write waiting); from then on
 // a batch's first write opens a window that closes when it expires or when
 // as many writes as the last batch had have arrived, until `lone_after`
-// windows in a row gather nothing. So a lone writer does not wait. A batch
-// whose dirty data is one contiguous range
+// windows in a row gather nothing. So a lone writer does not wait. Writes
+// that find company while the file's upstream write is a lone one do not
+// wait for its answer (a round trip): they gather for one window (or until
+// that answer) and go as the next batch. While stable writes wait, the
+// background flush leaves the file alone (the batch carries its dirty
+// data). A batch whose dirty data is one contiguous range (nothing else of
+// the file in flight but FILE_SYNC writes)
 // goes as one FILE_SYNC WRITE (one server commit); any other batch as
 // UNSTABLE WRITEs and then one COMMIT.
 //
@@ -179,7 +184,7 @@ class WritePath {
   // answered.
   size_t AnswerWaiters(File& f);
   void SendDirty(File& f, bool urgent, bool whole_only);
-  bool SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync);
+  bool SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync, bool lone);
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);

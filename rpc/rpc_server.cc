@@ -5,7 +5,9 @@
 #include <netinet/tcp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "rpc/auth_sys.h"
@@ -61,22 +63,49 @@ ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const 
       bev_(std::move(bev)),
       peer_(peer),
       reader_(server->options_.max_record_size),
-      resume_(server->base_, [this] { ProcessInput(); }) {}
+      resume_(server->base_, [this] { ProcessInput(); }),
+      idle_(server->base_, [this] { CheckIdle(); }) {}
 
 void ServerConnection::Start() {
   bufferevent_setcb(bev_.get(), &ServerConnection::OnRead, nullptr, &ServerConnection::OnEvent,
                     this);
   bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
+  Touch();
+  const Duration timeout = server_->options_.idle_timeout;
+  if (timeout > Duration::zero()) idle_.Arm(timeout);
 }
 
 void ServerConnection::OnRead(bufferevent*, void* arg) {
-  static_cast<ServerConnection*>(arg)->ProcessInput();
+  auto* self = static_cast<ServerConnection*>(arg);
+  self->Touch();
+  self->ProcessInput();
+}
+
+void ServerConnection::CheckIdle() {
+  if (closed_) return;
+  auto keep = shared_from_this();  // Close() below must not free us mid-call
+  const Duration timeout = server_->options_.idle_timeout;
+  const Duration idle = SteadyClock::now() - last_activity_;
+  if (in_flight_ > 0) {
+    idle_.Arm(timeout);  // busy: a reply will count as traffic
+    return;
+  }
+  if (idle < timeout) {
+    idle_.Arm(timeout - idle);
+    return;
+  }
+  server_->stats_.idle_closed++;
+  NFSEDGE_LOG(kInfo) << "client " << peer_.ToString() << ": idle for "
+                     << std::chrono::duration_cast<std::chrono::seconds>(idle).count()
+                     << " s; closing connection (server.idle_timeout_s)";
+  Close();
 }
 
 void ServerConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
   if ((what & BEV_EVENT_CONNECTED) && self->tls_) {
     self->tls_connected_ = true;
+    self->Touch();
     NFSEDGE_LOG(kDebug) << "client " << self->peer_.ToString() << ": TLS established";
     return;
   }
@@ -197,6 +226,7 @@ void ServerConnection::ObserveReply(const IncomingCall& call, std::string_view r
 void ServerConnection::SendReply(std::string_view reply) {
   if (in_flight_ > 0) in_flight_--;
   if (closed_) return;
+  Touch();
   char mark[4];
   EncodeRecordMark(reply.size(), mark);
   evbuffer* out = bufferevent_get_output(bev_.get());
@@ -214,6 +244,7 @@ void ServerConnection::Close() {
   if (closed_) return;
   closed_ = true;
   resume_.Cancel();
+  idle_.Cancel();
   bufferevent_disable(bev_.get(), EV_READ | EV_WRITE);
   bev_.reset();
   server_->Remove(this);
@@ -270,6 +301,17 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
     evutil_closesocket(fd);
     return;
   }
+  std::string client = peer.HostString();
+  size_t& from_client = per_client_[client];
+  if (from_client >= options_.max_connections_per_client) {
+    stats_.connections_refused_per_client++;
+    NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": " << from_client
+                       << " connections open from " << client
+                       << " (server.max_connections_per_client)";
+    evutil_closesocket(fd);
+    return;
+  }
+  from_client++;
   stats_.connections_accepted++;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -280,6 +322,10 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
   conn->Start();
 }
 
-void RpcServer::Remove(ServerConnection* conn) { connections_.erase(conn); }
+void RpcServer::Remove(ServerConnection* conn) {
+  auto it = per_client_.find(conn->peer().HostString());
+  if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+  connections_.erase(conn);
+}
 
 }  // namespace nfsedge

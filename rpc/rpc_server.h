@@ -6,7 +6,11 @@
 // may be in flight per connection and their replies may leave in any order.
 // At `max_calls_per_connection` calls in flight the connection stops being
 // read until replies go out (back-pressure, DESIGN rule 8). An oversized or
-// malformed record closes that connection only.
+// malformed record closes that connection only. Limits against abuse: at
+// most `max_connections` connections in all and `max_connections_per_client`
+// from one client address (more are closed at accept, with a log line), and
+// a connection with no call in flight and no traffic for `idle_timeout` is
+// closed (as knfsd closes idle TCP connections).
 //
 // Thread-safety: everything runs on the thread of the event loop.
 #ifndef NFSEDGE_RPC_RPC_SERVER_H_
@@ -94,8 +98,13 @@ using ReplyObserver =
 
 struct ServerOptions {
   size_t max_connections = 1024;
+  // Connections from one client address (any source port) at most.
+  size_t max_connections_per_client = 64;
   size_t max_calls_per_connection = 128;
   size_t max_record_size = 1114112;
+  // A connection with no call in flight that neither sent nor received a
+  // byte for this long is closed; zero = never.
+  Duration idle_timeout = Duration::zero();
   ReplyObserver on_reply;  // may be empty
   // RPC-over-TLS (RFC 9289): when set, an AUTH_TLS probe is answered with
   // STARTTLS and the connection continues inside TLS (server context from
@@ -105,7 +114,9 @@ struct ServerOptions {
 
 struct ServerStats {
   uint64_t connections_accepted = 0;
-  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t connections_refused = 0;             // over max_connections
+  uint64_t connections_refused_per_client = 0;  // over max_connections_per_client
+  uint64_t idle_closed = 0;                     // idle for idle_timeout
   uint64_t calls = 0;
   uint64_t bad_records = 0;  // oversized or malformed: connection closed
   uint64_t auth_errors = 0;
@@ -143,6 +154,8 @@ class RpcServer {
   CallHandler* handler_;
   std::vector<ListenerPtr> listeners_;
   std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> connections_;
+  // Open connections by client address (SockAddr::HostString()).
+  std::unordered_map<std::string, size_t> per_client_;
   ServerStats stats_;
 };
 

@@ -25,6 +25,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void ReleaseSlot();
   void Close();
   size_t in_flight() const { return in_flight_; }
+  const SockAddr& peer() const { return peer_; }
 
  private:
   static void OnRead(bufferevent* bev, void* arg);
@@ -34,6 +35,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // (server side of the handshake) on the connection.
   void StartTls(uint32_t xid);
   void MaybeResume();
+  // Notes traffic on the connection (it is not idle).
+  void Touch() { last_activity_ = SteadyClock::now(); }
+  // Closes the connection iff it has been idle for options.idle_timeout;
+  // else looks again when it could be.
+  void CheckIdle();
 
   RpcServer* server_;
   BuffereventPtr bev_;
@@ -46,6 +52,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool tls_ = false;            // STARTTLS answered: records flow inside TLS
   bool tls_connected_ = false;  // the handshake completed
   Timer resume_;
+  Timer idle_;  // armed iff options.idle_timeout is set
+  SteadyClock::time_point last_activity_ = SteadyClock::now();
 };
 
 }  // namespace nfsedge

@@ -193,6 +193,9 @@ std::string SizesText(const BenchOptions& o) {
          " in " + kib(s.stable_write) + " FILE_SYNC writes, K = " + depths + "\n" +
          "- unstablewrite: " + mib(s.unstable_bytes) + " in " + kib(s.unstable_write) +
          " UNSTABLE writes, " + std::to_string(s.unstable_depth) + " in flight, then COMMIT\n" +
+         "- unstablewrite-small: " + mib(s.unstable_bytes) + " in " + kib(s.unstable_small_write) +
+         " UNSTABLE writes, " + std::to_string(s.unstable_small_depth) +
+         " in flight, then COMMIT\n" +
          "- seqread: " + mib(s.seq_bytes) + " in " + kib(s.seq_read) + " reads, " +
          std::to_string(s.seq_depth) + " in flight\n" + "- strideread: " + mib(s.stride_bytes) +
          " per pattern (a fresh file each), " + kib(s.stride_block) + " reads, " +

@@ -52,6 +52,8 @@ Json SizesJson(const BenchSizes& s) {
   j["unstable_bytes"] = s.unstable_bytes;
   j["unstable_write"] = static_cast<uint64_t>(s.unstable_write);
   j["unstable_depth"] = s.unstable_depth;
+  j["unstable_small_write"] = static_cast<uint64_t>(s.unstable_small_write);
+  j["unstable_small_depth"] = s.unstable_small_depth;
   j["seq_bytes"] = s.seq_bytes;
   j["seq_read"] = static_cast<uint64_t>(s.seq_read);
   j["seq_depth"] = s.seq_depth;

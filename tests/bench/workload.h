@@ -33,6 +33,9 @@ struct BenchSizes {
   uint64_t unstable_bytes = 64 * kMiB;
   uint32_t unstable_write = 1 * kMiB;
   int unstable_depth = 8;
+  // unstablewrite-small: the same bytes from a small-window client.
+  uint32_t unstable_small_write = 64 * kKiB;
+  int unstable_small_depth = 4;
   uint64_t seq_bytes = 64 * kMiB;
   uint32_t seq_read = 128 * kKiB;
   int seq_depth = 4;
@@ -153,6 +156,7 @@ Status PrepareTreewalk(const WorkloadContext& ctx);
 Status RunTreewalk(const WorkloadContext& ctx, WorkloadReport* report);
 Status RunStableWrite(const WorkloadContext& ctx, WorkloadReport* report);
 Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report);
+Status RunUnstableWriteSmall(const WorkloadContext& ctx, WorkloadReport* report);
 Status PrepareSeqRead(const WorkloadContext& ctx);
 Status RunSeqRead(const WorkloadContext& ctx, WorkloadReport* report);
 Status PrepareStrideRead(const WorkloadContext& ctx);

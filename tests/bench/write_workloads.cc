@@ -91,8 +91,14 @@ Status RunStableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
   return Status::OK();
 }
 
-Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
-  const uint64_t seed = SeedFor(ctx.seed, "unstablewrite");
+namespace {
+
+// Writes `ctx.sizes.unstable_bytes` to a fresh file named `name` in UNSTABLE
+// writes of `write_size` (at most the mount's wsize), `depth` in flight,
+// then one COMMIT.
+Status UnstableWrite(const WorkloadContext& ctx, const std::string& name, uint32_t write_size,
+                     int depth, WorkloadReport* report) {
+  const uint64_t seed = SeedFor(ctx.seed, name);
   const std::string data = Content(seed, ctx.sizes.unstable_bytes);
   auto session = Session::Mount(ctx.mount);
   if (!session.ok()) return session.status();
@@ -103,12 +109,12 @@ Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
   auto mounted = phases.End("mount", false);
   if (!mounted.ok()) return mounted.status();
 
-  const uint32_t chunk = std::min(ctx.sizes.unstable_write, s.wsize());
+  const uint32_t chunk = std::min(write_size, s.wsize());
   phases.Begin();
-  auto fh = s.CreateFile(*dir, "unstable");
+  auto fh = s.CreateFile(*dir, name);
   if (!fh.ok()) return fh.status();
   std::vector<std::string> verfs;
-  Status st = WriteData(s, *fh, data, chunk, ctx.sizes.unstable_depth, Stable::kUnstable, &verfs);
+  Status st = WriteData(s, *fh, data, chunk, depth, Stable::kUnstable, &verfs);
   if (!st.ok()) return st;
   auto commit = s.Call({"COMMIT", [&](NfsConnection& c, Callback cb) {
                           return c.Commit(*fh, 0, 0, std::move(cb));
@@ -124,13 +130,26 @@ Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
     // client would write again. Here it is a failure to report.
     if (v != commit->verf) return Status::Error("a WRITE verifier differs from COMMIT's");
   }
-  st = VerifyContentFile(ctx.local_dir + "/unstable", seed, data.size());
+  st = VerifyContentFile(ctx.local_dir + "/" + name, seed, data.size());
   if (!st.ok()) return Status::Error("upstream file: " + st.message());
   report->verified = true;
   report->verification = std::to_string(data.size()) + " bytes in " + std::to_string(chunk) +
-                         "-byte UNSTABLE writes: verifiers equal COMMIT's; file compared in "
-                         "the upstream's directory";
+                         "-byte UNSTABLE writes, " + std::to_string(depth) +
+                         " in flight: verifiers equal COMMIT's; file compared in the upstream's "
+                         "directory";
   return Status::OK();
+}
+
+}  // namespace
+
+Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
+  return UnstableWrite(ctx, "unstablewrite", ctx.sizes.unstable_write, ctx.sizes.unstable_depth,
+                       report);
+}
+
+Status RunUnstableWriteSmall(const WorkloadContext& ctx, WorkloadReport* report) {
+  return UnstableWrite(ctx, "unstablewrite-small", ctx.sizes.unstable_small_write,
+                       ctx.sizes.unstable_small_depth, report);
 }
 
 }  // namespace nfsedge::bench

@@ -9,8 +9,14 @@
 // the wrong CA, or expecting another name, never reaches the inner instance
 // and logs why; `openssl s_client` straight at the inner port (no AUTH_TLS
 // probe) gets no TLS session.
+//
+// With the WAN emulator between the two instances (its --capture-dir records
+// the relayed bytes), data written and read through the TLS chain never
+// crosses the emulated WAN in the clear, while the same traffic over the
+// plaintext export /plain does (the control that shows the check can fail).
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,9 +25,11 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "harness/files.h"
 #include "harness/private_network.h"
+#include "harness/subprocess.h"
 #include "integration_env.h"
 
 namespace nfsedge::itest {
@@ -31,6 +39,9 @@ using namespace harness;  // NOLINT: test file, harness types throughout.
 
 constexpr uint16_t kEdgeNfsPort = 31490;
 constexpr uint16_t kEdgeMountPort = 31048;
+// The WAN emulator's listening ports, relaying to the inner instance.
+constexpr uint16_t kWanNfsPort = 31491;
+constexpr uint16_t kWanMountPort = 31049;
 
 class TlsChainTest : public ::testing::Test {
  protected:
@@ -40,11 +51,16 @@ class TlsChainTest : public ::testing::Test {
     o.name = "tls";
     o.ganesha.exports.emplace_back();
     o.ganesha.exports.back().path = "data";
+    o.ganesha.exports.emplace_back();
+    o.ganesha.exports.back().path = "plain";
     ProxyExport tls;
     tls.path = "/tls";
     tls.upstream_path = "data";
     tls.extra_toml = "tls = \"required\"\n";
-    o.proxy.exports = {tls};
+    ProxyExport plain;  // tls = "off": the control of the WAN capture test
+    plain.path = "/plain";
+    plain.upstream_path = "plain";
+    o.proxy.exports = {tls, plain};
     char tmpl[] = "/tmp/nfsedge-tls-certs-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     certs_ = tmpl;
@@ -60,29 +76,106 @@ class TlsChainTest : public ::testing::Test {
     if (bed_) PrintLogsOnFailure(*this, bed_.get());
     if (HasFailure() && edge_) std::cerr << "edge log:\n" << edge_->LogTail(80) << "\n";
     edge_.reset();
+    wan_.reset();
     bed_.reset();
     if (!certs_.empty()) (void)std::system(("rm -rf " + certs_).c_str());
   }
 
-  // Starts the edge instance with TLS toward the inner one.
+  // How the edge instance reaches the inner one.
+  struct EdgeRoute {
+    bool tls = true;            // else plaintext, to the export /plain
+    bool through_wan = false;   // via the emulator started by StartWan()
+    std::string work = "edge";  // directory under the testbed's
+  };
+
+  // Starts the edge instance toward the inner one (TLS unless route.tls is
+  // false; the edge's export has the inner export's path).
   Status StartEdge(const std::string& ca, const std::string& name) {
+    return StartEdge(ca, name, EdgeRoute());
+  }
+  Status StartEdge(const std::string& ca, const std::string& name, const EdgeRoute& route) {
     ProxyProcess::Options e;
-    e.work_dir = bed_->dir().path() + "/edge";
+    e.work_dir = bed_->dir().path() + "/" + route.work;
     if (Status s = MakeDirs(e.work_dir); !s.ok()) return s;
     e.nfs_port = kEdgeNfsPort;
     e.mount_port = kEdgeMountPort;
-    e.upstream_nfs_port = bed_->proxy()->nfs_port();
-    e.upstream_mount_port = bed_->proxy()->mount_port();
+    e.upstream_nfs_port = route.through_wan ? kWanNfsPort : bed_->proxy()->nfs_port();
+    e.upstream_mount_port = route.through_wan ? kWanMountPort : bed_->proxy()->mount_port();
     ProxyExport x;
-    x.path = "/tls";
-    x.upstream_path = "/tls";
+    x.path = route.tls ? "/tls" : "/plain";
+    x.upstream_path = x.path;
     e.exports = {x};
-    e.extra_upstream_toml = "tls = true\ntls_ca_file = \"" + certs_ + "/" + ca +
-                            "\"\ntls_server_name = \"" + name + "\"\n";
+    if (route.tls) {
+      e.extra_upstream_toml = "tls = true\ntls_ca_file = \"" + certs_ + "/" + ca +
+                              "\"\ntls_server_name = \"" + name + "\"\n";
+    }
     auto p = ProxyProcess::Start(e);
     if (!p.ok()) return p.status();
     edge_ = std::move(p).value();
     return Status::OK();
+  }
+  // Starts the WAN emulator in front of the inner instance (kWanNfsPort,
+  // kWanMountPort; 10 ms each way), capturing what it relays into `capture`.
+  Status StartWan(const std::string& capture) {
+    if (Status s = MakeDirs(capture); !s.ok()) return s;
+    auto map = [](uint16_t listen, uint16_t target) {
+      return "127.0.0.1:" + std::to_string(listen) + "=127.0.0.1:" + std::to_string(target);
+    };
+    std::vector<std::string> argv = {NFSEDGE_WAN_BINARY,
+                                     "--map",
+                                     map(kWanNfsPort, bed_->proxy()->nfs_port()),
+                                     "--map",
+                                     map(kWanMountPort, bed_->proxy()->mount_port()),
+                                     "--delay-ms",
+                                     "10",
+                                     "--duration",
+                                     "600",
+                                     "--capture-dir",
+                                     capture};
+    auto p = Subprocess::Start(argv, capture + ".log");
+    if (!p.ok()) return p.status();
+    wan_ = std::move(p).value();
+    auto ready = [&] {
+      return ReadFile(capture + ".log").find("nfsedge-wan ready") != std::string::npos;
+    };
+    if (!WaitUntil(ready, Millis(10000))) {
+      return Status::Error("nfsedge-wan did not start:\n" + wan_->LogTail());
+    }
+    return Status::OK();
+  }
+  // Returns every byte the emulator relayed in `dir` (both directions of
+  // every connection), and the number of capture files in `*files`.
+  static std::string Captured(const std::string& dir, int* files) {
+    std::string all;
+    *files = 0;
+    for (int n = 1; n < 100; ++n) {
+      for (const char* direction : {".up", ".down"}) {
+        const std::string path = dir + "/session-" + std::to_string(n) + direction;
+        if (access(path.c_str(), F_OK) != 0) continue;
+        ++*files;
+        all += ReadFile(path);
+      }
+    }
+    return all;
+  }
+  // Through the edge (export `path`): writes `up` to a new file and reads
+  // the existing file "from-head-office".
+  void WriteAndRead(const std::string& path, const std::string& up, const std::string& down) {
+    auto m = ConnectOrFail("127.0.0.1", kEdgeMountPort, {}, "");
+    ASSERT_TRUE(m);
+    MntResult root = m->Mnt(path);
+    ASSERT_TRUE(root.ok()) << MountStatName(root.status) << root.rpc_error;
+    auto c = ConnectOrFail("127.0.0.1", kEdgeNfsPort, Credential{0, 0, {}, "t"}, "");
+    ASSERT_TRUE(c);
+    CreateResult n = c->Create(root.fh, "written-at-the-branch", Sattr());
+    ASSERT_TRUE(n.ok()) << n.StatusString();
+    WriteResult w = c->WriteAll(n.fh, 0, up, Stable::kFileSync);
+    ASSERT_TRUE(w.ok()) << w.StatusString();
+    LookupResult f = c->Lookup(root.fh, "from-head-office");
+    ASSERT_TRUE(f.ok()) << f.StatusString();
+    ReadResult r = c->ReadAll(f.fh, 0, down.size());
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.data, down);
   }
   std::string Disk() { return bed_->ganesha().export_path(0); }
   // Returns true iff `needle` shows up in `path` within a few seconds.
@@ -99,6 +192,7 @@ class TlsChainTest : public ::testing::Test {
 
   std::unique_ptr<Testbed> bed_;
   std::unique_ptr<ProxyProcess> edge_;
+  std::unique_ptr<Subprocess> wan_;
   std::string certs_;
 };
 
@@ -173,6 +267,75 @@ TEST_F(TlsChainTest, OpensslClientWithoutTheProbeGetsNoSession) {
   EXPECT_NE(rc, 0) << out;
   EXPECT_EQ(out.find("BEGIN CERTIFICATE"), std::string::npos) << out;
   EXPECT_NE(out.find("no peer certificate available"), std::string::npos) << out;
+}
+
+// Returns `pattern` repeated to `size` bytes.
+std::string Repeated(const std::string& pattern, size_t size) {
+  std::string out;
+  while (out.size() < size) out += pattern;
+  out.resize(size);
+  return out;
+}
+
+// What crosses the emulated WAN between the two instances: with TLS, neither
+// the data written at the branch (up) nor the data read from the head office
+// (down) appears in the relayed bytes; without TLS (the control), both do.
+TEST_F(TlsChainTest, DataCrossingTheWanIsNotInTheClear) {
+  const std::string up_mark = "UP-PATTERN-written-at-the-branch-0123456789;";
+  const std::string down_mark = "DOWN-PATTERN-read-from-the-head-office-9876543210;";
+  const std::string up = Repeated(up_mark, 150000);
+  const std::string down = Repeated(down_mark, 150000);
+  ASSERT_TRUE(WriteFile(Disk() + "/from-head-office", down).ok());
+  ASSERT_TRUE(WriteFile(bed_->ganesha().export_path(1) + "/from-head-office", down).ok());
+
+  struct Run {
+    bool tls;
+    std::string name;
+  };
+  for (const Run& run : {Run{true, "tls"}, Run{false, "plain"}}) {
+    SCOPED_TRACE(run.name);
+    const std::string capture = bed_->dir().path() + "/wan-" + run.name;
+    Status s = StartWan(capture);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EdgeRoute route;
+    route.tls = run.tls;
+    route.through_wan = true;
+    route.work = "edge-" + run.name;
+    s = StartEdge("ca.pem", "nfsedge-upstream", route);
+    ASSERT_TRUE(s.ok()) << s.message();
+    WriteAndRead(run.tls ? "/tls" : "/plain", up, down);
+    if (HasFatalFailure()) return;
+    const std::string disk = run.tls ? Disk() : bed_->ganesha().export_path(1);
+    EXPECT_EQ(ReadFile(disk + "/written-at-the-branch"), up);
+    if (run.tls) {
+      EXPECT_TRUE(LogShows(edge_->log_path(), "up (TLS)"));
+    }
+    // Stop both so that every relayed byte is in the files.
+    ASSERT_TRUE(edge_->Stop().success());
+    edge_.reset();
+    ASSERT_TRUE(wan_->Stop().success()) << wan_->LogTail();
+    wan_.reset();
+
+    int files = 0;
+    const std::string wire = Captured(capture, &files);
+    std::printf("%s across the WAN: %d capture files, %zu bytes relayed\n", run.name.c_str(), files,
+                wire.size());
+    // NFS and MOUNT connections, both directions; the data itself crossed.
+    EXPECT_GE(files, 4);
+    EXPECT_GT(wire.size(), up.size() + down.size());
+    const bool up_seen = wire.find(up_mark) != std::string::npos;
+    const bool down_seen = wire.find(down_mark) != std::string::npos;
+    const bool name_seen = wire.find("written-at-the-branch") != std::string::npos;
+    if (run.tls) {
+      EXPECT_FALSE(up_seen);
+      EXPECT_FALSE(down_seen);
+      EXPECT_FALSE(name_seen);
+    } else {
+      EXPECT_TRUE(up_seen);
+      EXPECT_TRUE(down_seen);
+      EXPECT_TRUE(name_seen);
+    }
+  }
 }
 
 }  // namespace

@@ -160,6 +160,24 @@ TEST(Config, AllErrorsAreListedAtOnce) {
 }
 
 }  // namespace
+TEST(Config, ConnectionLimitsHaveDefaultsParseAndAreChecked) {
+  StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->server.max_connections_per_client, 64u);
+  EXPECT_EQ(d->server.idle_timeout_s, 900u);
+  StatusOr<Config> c = ParseConfig(
+      std::string(kMinimal) + "[server]\nmax_connections_per_client = 3\nidle_timeout_s = 0\n",
+      "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server.max_connections_per_client, 3u);
+  EXPECT_EQ(c->server.idle_timeout_s, 0u);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nmax_connections_per_client = 0\n")
+                .find("max_connections_per_client"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[server]\nidle_timeout_s = -1\n").find("idle_timeout_s"),
+            std::string::npos);
+}
+
 TEST(Config, TlsKeysDefaultOffAndParse) {
   StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
   ASSERT_TRUE(d.ok());

@@ -58,8 +58,18 @@ void LoopThread::RunSync(const std::function<void()>& fn) {
   done.get_future().wait();
 }
 
-BlockingClient::BlockingClient(uint16_t port) {
+BlockingClient::BlockingClient(uint16_t port, const std::string& source) {
   fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      close(fd_);
+      fd_ = -1;
+      return;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);

@@ -36,7 +36,8 @@ class LoopThread {
 
 class BlockingClient {
  public:
-  explicit BlockingClient(uint16_t port);
+  // Connects to 127.0.0.1:`port`, from `source` (an IPv4 address) if given.
+  explicit BlockingClient(uint16_t port, const std::string& source = "");
   ~BlockingClient();
   bool connected() const { return fd_ >= 0; }
   void SendRaw(const std::string& bytes);

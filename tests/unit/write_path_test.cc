@@ -236,7 +236,7 @@ TEST_F(WritePathTest, GatheredStableWritesGoAsOneFileSyncWriteAndAreAnsweredInOr
   const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c'), d(4096, 'd');
   Write(1, 0, a, FILE_SYNC);  // a new file's first write goes at once
   ASSERT_EQ(up_.calls.size(), 1u);
-  Write(2, 4096, b, DATA_SYNC);  // a batch is upstream: these wait for it
+  Write(2, 4096, b, DATA_SYNC);  // a write is upstream: these wait (a window)
   Write(3, 8192, c, FILE_SYNC);
   EXPECT_EQ(up_.calls.size(), 1u);
   EXPECT_TRUE(replies_.empty()) << "no reply before the upstream made the data stable";
@@ -341,7 +341,61 @@ TEST_F(WritePathTest, LoneWriterIsNotDelayed) {
   up_.Answer(5, WriteOk(4096, FILE_SYNC, kV1, Attr(1, 1)));
   Write(6, 6 * 4096, d, FILE_SYNC);
   EXPECT_EQ(up_.calls.size(), 7u);
-  EXPECT_EQ(wp_->stats().windows, 2u);
+  // Write 4's company window (ended by write 3's answer), the window after
+  // that answer, and write 5's.
+  EXPECT_EQ(wp_->stats().windows, 3u);
+}
+
+TEST_F(WritePathTest, WritesBehindALoneWriteDoNotWaitForIt) {
+  const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c');
+  Write(1, 0, a, FILE_SYNC);  // a new file is lone: sent at once
+  ASSERT_EQ(up_.calls.size(), 1u);
+  // A pipelining writer's other writes: they gather for a window, not for
+  // the lone write's round trip.
+  Write(2, 4096, b, FILE_SYNC);
+  Write(3, 8192, c, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 1u);
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 2u) << "sent while the lone write is upstream";
+  SentWrite w = DecodeWriteArgs(up_.calls[1].args);
+  EXPECT_EQ(w.offset, 4096u);
+  EXPECT_EQ(w.stable, FILE_SYNC) << "a contiguous batch: one FILE_SYNC WRITE, no COMMIT";
+  EXPECT_EQ(w.data, b + c);
+  // Replies stay in arrival order: the batch answered first waits.
+  up_.Answer(1, WriteOk(8192, FILE_SYNC, kV1, Attr(12288, 2)));
+  EXPECT_TRUE(replies_.empty());
+  up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 1)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  for (const auto& [tag, r] : replies_) EXPECT_EQ(r.committed, FILE_SYNC);
+  EXPECT_EQ(wp_->stats().upstream_commits, 0u);
+  // The file is no longer lone: the next write waits for its writers.
+  Write(4, 12288, a, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 2u);
+  Write(5, 16384, b, FILE_SYNC);
+  Write(6, 20480, c, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 3u) << "the window closes once the last batch's writers are in";
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, a + b + c);
+}
+
+TEST_F(WritePathTest, GatheringStableWritesAreNotFlushedInTheBackground) {
+  options_.lone_after = 0;  // every batch opens a window
+  Make();
+  const std::string a(4096, 'a'), b(4096, 'b');
+  Write(1, 0, a, FILE_SYNC);
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 1)));
+  // The next window spans the end of a flush delay from the first write.
+  Advance(options_.flush_delay - std::chrono::milliseconds(7));
+  Write(2, 4096, b, FILE_SYNC);
+  Advance(std::chrono::milliseconds(5));
+  EXPECT_TRUE(bg_.calls.empty()) << "a waiting batch's data is its own";
+  ASSERT_EQ(up_.calls.size(), 2u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[1].args).stable, FILE_SYNC);
+  up_.Answer(1, WriteOk(4096, FILE_SYNC, kV1, Attr(8192, 2)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(wp_->stats().upstream_commits, 0u);
+  EXPECT_EQ(wp_->stats().sync_writes, 2u);
 }
 
 TEST_F(WritePathTest, ZeroWindowNeverWaits) {

@@ -2,6 +2,8 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -44,6 +46,14 @@ Status RelayConfig::Validate() const {
   if (Status s = down.Validate(); !s.ok()) {
     return Status::InvalidArgument("down link: " + s.message());
   }
+  if (!capture_dir.empty()) {
+    struct stat st = {};
+    if (stat(capture_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        access(capture_dir.c_str(), W_OK | X_OK) != 0) {
+      return Status::InvalidArgument("capture directory '" + capture_dir +
+                                     "' is not a writable directory");
+    }
+  }
   return Status::OK();
 }
 
@@ -58,6 +68,7 @@ Relay::Relay(event_base* base, Clock* clock, RelayConfig config, WanStats* stats
   context_.up = &up_;
   context_.down = &down_;
   context_.stats = stats_;
+  context_.capture_dir = config_.capture_dir;
   context_.close = [this](uint64_t id) { CloseSession(id); };
   up_.set_deliver([this](uint64_t flow, evbuffer* data) { Deliver(true, flow, data); });
   down_.set_deliver([this](uint64_t flow, evbuffer* data) { Deliver(false, flow, data); });

@@ -53,9 +53,12 @@ struct RelayConfig {
   std::vector<Mapping> mappings;
   LinkConfig up;    // Client to server.
   LinkConfig down;  // Server to client.
+  // Non-empty: every byte each session reads is also written, as read, to
+  // "<capture_dir>/session-<N>.up" (from the client) and ".down" (from the server).
+  std::string capture_dir;
 
-  // Returns OK iff there is at least one mapping, no listen address is a wildcard and both
-  // link configurations are valid.
+  // Returns OK iff there is at least one mapping, no listen address is a wildcard, both link
+  // configurations are valid and capture_dir, if set, is a writable directory.
   Status Validate() const;
 };
 

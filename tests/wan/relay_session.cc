@@ -1,5 +1,6 @@
 #include "relay_session.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -7,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace nfsedge::wan {
@@ -29,6 +32,19 @@ size_t MaxSingleRead(const LinkConfig& link) {
   return std::clamp<size_t>(link.queue_bytes / 8, kMin, kMax);
 }
 
+// Runs fn(data, size) on each contiguous chunk of `input`, in order, without draining it, until
+// fn returns false.
+template <typename Fn>
+void ForEachChunk(evbuffer* input, Fn fn) {
+  int count = evbuffer_peek(input, -1, nullptr, nullptr, 0);
+  if (count <= 0) return;
+  std::vector<evbuffer_iovec> vec(static_cast<size_t>(count));
+  count = evbuffer_peek(input, -1, nullptr, vec.data(), count);
+  for (int i = 0; i < count; ++i) {
+    if (!fn(static_cast<const uint8_t*>(vec[i].iov_base), vec[i].iov_len)) return;
+  }
+}
+
 }  // namespace
 
 RelaySession::RelaySession(uint64_t id, const SessionContext* context, bool parse_rpc)
@@ -43,8 +59,53 @@ RelaySession::RelaySession(uint64_t id, const SessionContext* context, bool pars
   });
 }
 
+RelaySession::~RelaySession() {
+  for (Side& side : sides_) {
+    if (side.capture_fd >= 0) close(side.capture_fd);
+  }
+}
+
+Status RelaySession::OpenCapture() {
+  if (context_->capture_dir.empty()) return Status::OK();
+  for (Role role : {kClient, kServer}) {
+    const std::string path = context_->capture_dir + "/session-" + std::to_string(id_) +
+                             (role == kClient ? ".up" : ".down");
+    sides_[role].capture_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (sides_[role].capture_fd < 0) {
+      return Status::IOError("capture file " + path + ": " + std::strerror(errno));
+    }
+  }
+  return Status::OK();
+}
+
+void RelaySession::Capture(Role from, evbuffer* input) {
+  int& fd = sides_[from].capture_fd;
+  if (fd < 0) return;
+  ForEachChunk(input, [&](const uint8_t* data, size_t n) {
+    while (n > 0) {
+      const ssize_t w = write(fd, data, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        std::fprintf(stderr, "nfsedge-wan: session %llu: capture stopped: %s\n",
+                     static_cast<unsigned long long>(id_), std::strerror(errno));
+        close(fd);
+        fd = -1;
+        return false;
+      }
+      data += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  });
+}
+
 Status RelaySession::Start(event_base* base, evutil_socket_t client_fd, const sockaddr* target,
                            socklen_t target_len) {
+  if (Status s = OpenCapture(); !s.ok()) {
+    evutil_closesocket(client_fd);
+    Close();
+    return s;
+  }
   SetNoDelay(client_fd);
   bufferevent* client = bufferevent_socket_new(base, client_fd, BEV_OPT_CLOSE_ON_FREE);
   if (client == nullptr) {
@@ -121,6 +182,7 @@ void RelaySession::Read(Role from) {
   if (n == 0) return;
   (from == kClient ? context_->stats->up_bytes : context_->stats->down_bytes) += n;
   Parse(from, input);
+  Capture(from, input);
   PipeFrom(from)->Send(id_, input);
   UpdateReading();
 }
@@ -128,13 +190,10 @@ void RelaySession::Read(Role from) {
 void RelaySession::Parse(Role from, evbuffer* input) {
   Side& side = sides_[from];
   if (side.parser == nullptr || side.parser->failed()) return;
-  int count = evbuffer_peek(input, -1, nullptr, nullptr, 0);
-  if (count <= 0) return;
-  std::vector<evbuffer_iovec> vec(static_cast<size_t>(count));
-  count = evbuffer_peek(input, -1, nullptr, vec.data(), count);
-  for (int i = 0; i < count && !side.parser->failed(); ++i) {
-    side.parser->Feed(static_cast<const uint8_t*>(vec[i].iov_base), vec[i].iov_len);
-  }
+  ForEachChunk(input, [&](const uint8_t* data, size_t n) {
+    side.parser->Feed(data, n);
+    return !side.parser->failed();
+  });
   WanStats* stats = context_->stats;
   stats->malformed_records += side.parser->malformed_records() - side.malformed_seen;
   side.malformed_seen = side.parser->malformed_records();

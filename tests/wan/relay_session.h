@@ -14,7 +14,8 @@
 // below kMaxPeerOutputBytes (the receiver's own back-pressure).
 //
 // With parse_rpc, the client stream is parsed for RPC calls and the server stream for replies,
-// and both are counted in the stats.
+// and both are counted in the stats. With a capture directory, the bytes read from each side are
+// appended to a file of their own as they are read (before the link delays them).
 //
 // Thread safety: not thread-safe; lives on the relay's event loop.
 
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "libevent_util.h"
 #include "link_pipe.h"
@@ -40,6 +42,7 @@ struct SessionContext {
   LinkPipe* up = nullptr;    // Client to server.
   LinkPipe* down = nullptr;  // Server to client.
   WanStats* stats = nullptr;
+  std::string capture_dir;  // Empty: no capture (see RelayConfig::capture_dir).
   // Schedules the destruction of the session with this id (not from within the call).
   std::function<void(uint64_t id)> close;
 };
@@ -50,7 +53,7 @@ class RelaySession {
 
   // REQUIRES: context outlives the session.
   RelaySession(uint64_t id, const SessionContext* context, bool parse_rpc);
-  ~RelaySession() = default;
+  ~RelaySession();
 
   RelaySession(const RelaySession&) = delete;
   RelaySession& operator=(const RelaySession&) = delete;
@@ -76,6 +79,7 @@ class RelaySession {
   struct Side {
     UniqueBufferevent bev;
     std::unique_ptr<RpcRecordParser> parser;  // Null unless parse_rpc.
+    int capture_fd = -1;                      // Bytes read from this side go here too.
     uint64_t malformed_seen = 0;
     bool connected = false;
     bool reading = false;
@@ -95,6 +99,9 @@ class RelaySession {
   LinkPipe* PipeFrom(Role role) const { return role == kClient ? context_->up : context_->down; }
   void Read(Role from);
   void Parse(Role from, evbuffer* input);
+  // Opens the capture files; returns OK iff both opened (or there is no capture).
+  Status OpenCapture();
+  void Capture(Role from, evbuffer* input);
   void Written(Role to);
   void Event(Role role, short what);
   void Deliver(Role to, evbuffer* data);

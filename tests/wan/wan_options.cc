@@ -31,6 +31,8 @@ const char kWanUsage[] =
     "  --up-queue-bytes N     client-to-server queue;  --down-queue-bytes N: server-to-client\n"
     "  --max-inflight-bytes N bound on bytes held per direction (default 67108864)\n"
     "  --stats FILE           write JSON stats to FILE at exit and on SIGUSR1\n"
+    "  --capture-dir DIR      write the bytes each connection relays to DIR/session-N.up\n"
+    "                         (client to server) and DIR/session-N.down; DIR must exist\n"
     "  --rt-priority N        run under SCHED_FIFO priority N (1-99, needs root) so that other\n"
     "                         busy processes do not delay releases; off by default\n"
     "\n"
@@ -185,6 +187,8 @@ StatusOr<WanOptions> ParseWanArgs(const std::vector<std::string>& args) {
       status = number(&duration);
     } else if (name == "--stats") {
       options.stats_path = *value;
+    } else if (name == "--capture-dir") {
+      options.relay.capture_dir = *value;
     } else if (name == "--delay-ms") {
       status = number(&delay_ms.both);
     } else if (name == "--up-delay-ms") {

@@ -5,6 +5,7 @@
 //               [--rate-bps BPS | --up-rate-bps BPS --down-rate-bps BPS]
 //               [--queue-bytes N | --up-queue-bytes N --down-queue-bytes N]
 //               [--max-inflight-bytes N] [--stats FILE] [--rt-priority N]
+//               [--capture-dir DIR]
 //
 // Options also accept the --name=value form. The per-direction forms override the shared one,
 // whatever their order. See kWanUsage for the meaning of each.

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -353,6 +354,48 @@ TEST(WanProgramTest, StopsByItselfAndOnSignals) {
       WanProcess::Start(NFSEDGE_WAN_BINARY, {"--map", "0.0.0.0:0=127.0.0.1:1", "--duration", "5"});
   ASSERT_NE(wildcard, nullptr);
   EXPECT_EQ(wildcard->Wait(3000), 2);
+}
+
+// --capture-dir: each connection's bytes, as relayed, one file per direction; a directory that
+// does not exist is a bad command line.
+TEST(WanProgramTest, CapturesEachDirectionOfEachConnection) {
+  RelayHarness echo(Link(0), Link(0));  // Only its echo server is used.
+  ASSERT_TRUE(echo.start_status().ok());
+  char tmpl[] = "/tmp/wan_capture_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto wan = WanProcess::Start(NFSEDGE_WAN_BINARY, {"--map", "127.0.0.1:0=" + echo.echo_address(),
+                                                    "--duration", "30", "--capture-dir", dir});
+  ASSERT_NE(wan, nullptr);
+  const std::string ready = wan->ReadLine(5000);
+  const std::string prefix = "nfsedge-wan ready ";
+  ASSERT_EQ(ready.rfind(prefix, 0), 0u) << ready;
+  const std::string listen = ready.substr(prefix.size(), ready.find('=') - prefix.size());
+  const std::string sent[2] = {"first connection, some bytes", std::string(200'000, 'x') + "end"};
+  for (const std::string& msg : sent) {
+    int fd = ConnectTo(listen);
+    ASSERT_GE(fd, 0) << listen;
+    ASSERT_TRUE(WriteAll(fd, msg.data(), msg.size()));
+    std::string back(msg.size(), '\0');
+    ASSERT_TRUE(ReadExactly(fd, back.data(), back.size(), 5000));
+    close(fd);
+  }
+  wan->Signal(SIGTERM);
+  EXPECT_EQ(wan->Wait(3000), 0);
+  for (int i = 0; i < 2; ++i) {
+    const std::string base = dir + "/session-" + std::to_string(i + 1);
+    EXPECT_EQ(testing::ReadFileOrEmpty(base + ".up"), sent[i]) << base;
+    EXPECT_EQ(testing::ReadFileOrEmpty(base + ".down"), sent[i]) << base;  // the echo
+    unlink((base + ".up").c_str());
+    unlink((base + ".down").c_str());
+  }
+  EXPECT_EQ(access((dir + "/session-3.up").c_str(), F_OK), -1);
+  rmdir(dir.c_str());
+
+  auto missing = WanProcess::Start(NFSEDGE_WAN_BINARY, {"--map", "127.0.0.1:0=127.0.0.1:1",
+                                                        "--duration", "5", "--capture-dir", dir});
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->Wait(3000), 2);
 }
 
 }  // namespace
