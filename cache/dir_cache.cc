@@ -102,4 +102,8 @@ void DirCache::InvalidateDir(std::string_view dir) {
   if (it != dirs_.end()) DropDir(it);
 }
 
+void DirCache::Clear() {
+  while (!dirs_.empty()) DropDir(dirs_.begin());
+}
+
 }  // namespace nfsedge

@@ -92,6 +92,8 @@ class DirCache {
 
   // Drops every page of `dir`.
   void InvalidateDir(std::string_view dir);
+  // Drops every page.
+  void Clear();
 
   size_t size() const { return lru_.size(); }
   size_t bytes() const { return lru_.charge(); }

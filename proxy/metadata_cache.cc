@@ -68,6 +68,7 @@ MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
     : attrs_(clock, AttrCacheOptions{config.max_attr_entries}),
       access_(clock, AccessCacheOptions{config.max_access_entries}),
       names_(NameCacheOptions{config.max_name_entries, 255}),
+      dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
       max_children_(config.max_name_entries) {}
 
 std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* args,
@@ -97,6 +98,9 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
     }
     case NFSPROC3_LOOKUP:
       return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred);
+    case NFSPROC3_READDIR:
+    case NFSPROC3_READDIRPLUS:
+      return AnswerListing(p.proc == NFSPROC3_READDIRPLUS, args, exp, cred);
     default:
       return std::nullopt;
   }
@@ -159,6 +163,7 @@ bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data&
 
 void MetadataCache::Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifetimes& l) {
   if (!ApplyWccKeepsDependents(Bytes(fh), w, l)) names_.InvalidateDir(Bytes(fh));
+  dirs_.InvalidateDir(Bytes(fh));  // its listing changed, even by this operation
 }
 
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
@@ -176,6 +181,10 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
   XdrBox res(p.res_xdr, p.res_size);
   if (!res.Decode(results)) return;
   LearnDecoded(p, args, res.get(), exp, cred);
+  if (p.proc == NFSPROC3_READDIRPLUS && LifetimesOf(exp).dir.max > Duration(0)) {
+    LearnListing(*static_cast<const READDIRPLUS3args*>(args),
+                 *static_cast<const READDIRPLUS3res*>(res.get()), results);
+  }
 }
 
 void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void* res,

@@ -28,6 +28,7 @@
 #include "cache/attr_cache.h"
 #include "cache/clock.h"
 #include "cache/cred_key.h"
+#include "cache/dir_cache.h"
 #include "cache/lifetime.h"
 #include "cache/lru_map.h"
 #include "cache/name_cache.h"
@@ -77,21 +78,31 @@ class MetadataCache {
   void Forget(std::string_view fh) {
     attrs_.Invalidate(fh);
     names_.InvalidateDir(fh);
+    dirs_.InvalidateDir(fh);
   }
   // Forgets everything (nfsedge drop-cache).
   void Clear() {
     attrs_.Clear();
     access_.Clear();
     names_.Clear();
+    dirs_.Clear();
   }
 
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
   const NameCache& names() const { return names_; }
+  const DirCache& dirs() const { return dirs_; }
 
  private:
   std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
                                           const CredKey& cred);
+  // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page
+  // (defined in dir_listing.cc).
+  std::optional<std::string> AnswerListing(bool plus, const void* args, const Export& exp,
+                                           const CredKey& cred);
+  // Stores the upstream's READDIRPLUS `results` (decoded: `r`) to `a`.
+  void LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3res& r,
+                    std::string_view results);
   void LearnDecoded(const NfsProc& p, const void* args, const void* res, const Export& exp,
                     const CredKey& cred);
   void LearnCreate(const diropargs3& where, const post_op_fh3* obj, const post_op_attr* obj_attr,
@@ -117,6 +128,7 @@ class MetadataCache {
   AttrCache attrs_;
   AccessCache access_;
   NameCache names_;
+  DirCache dirs_;
   const size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
 };

@@ -177,6 +177,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
       st.cache_answers++;
       call->ReplySuccess(*r);
+      // A listing from cache: the walk goes on below it.
+      if (p.proc == NFSPROC3_READDIRPLUS) PrefetchBelow(args->get(), *r, *exp, cred);
       return;
     }
     if (p.proc == NFSPROC3_ACCESS) {
@@ -196,6 +198,10 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       SpeculateAccess(HandleBytes(static_cast<LOOKUP3args*>(args->get())->what.dir), *exp, cred);
     } else if (p.proc == NFSPROC3_READDIRPLUS) {
       SpeculateAccess(HandleBytes(static_cast<READDIRPLUS3args*>(args->get())->dir), *exp, cred);
+    } else if (p.proc == NFSPROC3_READDIR) {
+      SpeculateAccess(HandleBytes(static_cast<READDIR3args*>(args->get())->dir), *exp, cred);
+      ForwardReaddirAsPlus(call, args, *exp, cred);
+      return;
     }
   }
   Forward(p, call, args, *exp, cred);
@@ -339,17 +345,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
-    LearnReply(p, args->get(), &r, exp, cred);
-    if (cache_ && IsCacheableCred(cred)) {
-      SpeculateAfter(p, args->get(), r.results(), exp, cred);
-      if (prefetcher_ && p.proc == NFSPROC3_READDIRPLUS) {
-        XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
-        if (res.Decode(r.results()) && res->status == NFS3_OK) {
-          const auto* a = static_cast<const READDIRPLUS3args*>(args->get());
-          prefetcher_->OnListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred, 0);
-        }
-      }
-    }
+    LearnAndSpeculate(p, args->get(), &r, exp, cred);
   }
   for (const auto& j : joined) {
     std::string copy = r.record;
@@ -358,6 +354,24 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   StoreBE32(r.record.data(), call->xid());
   call->Reply(std::move(r.record));
+}
+
+void NfsService::LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply,
+                                   const Export& exp, const OpaqueAuth& cred) {
+  LearnReply(p, args, reply, exp, cred);
+  if (!cache_ || !IsCacheableCred(cred)) return;
+  SpeculateAfter(p, args, reply->results(), exp, cred);
+  if (p.proc == NFSPROC3_READDIRPLUS) PrefetchBelow(args, reply->results(), exp, cred);
+}
+
+void NfsService::PrefetchBelow(const void* args, std::string_view results, const Export& exp,
+                               const OpaqueAuth& cred) {
+  if (!prefetcher_) return;
+  XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+  if (res.Decode(results) && res->status == NFS3_OK) {
+    const auto* a = static_cast<const READDIRPLUS3args*>(args);
+    prefetcher_->OnListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred, 0);
+  }
 }
 
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,

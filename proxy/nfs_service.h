@@ -107,6 +107,22 @@ class NfsService : public RpcProgram {
   bool ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                    const std::shared_ptr<XdrBox>& args, const Export& exp,
                    const OpaqueAuth& cred);
+  // Sends an admitted READDIR upstream as a READDIRPLUS ("bulk getattr":
+  // it fills the attribute and name caches and the directory cache) and
+  // answers it with the entries converted to READDIR3res within the
+  // client's count (proxy/dir_listing.h); an upstream without READDIRPLUS
+  // gets the READDIR as is. Identical READDIRs in flight share one call.
+  void ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
+                            const std::shared_ptr<XdrBox>& args, const Export& exp,
+                            const OpaqueAuth& cred);
+  // After a successful upstream reply to `p`: LearnReply, then speculation
+  // and tree-walk prefetch for what the client will ask next.
+  void LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+                         const OpaqueAuth& cred);
+  // Tree-walk prefetch below a READDIRPLUS listing (`args`, `results`),
+  // from the upstream or the cache (the prefetcher skips what it did).
+  void PrefetchBelow(const void* args, std::string_view results, const Export& exp,
+                     const OpaqueAuth& cred);
   // Sends an admitted call upstream (or joins an identical one in flight).
   void Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);

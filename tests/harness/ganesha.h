@@ -15,6 +15,7 @@
 #ifndef NFSEDGE_TESTS_HARNESS_GANESHA_H_
 #define NFSEDGE_TESTS_HARNESS_GANESHA_H_
 
+#include <csignal>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,7 +62,13 @@ class Ganesha {
   // The tails of ganesha's log and of its stdout/stderr.
   std::string LogTail(size_t max_lines = 40) const;
 
+  const Options& options() const { return options_; }
   bool IsRunning() { return process_->IsRunning(); }
+  // SIGKILL, as a crash: no clean shutdown. Returns how it ended.
+  ExitStatus Kill() {
+    process_->Signal(SIGKILL);
+    return process_->Stop();
+  }
   // SIGTERM (a clean exit takes up to ~2 s), SIGKILL after 15 s.
   ExitStatus Stop() { return process_->Stop(Millis(15000)); }
 

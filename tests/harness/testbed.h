@@ -34,6 +34,13 @@ class Testbed {
     // clients 127.0.0.0/8). Relative upstream paths are resolved like
     // ganesha's export paths.
     ProxyProcess::Options proxy;
+    // Puts a second nfsedge between the proxy and ganesha, reached over
+    // RPC-over-TLS (certificates made by tests/tools/make_test_certs.sh),
+    // its exports `tls = "required"`: the proxy under test is then a branch
+    // edge in front of a head-office nfsedge. Also turned on by
+    // NFSEDGE_TESTBED_TLS_CHAIN=1 in the environment, so that a whole test
+    // binary runs through the chain.
+    bool tls_chain = false;
   };
 
   static StatusOr<std::unique_ptr<Testbed>> Start(Options options);
@@ -48,6 +55,12 @@ class Testbed {
   // Stops the proxy (SIGTERM) and starts it again with the same options, as
   // an administrator's restart does. REQUIRES: the bed started a proxy.
   Status RestartProxy();
+  // Kills ganesha (SIGKILL, as a crash) and starts it again with the same
+  // options: same ports, same export directories. Its previous log is kept
+  // as ganesha.log.killed. It stays down for `down` (ganesha's write
+  // verifier is its start time in seconds: a restart within the same second
+  // keeps it).
+  Status KillAndRestartGanesha(Millis down = Millis(0));
 
   // Tails of the proxy's and ganesha's logs, for failure messages.
   std::string LogTails(size_t max_lines = 60) const;
@@ -57,10 +70,14 @@ class Testbed {
 
  private:
   Testbed() = default;
+  // Starts the TLS chain's head-office nfsedge in front of ganesha with the
+  // exports of `edge`, and points `edge` at it.
+  Status StartTlsInner(ProxyProcess::Options* edge);
 
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<Rpcbind> rpcbind_;
   std::unique_ptr<Ganesha> ganesha_;
+  std::unique_ptr<ProxyProcess> inner_;  // the TLS chain's head-office nfsedge
   std::unique_ptr<ProxyProcess> proxy_;
   ProxyProcess::Options proxy_options_;
   ExitStatus proxy_exit_{true, 0, 0};

@@ -1,0 +1,185 @@
+#include "proxy/dir_listing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cache/dir_cache.h"
+#include "proxy/metadata_cache.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+// XDR sizes (RFC 1813 section 2.5, 3.3.16).
+constexpr uint32_t kFattrXdr = 84;
+// An entry3 on the wire: "value follows", fileid, name length, cookie; and
+// the name padded to 4 bytes.
+uint64_t EntryXdr(const char* name) {
+  const uint64_t len = name ? std::strlen(name) : 0;
+  return 4 + 8 + 4 + ((len + 3) & ~uint64_t{3}) + 8;
+}
+
+std::string_view Bytes(const nfs_fh3& fh) {
+  return std::string_view(fh.data.data_val, fh.data.data_len);
+}
+
+// The READDIRPLUS maxcount asked for a READDIR of `count` bytes: an
+// entryplus3 is about six times an entry3 (attributes and handle).
+constexpr uint32_t kPlusPerEntryFactor = 6;
+
+}  // namespace
+
+READDIRPLUS3args PlusArgsForReaddir(const READDIR3args& a, uint32_t max_transfer) {
+  READDIRPLUS3args p{};
+  p.dir = a.dir;
+  p.cookie = a.cookie;
+  std::memcpy(p.cookieverf, a.cookieverf, NFS3_COOKIEVERFSIZE);
+  const uint32_t count = std::min(a.count, max_transfer);
+  p.dircount = count;
+  const uint64_t maxcount = uint64_t{count} * kPlusPerEntryFactor;
+  p.maxcount = static_cast<uint32_t>(std::min<uint64_t>(maxcount, max_transfer));
+  p.maxcount = std::max(p.maxcount, count);
+  return p;
+}
+
+std::string ReaddirFromPlus(const READDIRPLUS3res& plus, uint32_t count) {
+  READDIR3res out{};
+  out.status = plus.status;
+  std::string wire;
+  if (plus.status != NFS3_OK) {
+    out.READDIR3res_u.resfail.dir_attributes = plus.READDIRPLUS3res_u.resfail.dir_attributes;
+    XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIR3res), &out, &wire);
+    return wire;
+  }
+  const READDIRPLUS3resok& ok = plus.READDIRPLUS3res_u.resok;
+  READDIR3resok& r = out.READDIR3res_u.resok;
+  r.dir_attributes = ok.dir_attributes;
+  std::memcpy(r.cookieverf, ok.cookieverf, NFS3_COOKIEVERFSIZE);
+  // status, directory attributes, verifier, end of list, eof.
+  uint64_t used = 4 + 4 + (ok.dir_attributes.attributes_follow ? kFattrXdr : 0) +
+                  NFS3_COOKIEVERFSIZE + 4 + 4;
+  std::vector<entry3> entries;
+  bool all = true;
+  for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
+    const uint64_t size = EntryXdr(e->name);
+    if (used + size > count) {
+      all = false;
+      break;
+    }
+    used += size;
+    entry3 x{};
+    x.fileid = e->fileid;
+    x.name = e->name;
+    x.cookie = e->cookie;
+    entries.push_back(x);
+  }
+  if (entries.empty() && !all) {
+    READDIR3res small{};
+    small.status = NFS3ERR_TOOSMALL;
+    small.READDIR3res_u.resfail.dir_attributes = ok.dir_attributes;
+    XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIR3res), &small, &wire);
+    return wire;
+  }
+  for (size_t i = 0; i + 1 < entries.size(); ++i) entries[i].nextentry = &entries[i + 1];
+  r.reply.entries = entries.empty() ? nullptr : entries.data();
+  r.reply.eof = all ? ok.reply.eof : FALSE;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIR3res), &out, &wire);
+  return wire;
+}
+
+std::string EncodeListingPage(const ListingLimits& limits, std::string_view results) {
+  std::string out(8, '\0');
+  StoreBE32(out.data(), limits.dircount);
+  StoreBE32(out.data() + 4, limits.maxcount);
+  out.append(results);
+  return out;
+}
+
+bool DecodeListingPage(std::string_view page, ListingLimits* limits, std::string_view* results) {
+  if (page.size() < 8) return false;
+  limits->dircount = LoadBE32(page.data());
+  limits->maxcount = LoadBE32(page.data() + 4);
+  *results = page.substr(8);
+  return true;
+}
+
+uint64_t DircountOf(const READDIRPLUS3resok& ok) {
+  uint64_t n = 0;
+  for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) n += EntryXdr(e->name);
+  return n;
+}
+
+// MetadataCache's listing pages (declared in metadata_cache.h).
+
+std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* args,
+                                                        const Export& exp, const CredKey& cred) {
+  const nfs_fh3& dir_fh = plus ? static_cast<const READDIRPLUS3args*>(args)->dir
+                               : static_cast<const READDIR3args*>(args)->dir;
+  const uint64_t cookie = plus ? static_cast<const READDIRPLUS3args*>(args)->cookie
+                               : static_cast<const READDIR3args*>(args)->cookie;
+  const cookieverf3& verf = plus ? static_cast<const READDIRPLUS3args*>(args)->cookieverf
+                                 : static_cast<const READDIR3args*>(args)->cookieverf;
+  std::string_view dir = Bytes(dir_fh);
+  std::optional<fattr3> dir_attr = attrs_.Get(dir);
+  if (!dir_attr || dir_attr->type != NF3DIR) return std::nullopt;
+  // DESIGN rule 6: listing needs READ and LOOKUP on the directory.
+  if (!access_.Allows(dir, cred, ACCESS3_READ | ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr))) {
+    return std::nullopt;
+  }
+  const DirPage* page = dirs_.Lookup(DirPageKey{std::string(dir), true, cookie, ToCookieVerf(verf), 0},
+                                     ChangeId::FromFattr(*dir_attr));
+  if (page == nullptr) return std::nullopt;
+  ListingLimits filled;
+  std::string_view results;
+  if (!DecodeListingPage(page->bytes, &filled, &results)) return std::nullopt;
+  XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return std::nullopt;
+  READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
+  // The entries' attributes are those of the attribute cache, fresh (never
+  // older than a GETATTR answered now would be), or the page is not used.
+  ok.dir_attributes.attributes_follow = TRUE;
+  ok.dir_attributes.post_op_attr_u.attributes = *dir_attr;
+  for (entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
+    if (!e->name_attributes.attributes_follow) continue;
+    if (!e->name_handle.handle_follows) return std::nullopt;
+    std::optional<fattr3> a = attrs_.Get(Bytes(e->name_handle.post_op_fh3_u.handle));
+    if (!a) return std::nullopt;
+    e->name_attributes.post_op_attr_u.attributes = *a;
+  }
+  std::string out;
+  if (!plus) {
+    const uint32_t count = static_cast<const READDIR3args*>(args)->count;
+    out = ReaddirFromPlus(res.get(), count);
+    if (out.size() < 4 || LoadBE32(out.data()) != NFS3_OK) return std::nullopt;
+    return out;
+  }
+  const auto* a = static_cast<const READDIRPLUS3args*>(args);
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res), &res.get(), &out);
+  const bool within_fill = a->dircount >= filled.dircount && a->maxcount >= filled.maxcount;
+  if (!within_fill && (out.size() > a->maxcount || DircountOf(ok) > a->dircount)) {
+    return std::nullopt;
+  }
+  (void)exp;
+  return out;
+}
+
+void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3res& r,
+                                 std::string_view results) {
+  if (r.status != NFS3_OK) return;
+  const READDIRPLUS3resok& ok = r.READDIRPLUS3res_u.resok;
+  if (!ok.dir_attributes.attributes_follow) return;
+  const fattr3& d = ok.dir_attributes.post_op_attr_u.attributes;
+  if (d.type != NF3DIR) return;
+  DirPage page;
+  page.bytes = EncodeListingPage(ListingLimits{a.dircount, a.maxcount}, results);
+  page.dir_change = ChangeId::FromFattr(d);
+  page.verf = ToCookieVerf(ok.cookieverf);
+  // The entries' attributes are replaced by fresh ones when served, so the
+  // page lives as long as the directory is unchanged.
+  dirs_.Put(DirPageKey{std::string(Bytes(a.dir)), true, a.cookie, ToCookieVerf(a.cookieverf), 0},
+            std::move(page), kNoMaxAge);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,85 @@
+// NfsService: a client READDIR served by an upstream READDIRPLUS (see
+// nfs_service.h and dir_listing.h).
+#include <algorithm>
+
+#include "proxy/dir_listing.h"
+#include "proxy/nfs_service.h"
+#include "rpc/log.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
+                                      const std::shared_ptr<XdrBox>& args, const Export& exp,
+                                      const OpaqueAuth& cred) {
+  const NfsProc& readdir = *FindNfsProc(NFSPROC3_READDIR);
+  const auto* a = static_cast<const READDIR3args*>(args->get());
+  const uint32_t count = std::min(a->count, options_.max_transfer);
+  READDIRPLUS3args plus = PlusArgsForReaddir(*a, options_.max_transfer);
+  std::string wire;
+  auto plus_args = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args),
+                                            sizeof(READDIRPLUS3args));
+  if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args), &plus, &wire) ||
+      !plus_args->Decode(wire)) {
+    Forward(readdir, call, args, exp, cred);
+    return;
+  }
+  // Single flight among identical client READDIRs (they get converted
+  // results, so they never join a forwarded call's raw reply).
+  std::string flight = FlightKey(NFSPROC3_READDIR, cred, call->args());
+  flight.push_back('+');
+  auto [slot, first] = joined_.try_emplace(flight);
+  if (!first) {
+    slot->second.push_back(call);
+    stats_[NFSPROC3_READDIR].coalesced++;
+    return;
+  }
+  const Export* e = &exp;
+  auto done = [this, &readdir, e, call, args, plus_args, cred, flight,
+               count](StatusOr<RpcReply> r) {
+    std::vector<std::shared_ptr<IncomingCall>> calls{call};
+    if (auto it = joined_.find(flight); it != joined_.end()) {
+      calls.insert(calls.end(), it->second.begin(), it->second.end());
+      joined_.erase(it);
+    }
+    std::string results;
+    if (!r.ok()) {
+      stats_[NFSPROC3_READDIR].upstream_errors++;
+      NFSEDGE_LOG(kWarn) << "NFS3 READDIR (as READDIRPLUS) for " << call->peer().ToString()
+                         << ": " << r.status().ToString() << "; answering NFS3ERR_JUKEBOX";
+      results = EncodeNfsError(readdir, NFS3ERR_JUKEBOX);
+    } else if (r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
+      // Refused at the RPC level (credential, program): the same answer.
+      for (const auto& c : calls) {
+        std::string copy = r->record;
+        StoreBE32(copy.data(), c->xid());
+        c->Reply(std::move(copy));
+      }
+      return;
+    } else {
+      LearnAndSpeculate(*FindNfsProc(NFSPROC3_READDIRPLUS), plus_args->get(), &*r, *e, cred);
+      XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+      if (!res.Decode(r->results())) {
+        NFSEDGE_LOG(kWarn) << "NFS3 READDIRPLUS: upstream results do not decode";
+        results = EncodeNfsError(readdir, NFS3ERR_SERVERFAULT);
+      } else if (res->status == NFS3ERR_NOTSUPP) {
+        // An upstream without READDIRPLUS: the READDIRs as they are.
+        for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
+        return;
+      } else {
+        results = ReaddirFromPlus(res.get(), count);
+      }
+    }
+    for (const auto& c : calls) c->ReplySuccess(results);
+  };
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, cred, wire,
+                            std::move(done));
+  if (!s.ok()) {
+    joined_.erase(flight);
+    stats_[NFSPROC3_READDIR].upstream_errors++;
+    NFSEDGE_LOG(kWarn) << "NFS3 READDIR: " << s.ToString();
+    call->ReplySuccess(EncodeNfsError(readdir, NFS3ERR_JUKEBOX));
+  }
+}
+
+}  // namespace nfsedge
