@@ -25,5 +25,60 @@ mkdir "$out/root"
 dpkg-deb -x "$deb" "$out/root"
 "$out/root/usr/sbin/nfsedge" --check-config "$out/root/etc/nfsedge/nfsedge.toml" ||
   { echo "the packaged config does not load"; fail=1; }
+
+# Installed with dpkg into a throwaway root, as on a Debian 12 machine (the
+# maintainer scripts run outside it and find no systemd there, so they only
+# check), then removed again with its conffile kept.
+root="$out/instroot"
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+touch "$root/var/lib/dpkg/status"
+dpkg_root() { dpkg --root="$root" --force-script-chrootless --force-depends --force-not-root "$@"; }
+if dpkg_root -i "$deb" >"$out/dpkg.log" 2>&1; then
+  dpkg_root -s nfsedge | grep -qx "Status: install ok installed" ||
+    { echo "dpkg does not list nfsedge as installed"; fail=1; }
+else
+  cat "$out/dpkg.log"; echo "dpkg -i failed"; fail=1
+fi
+
+# The installed daemon starts with the installed config (ports, cache and
+# control socket moved into the test's reach) and serves: NFS v3 and MOUNT v3
+# answer a NULL call, and SIGTERM stops it cleanly.
+conf="$out/nfsedge.toml"
+sed -e '0,/^nfs_port = 2049/s//nfs_port = 22049/' -e 's/^mount_port = 20048/mount_port = 22048/' \
+    -e 's/^rpcbind = "auto"/rpcbind = "no"/' -e 's/^mount_port = 0$/mount_port = 22050/' \
+    -e "s#^disk_dir = .*#disk_dir = \"$out/cache\"#" \
+    "$root/etc/nfsedge/nfsedge.toml" >"$conf"
+printf '\n[control]\nsocket = "%s/control.sock"\n' "$out" >>"$conf"
+# null_ping PORT PROGRAM: an RPC NULL call (version 3, AUTH_NONE) over TCP;
+# succeeds iff an accepted SUCCESS reply with the call's XID comes back.
+null_ping() {
+  local reply
+  reply=$(exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+          printf "\x80\x00\x00\x28\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x02$2\x00\x00\x00\x03" >&3
+          printf "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" >&3
+          timeout 5 head -c 28 <&3 | od -An -tx1 | tr -d ' \n') 2>/dev/null
+  [ "$reply" = "80000018000000070000000100000000000000000000000000000000" ]
+}
+"$root/usr/sbin/nfsedge" --config "$conf" >"$out/daemon.log" 2>&1 &
+pid=$!
+served=0
+for _ in $(seq 100); do
+  if null_ping 22049 '\x00\x01\x86\xa3' && null_ping 22048 '\x00\x01\x86\xa5'; then
+    served=1
+    break
+  fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+[ $served = 1 ] || { echo "the installed daemon does not answer NULL calls"; cat "$out/daemon.log"; fail=1; }
+kill -TERM $pid 2>/dev/null || true
+if ! wait $pid; then echo "the installed daemon did not stop cleanly"; cat "$out/daemon.log"; fail=1; fi
+
+if dpkg_root -r nfsedge >>"$out/dpkg.log" 2>&1; then
+  [ ! -e "$root/usr/sbin/nfsedge" ] || { echo "dpkg -r left the binary"; fail=1; }
+  [ -e "$root/etc/nfsedge/nfsedge.toml" ] || { echo "dpkg -r removed the conffile"; fail=1; }
+else
+  cat "$out/dpkg.log"; echo "dpkg -r failed"; fail=1
+fi
 [ $fail = 0 ] && echo "deb_test: $(basename "$deb") OK"
 exit $fail
