@@ -175,6 +175,11 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
+      if (HoldForBufferedWrites(p, *r, [this, &p, call, args, exp, cred] {
+            Serve(p, call, args, *exp, cred);
+          })) {
+        return;
+      }
       st.cache_answers++;
       call->ReplySuccess(*r);
       // A listing from cache: the walk goes on below it.
@@ -346,6 +351,13 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
     LearnAndSpeculate(p, args->get(), &r, exp, cred);
+    const Export* e = &exp;
+    if (HoldForBufferedWrites(p, r.results(), [this, &p, call, args, e, cred, joined] {
+          Serve(p, call, args, *e, cred);
+          for (const auto& j : joined) Serve(p, j, args, *e, cred);
+        })) {
+      return;
+    }
   }
   for (const auto& j : joined) {
     std::string copy = r.record;
@@ -414,6 +426,8 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       return true;
     case NFSPROC3_READ:
     case NFSPROC3_GETATTR:
+    case NFSPROC3_ACCESS:  // its post-op attributes
+    case NFSPROC3_LINK:    // the file's post-op attributes
     case NFSPROC3_SETATTR: {
       std::vector<const nfs_fh3*> fhs;
       p.arg_handles(args->get(), &fhs);
@@ -425,6 +439,27 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
     default:
       return false;
   }
+}
+
+bool NfsService::HoldForBufferedWrites(const NfsProc& p, std::string_view results,
+                                       const std::function<void()>& retry) {
+  // LOOKUP and READDIRPLUS carry the attributes of other files than their
+  // arguments'; those of a file whose writes are still in the proxy's
+  // buffer would not show them (DESIGN rule 4).
+  if (!write_path_ || (p.proc != NFSPROC3_LOOKUP && p.proc != NFSPROC3_READDIRPLUS)) {
+    return false;
+  }
+  // result_handles reads the results of a success only.
+  if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return false;
+  XdrBox box(p.res_xdr, p.res_size);
+  if (!box.Decode(results)) return false;
+  std::vector<const nfs_fh3*> fhs;
+  p.result_handles(box.get(), &fhs);
+  for (const nfs_fh3* fh : fhs) {
+    // Held on the first such file; the retry checks the others again.
+    if (write_path_->Hold(HandleBytes(*fh), false, retry)) return true;
+  }
+  return false;
 }
 
 std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args) {

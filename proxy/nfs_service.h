@@ -107,6 +107,12 @@ class NfsService : public RpcProgram {
   bool ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                    const std::shared_ptr<XdrBox>& args, const Export& exp,
                    const OpaqueAuth& cred);
+  // Returns true iff the successful `results` of a LOOKUP or READDIRPLUS
+  // name a file whose writes the write path still buffers: `retry` (which
+  // serves the call again) then runs once the upstream has them, so that
+  // no answer shows that file's attributes without its writes.
+  bool HoldForBufferedWrites(const NfsProc& p, std::string_view results,
+                             const std::function<void()>& retry);
   // Sends an admitted READDIR upstream as a READDIRPLUS ("bulk getattr":
   // it fills the attribute and name caches and the directory cache) and
   // answers it with the entries converted to READDIR3res within the

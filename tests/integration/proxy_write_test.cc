@@ -187,6 +187,46 @@ TEST_F(WriteTest, ReadsGetattrAndSetattrSeeBufferedWrites) {
   EXPECT_EQ(ReadFile(Disk() + "/f"), data.substr(0, 50000));
 }
 
+// Every answer that carries a file's attributes shows its buffered writes:
+// LOOKUP (from the name cache, or from the upstream), READDIRPLUS and ACCESS
+// (DESIGN rule 4; found by the conformance long run as a stat after a
+// LOOKUP that showed the size before the writes).
+TEST_F(WriteTest, LookupReaddirplusAndAccessSeeBufferedWrites) {
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  MntResult m = c->Mnt("/export");
+  ASSERT_TRUE(m.ok());
+  std::string fh = Open(*c, "g");
+  const std::string data = Content(6, 70000);
+  ASSERT_TRUE(c->WriteAll(fh, 0, data, Stable::kUnstable, 32768).ok());
+  struct stat st {};
+  ASSERT_EQ(stat((Disk() + "/g").c_str(), &st), 0);
+  ASSERT_EQ(st.st_size, 0) << "the writes are still in the proxy's buffer";
+  LookupResult l = c->Lookup(m.fh, "g");
+  ASSERT_TRUE(l.ok()) << l.StatusString();
+  ASSERT_TRUE(l.attr.has_value());
+  EXPECT_EQ(l.attr->size, data.size()) << "LOOKUP's attributes show the buffered writes";
+
+  ASSERT_TRUE(c->Write(fh, data.size(), "more", Stable::kUnstable).ok());
+  ReaddirResult d = c->Readdirplus(m.fh, 0, std::string(8, '\0'), 4096, 32768);
+  ASSERT_TRUE(d.ok()) << d.StatusString();
+  bool found = false;
+  for (const DirEntry& e : d.entries) {
+    if (e.name != "g") continue;
+    found = true;
+    ASSERT_TRUE(e.attr.has_value());
+    EXPECT_EQ(e.attr->size, data.size() + 4) << "READDIRPLUS shows the buffered writes";
+  }
+  EXPECT_TRUE(found);
+
+  ASSERT_TRUE(c->Write(fh, data.size() + 4, "end", Stable::kUnstable).ok());
+  AccessResult a = c->Access(fh, 0x3f);
+  ASSERT_TRUE(a.ok()) << a.StatusString();
+  ASSERT_TRUE(a.attr.has_value());
+  EXPECT_EQ(a.attr->size, data.size() + 7) << "ACCESS's attributes show the buffered writes";
+}
+
 TEST_F(WriteTest, KillNineWithBufferedDataGivesANewVerifierAndResendLosesNothing) {
   StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
   auto c = Client();
