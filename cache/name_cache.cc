@@ -150,6 +150,11 @@ void NameCache::OnRename(std::string_view from_dir, std::string_view from_name,
   }
 }
 
+std::string NameCache::Peek(std::string_view dir, std::string_view name) {
+  const Entry* e = lru_.Peek(Key(dir, name));
+  return e == nullptr ? std::string() : e->child;
+}
+
 void NameCache::InvalidateDir(std::string_view dir) {
   auto it = dirs_.find(std::string(dir));
   if (it != dirs_.end()) DropDir(it);

@@ -97,6 +97,10 @@ class NameCache {
   // stamp.
   void OnSetattr(std::string_view dir, const DirChange& change) { ApplyChange(dir, change); }
 
+  // Returns the child handle recorded for `name` in `dir`, whatever the
+  // directory's stamp (may be out of date); empty if none or negative. Does
+  // not count as a use.
+  std::string Peek(std::string_view dir, std::string_view name);
   // Drops every name of `dir`.
   void InvalidateDir(std::string_view dir);
 

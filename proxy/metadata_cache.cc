@@ -290,10 +290,10 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const wcc_data& tw = ok ? r->RENAME3res_u.resok.todir_wcc : r->RENAME3res_u.resfail.todir_wcc;
       // The moved object's ctime changed, and the replaced one's link count.
       std::string moved;
+      std::string replaced;
       if (ok) {
-        if (std::string* c = last_child_.Peek(ChildKey(Bytes(a->from.dir), a->from.name))) {
-          moved = *c;
-        }
+        moved = KnownChild(a->from);
+        replaced = KnownChild(a->to);
         ForgetChild(a->from);
         ForgetChild(a->to);
       }
@@ -303,6 +303,11 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
         names_.OnRename(Bytes(a->from.dir), a->from.name, Bytes(a->to.dir), a->to.name,
                         DirChange::FromWcc(fw), DirChange::FromWcc(tw));
         if (!moved.empty()) RememberChild(Bytes(a->to.dir), a->to.name, moved);
+        // Onto another link of the same file: nothing changed (POSIX), and
+        // the source name must still lead a later REMOVE to the file.
+        if (!moved.empty() && moved == replaced) {
+          RememberChild(Bytes(a->from.dir), a->from.name, moved);
+        }
       }
       return;
     }
@@ -402,13 +407,17 @@ void MetadataCache::RememberChild(std::string_view dir, std::string_view name,
   while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
 }
 
+std::string MetadataCache::KnownChild(const diropargs3& d) {
+  if (std::string* c = last_child_.Peek(ChildKey(Bytes(d.dir), d.name))) return *c;
+  return names_.Peek(Bytes(d.dir), d.name ? d.name : "");
+}
+
 void MetadataCache::ForgetChild(const diropargs3& d) {
-  std::string key = ChildKey(Bytes(d.dir), d.name);
-  std::string* child = last_child_.Peek(key);
-  if (!child) return;
-  attrs_.Invalidate(*child);
-  names_.InvalidateDir(*child);  // if it was a directory, its names went too
-  last_child_.Erase(key);
+  const std::string child = KnownChild(d);
+  last_child_.Erase(ChildKey(Bytes(d.dir), d.name));
+  if (child.empty()) return;
+  attrs_.Invalidate(child);
+  names_.InvalidateDir(child);  // if it was a directory, its names went too
 }
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,

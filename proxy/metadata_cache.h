@@ -112,6 +112,9 @@ class MetadataCache {
   // directory's name cache entries, so that a REMOVE, RMDIR or RENAME
   // through the proxy can forget the child's attributes.
   void RememberChild(std::string_view dir, std::string_view name, std::string_view child);
+  // Returns the handle `d` last named, from RememberChild or the name cache
+  // (possibly out of date); empty if unknown.
+  std::string KnownChild(const diropargs3& d);
   // Forgets the attributes (and names, for a directory) of the object `d`
   // last named, if known.
   void ForgetChild(const diropargs3& d);

@@ -45,6 +45,17 @@ post_op_attr PostOp(const fattr3& a) {
   return p;
 }
 
+// wcc data of a directory that was `before` and is `after`.
+wcc_data DirWcc(const fattr3& before, const fattr3& after) {
+  wcc_data w{};
+  w.before.attributes_follow = TRUE;
+  w.before.pre_op_attr_u.attributes.size = before.size;
+  w.before.pre_op_attr_u.attributes.mtime = before.mtime;
+  w.before.pre_op_attr_u.attributes.ctime = before.ctime;
+  w.after = PostOp(after);
+  return w;
+}
+
 class MetadataCacheTest : public ::testing::Test {
  protected:
   MetadataCacheTest() : exp_(0, MakeConfig(10, 10)), zero_(1, MakeConfig(0, 0)), cache_(clock_, {}) {}
@@ -93,6 +104,17 @@ class MetadataCacheTest : public ::testing::Test {
     }
     cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
                  Xdr(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res), exp_, user_);
+  }
+  // A successful REMOVE of `name` in `dir` whose directory wcc data is `w`.
+  void LearnRemove(std::string& dir, const char* name, const wcc_data& w) {
+    REMOVE3args args{};
+    args.object.dir = Fh(dir);
+    args.object.name = const_cast<char*>(name);
+    REMOVE3res res{};
+    res.status = NFS3_OK;
+    res.REMOVE3res_u.resok.dir_wcc = w;
+    cache_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_REMOVE3res), res), exp_, user_);
   }
   std::optional<std::string> Getattr(const Export& e, std::string& fh) {
     GETATTR3args args{Fh(fh)};
@@ -198,23 +220,47 @@ TEST_F(MetadataCacheTest, OwnRemoveForgetsTheChildAndLeavesANegativeName) {
   LearnAccess(dir_, d, 0x3f, 0x3f, user_);
   LearnLookup(dir_, "f", d, &file_, &f);
   ASSERT_TRUE(Getattr(exp_, file_));
-  REMOVE3args args{};
-  args.object.dir = Fh(dir_);
-  args.object.name = const_cast<char*>("f");
-  REMOVE3res res{};
-  res.status = NFS3_OK;
-  wcc_data& w = res.REMOVE3res_u.resok.dir_wcc;
-  w.before.attributes_follow = TRUE;
-  w.before.pre_op_attr_u.attributes.size = d.size;
-  w.before.pre_op_attr_u.attributes.mtime = d.mtime;
-  w.before.pre_op_attr_u.attributes.ctime = d.ctime;
-  w.after = PostOp(Attr(NF3DIR, 4096, kWall0));
-  cache_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &args,
-               Xdr(reinterpret_cast<xdrproc_t>(xdr_REMOVE3res), res), exp_, user_);
+  LearnRemove(dir_, "f", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
   EXPECT_FALSE(Getattr(exp_, file_)) << "the removed file's attributes";
   std::optional<std::string> r = Lookup(dir_, "f", user_);
   ASSERT_TRUE(r);
   EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3ERR_NOENT));
+}
+
+// Found by nfsedge-fsx (seed 4, step 38999): link a b; rename a b (a no-op:
+// both names stay); stat both; unlink a. The file's link count went from 2 to
+// 1, but the rename had made the proxy forget which handle "a" named, so the
+// REMOVE left the file's cached attributes (nlink 2) in place.
+TEST_F(MetadataCacheTest, RemoveAfterRenameOntoAnotherLinkForgetsTheFileAttributes) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  f.nlink = 2;
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "a", d, &file_, &f);
+  LearnLookup(dir_, "b", d, &file_, &f);
+  // rename a b: ganesha succeeds and changes nothing.
+  RENAME3args rn{};
+  rn.from.dir = Fh(dir_);
+  rn.from.name = const_cast<char*>("a");
+  rn.to.dir = Fh(dir_);
+  rn.to.name = const_cast<char*>("b");
+  RENAME3res rr{};
+  rr.status = NFS3_OK;
+  rr.RENAME3res_u.resok.fromdir_wcc = DirWcc(d, d);
+  rr.RENAME3res_u.resok.todir_wcc = DirWcc(d, d);
+  cache_.Learn(*FindNfsProc(NFSPROC3_RENAME), &rn,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_RENAME3res), rr), exp_, user_);
+  // lstat b (upstream: the attributes come back), lstat a (from the cache).
+  LearnLookup(dir_, "b", d, &file_, &f);
+  std::optional<std::string> a = Lookup(dir_, "a", user_);
+  ASSERT_TRUE(a) << "both names stay after the no-op rename";
+  EXPECT_EQ(StatusOf(a), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_TRUE(Getattr(exp_, file_));
+  // unlink a: the file's link count drops; the wcc data is only the directory's.
+  LearnRemove(dir_, "a", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  EXPECT_FALSE(Getattr(exp_, file_)) << "the file's cached attributes (nlink 2) survived";
+  std::optional<std::string> b = Lookup(dir_, "b", user_);
+  EXPECT_FALSE(b && StatusOf(b) == NFS3_OK) << "b answered with the stale link count";
 }
 
 }  // namespace
