@@ -1,5 +1,6 @@
 #include "cache/attr_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace nfsedge {
@@ -34,7 +35,7 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;
   if (Entry* e = lru_.Peek(handle)) {
-    if (Fresh(*e) && change.OlderThan(e->change)) {
+    if ((Fresh(*e) || e->floor_only) && change.OlderThan(e->change)) {
       stats_.ignored_older++;
       return PostOpResult::kIgnored;
     }
@@ -73,7 +74,7 @@ std::optional<fattr3> AttrCache::Get(std::string_view handle) {
 
 std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
-  if (e == nullptr) return std::nullopt;
+  if (e == nullptr || e->floor_only) return std::nullopt;
   return e->change;
 }
 
@@ -110,6 +111,21 @@ void AttrCache::Invalidate(std::string_view handle) {
   if (lru_.Peek(handle) == nullptr) return;
   Erase(handle);
   stats_.invalidations++;
+}
+
+void AttrCache::InvalidateBefore(std::string_view handle, NfsTime ctime) {
+  Entry e;
+  if (Entry* old = lru_.Peek(handle)) {
+    Unindex(old);
+    e.change = old->change;
+    stats_.invalidations++;
+  }
+  e.floor_only = true;
+  e.change.ctime = std::max(e.change.ctime, ctime);
+  e.expires = clock_.MonoNow();
+  if (options_.max_entries == 0) return;
+  lru_.Put(handle, std::move(e));
+  EvictToLimit();
 }
 
 std::vector<std::string> AttrCache::RefreshCandidates(Duration window, size_t max) {

@@ -103,6 +103,13 @@ class AttrCache {
 
   // Drops the entry for `handle`, if any.
   void Invalidate(std::string_view handle);
+  // Drops what is known of `handle` and refuses, until attributes with a
+  // ctime of at least `ctime` come, any older ones: a reply the upstream
+  // sent before a change that touched the object without returning its
+  // attributes (REMOVE of another link: only the directory's wcc data comes
+  // back, and the object's ctime is the directory's) cannot bring back what
+  // the change made stale.
+  void InvalidateBefore(std::string_view handle, NfsTime ctime);
 
   // Returns up to `max` handles whose entries were used since they were last
   // filled, are still fresh, and expire within `window` from now, soonest
@@ -123,10 +130,13 @@ class AttrCache {
     MonoTime expires;
     bool refresh_pending = false;  // handed out by RefreshCandidates()
     bool indexed = false;          // in refresh_index_ (used since fill)
+    bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor
     RefreshIndex::iterator refresh_it;
   };
 
-  bool Fresh(const Entry& e) const { return clock_.MonoNow() < e.expires; }
+  bool Fresh(const Entry& e) const {
+    return !e.floor_only && clock_.MonoNow() < e.expires;
+  }
   void Unindex(Entry* e);
   void Erase(std::string_view handle);
   void EvictToLimit();

@@ -412,17 +412,21 @@ std::string MetadataCache::KnownChild(const diropargs3& d) {
   return names_.Peek(Bytes(d.dir), d.name ? d.name : "");
 }
 
-void MetadataCache::ForgetChild(const diropargs3& d) {
+void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   const std::string child = KnownChild(d);
   last_child_.Erase(ChildKey(Bytes(d.dir), d.name));
   if (child.empty()) return;
-  attrs_.Invalidate(child);
+  if (dir_wcc != nullptr && dir_wcc->after.attributes_follow) {
+    attrs_.InvalidateBefore(child, NfsTime::From(dir_wcc->after.post_op_attr_u.attributes.ctime));
+  } else {
+    attrs_.Invalidate(child);
+  }
   names_.InvalidateDir(child);  // if it was a directory, its names went too
 }
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,
                                 const ExportLifetimes& l) {
-  if (ok) ForgetChild(what);  // gone, or its link count changed
+  if (ok) ForgetChild(what, &w);  // gone, or its link count changed
   Wcc(what.dir, w, l);
   if (ok) names_.OnRemove(Bytes(what.dir), what.name, DirChange::FromWcc(w));
 }

@@ -117,7 +117,11 @@ class MetadataCache {
   std::string KnownChild(const diropargs3& d);
   // Forgets the attributes (and names, for a directory) of the object `d`
   // last named, if known.
-  void ForgetChild(const diropargs3& d);
+  // `dir_wcc`, if given, is the REMOVE's: the removed name's object (other
+  // links may keep it) then refuses attributes older than the directory's
+  // new ctime, which the object shares (a reply sent before the REMOVE and
+  // arriving after it must not bring back the old link count).
+  void ForgetChild(const diropargs3& d, const wcc_data* dir_wcc = nullptr);
   static std::string ChildKey(std::string_view dir, std::string_view name);
   void PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l);
   // Applies wcc data to the attribute cache. Returns true iff it shows that

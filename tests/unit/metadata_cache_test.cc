@@ -263,5 +263,26 @@ TEST_F(MetadataCacheTest, RemoveAfterRenameOntoAnotherLinkForgetsTheFileAttribut
   EXPECT_FALSE(b && StatusOf(b) == NFS3_OK) << "b answered with the stale link count";
 }
 
+// A reply the upstream sent before a REMOVE of another link (a background
+// WRITE's post-op attributes, nlink 2) that arrives after the REMOVE does not
+// bring back the old link count: the object shares the directory's new ctime,
+// and older attributes are refused until newer ones come (long run, seed 1001).
+TEST_F(MetadataCacheTest, AttributesOlderThanARemoveDoNotComeBack) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  f.nlink = 2;
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "a", d, &file_, &f);
+  LearnRemove(dir_, "a", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  fattr3 late = Attr(NF3REG, 9, kWall0 - 10);  // written before the REMOVE
+  late.nlink = 2;
+  LearnGetattr(exp_, file_, late);
+  EXPECT_FALSE(Getattr(exp_, file_)) << "attributes from before the REMOVE came back";
+  fattr3 now = Attr(NF3REG, 9, kWall0);  // after it: the REMOVE's ctime
+  now.nlink = 1;
+  LearnGetattr(exp_, file_, now);
+  EXPECT_TRUE(Getattr(exp_, file_)) << "attributes from the REMOVE on are cached again";
+}
+
 }  // namespace
 }  // namespace nfsedge
