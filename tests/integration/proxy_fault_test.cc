@@ -241,7 +241,7 @@ class FaultTest : public ::testing::Test {
     ProxyExport e;
     e.path = "/export";
     e.upstream_path = Disk();
-    e.extra_toml = export_toml;
+    e.extra_toml = export_toml + "write_behind = true\n";  // the write-behind under fault
     popts_.exports = {e};
     popts_.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n" + dirs(cache_toml);
     StartProxy();

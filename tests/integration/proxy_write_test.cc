@@ -55,7 +55,7 @@ class WriteTest : public ::testing::Test {
     ProxyExport e;
     e.path = "/export";
     e.upstream_path = Disk();
-    e.extra_toml = "gather_window_ms = 20\n";
+    e.extra_toml = "gather_window_ms = 20\nwrite_behind = true\n";
     popts_.exports = {e};
     popts_.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[write]\n" + write_toml;
     StartProxy();
