@@ -154,6 +154,7 @@ ExportConfig MakeExport(uint32_t window_ms) {
   c.path = "/e";
   c.upstream_path = "/e";
   c.gather_window_ms = window_ms;
+  c.write_behind = true;  // the write-behind is under test (off by default)
   return c;
 }
 
