@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "harness/files.h"
@@ -41,6 +42,20 @@ std::string QuoteList(const std::vector<std::string>& v) {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
+// The [control] socket path. A Unix socket path must fit sun_path (nfsedge
+// refuses 100 bytes or more), and a work directory deep in a build tree can
+// be longer than that: such a proxy gets a short, work-dir-specific path in
+// /tmp instead.
+std::string ControlSocketPath(const ProxyProcess::Options& o) {
+  if (o.control_socket == "none") return std::string();
+  if (!o.control_socket.empty()) return o.control_socket;
+  std::string path = o.work_dir + "/control.sock";
+  if (path.size() < 100) return path;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "/tmp/nfsedge-ctl-%zx.sock", std::hash<std::string>{}(path));
+  return buf;
+}
+
 }  // namespace
 
 std::string ProxyProcess::DefaultBinary() {
@@ -68,9 +83,7 @@ std::string ProxyProcess::RenderConfig(const Options& o) {
     << "level = " << Quote(o.log_level) << "\n\n"
     << "[control]\n"
     << "socket = "
-    << Quote(o.control_socket == "none"  ? std::string()
-             : o.control_socket.empty() ? o.work_dir + "/control.sock"
-                                        : o.control_socket)
+    << Quote(ControlSocketPath(o))
     << "\n\n"
     << o.extra_toml << "\n";
   for (const ProxyExport& e : o.exports) {

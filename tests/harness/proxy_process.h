@@ -49,8 +49,9 @@ class ProxyProcess {
     bool privileged_port = false;
     // [log]
     std::string log_level = "debug";
-    // [control] socket: empty = <work_dir>/control.sock, so that proxies
-    // running side by side never share one; "none" = no control socket.
+    // [control] socket: empty = <work_dir>/control.sock (or a short path in
+    // /tmp named after it when that is too long for a Unix socket), so that
+    // proxies running side by side never share one; "none" = no socket.
     std::string control_socket;
     std::vector<ProxyExport> exports;
     // Raw TOML lines appended to [server] / [upstream], and tables appended
