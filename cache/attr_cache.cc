@@ -34,12 +34,23 @@ void AttrCache::EvictToLimit() {
 PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const Lifetime& l) {
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;
+  bool ambiguous = false, stale = false;
   if (Entry* e = lru_.Peek(handle)) {
     if ((Fresh(*e) || e->floor_only) && change.OlderThan(e->change)) {
       stats_.ignored_older++;
       return PostOpResult::kIgnored;
     }
     result = change == e->change ? PostOpResult::kUnchanged : PostOpResult::kChanged;
+    if (Fresh(*e) && !(e->change.ctime < change.ctime)) {
+      // The same ctime: equal attributes settle an ambiguous entry, other
+      // ones cannot be ordered against it.
+      if (PermId::FromFattr(attr) != PermId::FromFattr(e->attr)) {
+        stale = true;
+      } else if (change != e->change || attr.nlink != e->attr.nlink) {
+        ambiguous = true;
+      }
+      if (stale || ambiguous) stats_.ambiguous++;
+    }
     Unindex(e);
   }
   if (options_.max_entries == 0) return result;
@@ -47,15 +58,16 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   Entry e;
   e.attr = attr;
   e.change = change;
-  e.expires = clock_.MonoNow() + life;
+  e.ambiguous = ambiguous;
+  e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
   lru_.Put(handle, std::move(e));
   EvictToLimit();
   return result;
 }
 
-std::optional<fattr3> AttrCache::Get(std::string_view handle) {
+std::optional<fattr3> AttrCache::Get(std::string_view handle, bool allow_ambiguous) {
   Entry* e = lru_.Peek(handle);
-  if (e == nullptr) {
+  if (e == nullptr || (e->ambiguous && !allow_ambiguous)) {
     stats_.misses++;
     return std::nullopt;
   }

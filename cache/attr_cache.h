@@ -13,6 +13,13 @@
 //
 // Out-of-order replies: attributes whose ctime is older than a fresh entry's
 // are ignored (a GETATTR answered before a SETATTR must not undo it).
+// Attributes with the same ctime as a fresh entry but another size, mtime or
+// link count cannot be ordered (a server's timestamps are coarser than its
+// changes: two WRITEs in one clock tick, answered out of order): the entry becomes
+// ambiguous, and Get() does not answer from it until attributes equal to
+// the stored ones, or newer, come (in practice: the GETATTR that the miss
+// makes the proxy send). If the owner, group or mode differ too, the entry
+// is simply stale.
 //
 // wcc data tells apart the proxy's own changes from changes made elsewhere:
 // if the "before" attributes equal the cached ChangeId, nothing else touched
@@ -56,6 +63,7 @@ struct AttrCacheStats {
   uint64_t evictions = 0;  // entries dropped for the bound
   uint64_t invalidations = 0;
   uint64_t ignored_older = 0;  // replies older than the fresh entry, not applied
+  uint64_t ambiguous = 0;      // replies that could not be ordered against the entry
 };
 
 // What a wcc_data says about who changed the object.
@@ -84,9 +92,11 @@ class AttrCache {
   // Returns what happened to the entry.
   PostOpResult Put(std::string_view handle, const fattr3& attr, const Lifetime& l);
 
-  // Returns the attributes of `handle` iff a fresh entry exists, and marks
-  // the entry used (for LRU and refresh-ahead).
-  std::optional<fattr3> Get(std::string_view handle);
+  // Returns the attributes of `handle` iff a fresh entry exists (and is not
+  // ambiguous, unless `allow_ambiguous`: only its type, owner, group and
+  // mode are then certain), and marks the entry used (for LRU and
+  // refresh-ahead).
+  std::optional<fattr3> Get(std::string_view handle, bool allow_ambiguous = false);
 
   // Returns the ChangeId of the entry for `handle`, fresh or stale, iff there
   // is one. Does not count as a use.
@@ -131,6 +141,7 @@ class AttrCache {
     bool refresh_pending = false;  // handed out by RefreshCandidates()
     bool indexed = false;          // in refresh_index_ (used since fill)
     bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor
+    bool ambiguous = false;        // size or mtime unordered against another reply
     RefreshIndex::iterator refresh_it;
   };
 

@@ -57,11 +57,12 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             static_cast<double>(handles.evictions()));
   CountEach(w, "nfsedge_attr_cache_events_total",
             "Attribute cache events: refresh-ahead candidates, invalidations, replies older "
-            "than the cached entry.",
+            "than the cached entry, replies that could not be ordered against it (same ctime).",
             {}, "event",
             {{"refresh", a.refreshes},
              {"invalidation", a.invalidations},
-             {"ignored_older", a.ignored_older}});
+             {"ignored_older", a.ignored_older},
+             {"ambiguous", a.ambiguous}});
   w.Counter("nfsedge_name_cache_dirs_dropped_total",
             "Directories whose cached names were dropped (changed behind the proxy).", {},
             static_cast<double>(n.dirs_dropped));
@@ -166,7 +167,8 @@ void Daemon::AddCollectors() {
                {"fetch", r.fetches},
                {"readahead_fetch", r.readahead_fetches},
                {"tree_fetch", r.tree_fetches},
-               {"fetch_error", r.fetch_errors}});
+               {"fetch_error", r.fetch_errors},
+               {"overtaken", r.overtaken}});
     CountEach(w, "nfsedge_upstream_read_bytes_total",
               "Bytes READ from the upstream by the data cache, on demand or ahead.", {}, "kind",
               {{"fetch", r.fetch_bytes}, {"readahead", r.readahead_bytes}});

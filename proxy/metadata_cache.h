@@ -61,6 +61,9 @@ class MetadataCache {
 
   // Returns the attributes of `fh` iff fresh (marks them used).
   std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }
+  // The same, also from an entry whose size and times are ambiguous (two
+  // replies in one server clock tick): its type, owner and mode are sure.
+  std::optional<fattr3> FreshPermissions(std::string_view fh) { return attrs_.Get(fh, true); }
   // Returns true iff a fresh ACCESS result proves that the upstream grants
   // every bit of `bits` to `cred` on `fh`, whose fresh attributes are `attr`.
   bool Allows(std::string_view fh, const CredKey& cred, uint32_t bits, const fattr3& attr) {

@@ -390,7 +390,12 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const Export& exp, const OpaqueAuth& cred) {
   if (cache_) cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred));
   if (read_path_ && p.proc == NFSPROC3_READ) {
-    read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results());
+    read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
+                               reply->sent_at);
+  } else if (read_path_ && p.proc == NFSPROC3_WRITE) {
+    read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
+  } else if (read_path_ && p.proc == NFSPROC3_SETATTR) {
+    read_path_->NoteWrite(HandleBytes(static_cast<const SETATTR3args*>(args)->object));
   } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
     read_path_->LearnFsinfo(reply->results());
   }
@@ -412,7 +417,7 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       // credential write the file; else the write is answered once stable.
       bool may_buffer = false;
       if (cache_ && IsCacheableCred(cred)) {
-        std::optional<fattr3> attr = cache_->FreshAttributes(fh);
+        std::optional<fattr3> attr = cache_->FreshPermissions(fh);
         may_buffer = attr && attr->type == NF3REG &&
                      cache_->Allows(fh, CredKeyOf(cred), ACCESS3_MODIFY, *attr);
         if (!may_buffer) SpeculateAccess(fh, exp, cred);

@@ -267,10 +267,11 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, cons
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3args), &a, &wire);
   const Export* e = &exp;
   const MonoTime sent = clock_.MonoNow();
+  const uint64_t seq = write_seq_;
   Status s = upstream_.Call(
       kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire,
-      [this, fh, first, count, e, cred, prefetch, sent, done](StatusOr<RpcReply> r) {
-        OnFetched(fh, first, count, *e, cred, prefetch, sent, std::move(r));
+      [this, fh, first, count, e, cred, prefetch, sent, seq, done](StatusOr<RpcReply> r) {
+        OnFetched(fh, first, count, *e, cred, prefetch, sent, seq, std::move(r));
         if (done) done();
       });
   if (!s.ok()) return false;
@@ -286,11 +287,18 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, cons
 
 void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
                          const OpaqueAuth& cred, bool prefetch, MonoTime sent,
-                         StatusOr<RpcReply> reply) {
+                         uint64_t write_seq, StatusOr<RpcReply> reply) {
   if (prefetch) background_--;
   bool stored = false;
   bool eof = false;
   uint64_t blocks = 0;
+  if (Succeeded(reply) && LastWrite(fh).seq > write_seq) {
+    // Overtaken by a write: the data may predate it. The waiters attempt
+    // again and fetch anew.
+    stats_.overtaken++;
+    for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, true);
+    return;
+  }
   if (Succeeded(reply)) {
     XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
     std::string_view results = reply->results();
@@ -356,15 +364,38 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
   return stored;
 }
 
-void ReadPath::LearnForwarded(const READ3args& a, std::string_view results) {
+void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
+                              std::chrono::steady_clock::time_point sent_at) {
   if (a.offset % block_size_ != 0) return;
   XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return;
   const READ3resok& ok = res->READ3res_u.resok;
   if (!ok.file_attributes.attributes_follow) return;
   std::string fh(a.file.data.data_val, a.file.data.data_len);
+  if (LastWrite(fh).at >= sent_at && LastWrite(fh).seq > 0) {
+    stats_.overtaken++;
+    return;
+  }
   Store(fh, a.offset / block_size_, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
         ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes), false);
+}
+
+void ReadPath::NoteWrite(std::string_view fh) {
+  constexpr size_t kMaxWriteMarks = 4096;
+  const WriteMark mark{++write_seq_, std::chrono::steady_clock::now()};
+  if (writes_.size() >= kMaxWriteMarks && writes_.find(std::string(fh)) == writes_.end()) {
+    writes_.clear();
+    writes_floor_ = mark;
+  } else {
+    writes_[std::string(fh)] = mark;
+  }
+  blocks_.DropFile(fh);
+  if (disk_) disk_->DropFile(fh);
+}
+
+ReadPath::WriteMark ReadPath::LastWrite(std::string_view fh) const {
+  auto it = writes_.find(std::string(fh));
+  return it == writes_.end() ? writes_floor_ : it->second;
 }
 
 void ReadPath::LearnFsinfo(std::string_view results) {

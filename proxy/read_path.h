@@ -30,6 +30,7 @@
 
 #include <rpc/xdr/nfs3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -80,6 +81,7 @@ struct ReadPathStats {
   uint64_t fetch_errors = 0;  // fetches without a usable reply
   uint64_t disk_reads = 0;    // blocks asked of the disk tier
   uint64_t disk_hits = 0;     // ... and found there, intact and current
+  uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left
 };
 
 class ReadPath {
@@ -108,8 +110,17 @@ class ReadPath {
                     const Export& exp, const OpaqueAuth& cred, std::function<void()> done);
 
   // Learns from the upstream's reply to a READ forwarded as is: the data it
-  // carries is stored as blocks.
-  void LearnForwarded(const READ3args& a, std::string_view results);
+  // carries is stored as blocks, unless the READ left (`sent_at`, the
+  // transport's clock) before the upstream answered a write of the file.
+  void LearnForwarded(const READ3args& a, std::string_view results,
+                      std::chrono::steady_clock::time_point sent_at);
+  // The upstream answered a WRITE or SETATTR of `fh`. A server's timestamps
+  // are coarser than its writes, so blocks cached under the version the
+  // write leaves may hold what it replaced, and a READ the upstream
+  // answered before the write may still be on its way: drops the file's
+  // blocks (memory and disk) and refuses the data of every READ of the file
+  // sent before now.
+  void NoteWrite(std::string_view fh);
   // Learns the server's preferred read size from an FSINFO reply.
   void LearnFsinfo(std::string_view results);
 
@@ -134,8 +145,15 @@ class ReadPath {
   bool Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
              const OpaqueAuth& cred, bool prefetch, std::function<void()> done = {});
   void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-                 const OpaqueAuth& cred, bool prefetch, MonoTime sent,
+                 const OpaqueAuth& cred, bool prefetch, MonoTime sent, uint64_t write_seq,
                  StatusOr<RpcReply> reply);
+  // When the upstream last answered a write of the file (NoteWrite's count,
+  // and the transport's clock), or a floor for every file.
+  struct WriteMark {
+    uint64_t seq = 0;
+    std::chrono::steady_clock::time_point at{};
+  };
+  WriteMark LastWrite(std::string_view fh) const;
   // Reads block `index` of `fh` from the disk tier into memory.
   void ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version);
   // Stores `data` read at block `first` under `version` as blocks: whole
@@ -163,6 +181,11 @@ class ReadPath {
   const uint32_t block_size_;
   uint32_t read_size_;
   uint32_t background_ = 0;  // read-ahead fetches in flight
+  // NoteWrite() calls so far; per file the latest, bounded (beyond the
+  // bound every file gets the floor, which refuses more but never less).
+  uint64_t write_seq_ = 0;
+  std::unordered_map<std::string, WriteMark> writes_;
+  WriteMark writes_floor_;
   // Block id -> closures waiting for the pending fetch or disk read.
   std::unordered_map<std::string, std::vector<std::function<void(bool)>>> pending_;
   // File handle -> ops waiting for a revalidating GETATTR.

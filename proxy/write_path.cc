@@ -22,9 +22,11 @@ bool SameCred(const OpaqueAuth& a, const OpaqueAuth& b) {
   return a.flavor == b.flavor && a.body == b.body;
 }
 
-bool Newer(const fattr3& a, const fattr3& b) {
-  if (a.ctime.seconds != b.ctime.seconds) return a.ctime.seconds > b.ctime.seconds;
-  return a.ctime.nseconds >= b.ctime.nseconds;
+// -1, 0, 1: a's ctime is older than, equal to, newer than b's.
+int CompareCtime(const fattr3& a, const fattr3& b) {
+  if (a.ctime.seconds != b.ctime.seconds) return a.ctime.seconds < b.ctime.seconds ? -1 : 1;
+  if (a.ctime.nseconds != b.ctime.nseconds) return a.ctime.nseconds < b.ctime.nseconds ? -1 : 1;
+  return 0;
 }
 
 std::array<char, 8> RandomVerifier() {
@@ -75,6 +77,8 @@ struct WritePath::Flight {
   MonoTime sent;
   bool sync = false;  // FILE_SYNC: its pieces need no COMMIT
   bool lone = false;  // a lone file's write: later writes need not wait for it
+  bool solo = false;  // sent with nothing else of the file upstream
+  uint64_t seq = 0;   // the file's calls sent before and with it
 };
 
 struct WritePath::File {
@@ -87,6 +91,9 @@ struct WritePath::File {
   uint32_t lone_flights = 0;         // ... of those, lone writes
   uint64_t commit_id = 0;            // upstream COMMIT in flight, 0 = none
   bool commit_urgent = false;
+  bool commit_solo = false;          // sent with no WRITE of the file upstream
+  uint64_t commit_seq = 0;
+  uint64_t calls_sent = 0;           // upstream WRITEs and COMMITs sent for the file
   std::deque<Waiter> waiters;
   std::vector<std::pair<bool, std::function<void()>>> barriers;  // (stable, then)
   std::vector<std::function<void()>> ready;  // to run at the end of Pump
@@ -99,7 +106,11 @@ struct WritePath::File {
   int lone = 0;
   MonoTime window_start{};
   // Latest attributes and verifier the upstream returned for the file.
+  // Ambiguous: two replies with one ctime (a server clock tick) disagreed,
+  // and none came since from a call sent with nothing else of the file
+  // upstream; client replies then carry no attributes.
   std::optional<fattr3> attr;
+  bool attr_ambiguous = false;
   std::array<char, 8> upstream_verf{};
   bool flush_scheduled = false;
   bool flush_all = false;
@@ -169,7 +180,7 @@ std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) co
   WRITE3res res{};
   res.status = NFS3_OK;
   WRITE3resok& ok = res.WRITE3res_u.resok;
-  if (stable && f.attr) {
+  if (stable && f.attr && !f.attr_ambiguous) {
     ok.file_wcc.after.attributes_follow = TRUE;
     ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
   }
@@ -186,7 +197,7 @@ std::string WritePath::CommitReply(const File& f) const {
   COMMIT3res res{};
   res.status = NFS3_OK;
   COMMIT3resok& ok = res.COMMIT3res_u.resok;
-  if (f.attr) {
+  if (f.attr && !f.attr_ambiguous) {
     ok.file_wcc.after.attributes_follow = TRUE;
     ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
   }
@@ -609,7 +620,9 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     RetryLater(f);
     return false;
   }
-  f.flights.push_back(Flight{id, off, data.size(), cred, clock_.MonoNow(), sync, lone});
+  const bool solo = f.flights.empty() && f.commit_id == 0;
+  f.flights.push_back(
+      Flight{id, off, data.size(), cred, clock_.MonoNow(), sync, lone, solo, ++f.calls_sent});
   if (urgent) {
     f.urgent_flights++;
     if (lone) f.lone_flights++;
@@ -650,6 +663,8 @@ void WritePath::SendCommit(File& f, bool urgent) {
     RetryLater(f);
     return;
   }
+  f.commit_solo = f.flights.empty();
+  f.commit_seq = ++f.calls_sent;
   f.commit_id = id;
   f.commit_urgent = urgent;
   f.flush_all = false;
@@ -690,12 +705,12 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc);
+    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
     each([this, &f](auto it) { Erase(f, it); });
     Failed(f, res->status);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
-    LearnAttr(f, ok.file_wcc);
+    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
     std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
     const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
     if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
@@ -722,6 +737,9 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   auto fit = files_.find(fh);
   if (fit == files_.end()) return;
   File& f = *fit->second;
+  // Alone upstream from its sending to its reply: its attributes are the
+  // latest.
+  const bool solo = f.commit_id == id && f.commit_solo && f.commit_seq == f.calls_sent;
   if (f.commit_id == id) f.commit_id = 0;
   XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
@@ -736,12 +754,12 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc);
+    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
     each([this, &f](auto it) { Erase(f, it); });
     Failed(f, res->status);
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
-    LearnAttr(f, ok.file_wcc);
+    LearnAttr(f, ok.file_wcc, solo);
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;
@@ -764,10 +782,20 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   AdmitBlocked();
 }
 
-void WritePath::LearnAttr(File& f, const wcc_data& w) {
+void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
   if (!w.after.attributes_follow) return;
   const fattr3& a = w.after.post_op_attr_u.attributes;
-  if (!f.attr || Newer(a, *f.attr)) f.attr = a;
+  const int order = f.attr ? CompareCtime(a, *f.attr) : 1;
+  if (solo || order > 0) {
+    f.attr = a;
+    f.attr_ambiguous = false;
+  } else if (order == 0) {
+    if (a.size != f.attr->size || a.mtime.seconds != f.attr->mtime.seconds ||
+        a.mtime.nseconds != f.attr->mtime.nseconds || a.nlink != f.attr->nlink) {
+      f.attr_ambiguous = true;
+    }
+    f.attr = a;
+  }
 }
 
 void WritePath::Failed(File& f, nfsstat3 status) {

@@ -193,7 +193,9 @@ class WritePath {
   void ScheduleFlush(File& f);
   void AdmitBlocked();
   void ForgetIfIdle(const std::string& fh);
-  void LearnAttr(File& f, const wcc_data& w);
+  // `solo`: the reply's call was sent with nothing else of the file
+  // upstream, so its attributes are the latest.
+  void LearnAttr(File& f, const wcc_data& w, bool solo);
   std::string WriteReply(const File& f, uint32_t count, bool stable) const;
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;

@@ -105,6 +105,43 @@ TEST_F(AttrCacheTest, OlderAttributesDoNotOverwriteAFreshEntry) {
   EXPECT_EQ(cache_.Get("fh")->size, 1u);
 }
 
+// Two replies with one ctime (the server's clock did not tick between two
+// WRITEs) but other sizes cannot be ordered: the entry does not answer
+// until a reply agrees with it or is newer.
+TEST_F(AttrCacheTest, SameCtimeOtherSizeIsAmbiguousUntilConfirmed) {
+  fattr3 big = FileChanged(seconds(10), 2000);
+  fattr3 small = big;
+  small.size = 1000;
+  cache_.Put("fh", big, kReg);
+  EXPECT_EQ(cache_.Put("fh", small, kReg), PostOpResult::kChanged);  // a late reply
+  EXPECT_FALSE(cache_.Get("fh")) << "which size is the latest is unknown";
+  EXPECT_EQ(cache_.Get("fh", true)->size, 1000u) << "type, owner and mode are known";
+  EXPECT_EQ(cache_.stats().ambiguous, 1u);
+  // The GETATTR that the miss sends: the server's answer, again ambiguous
+  // against the stored late reply, and confirmed by the next one.
+  cache_.Put("fh", big, kReg);
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Put("fh", big, kReg), PostOpResult::kUnchanged);
+  ASSERT_TRUE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Get("fh")->size, 2000u);
+  // Newer attributes settle it at once.
+  cache_.Put("fh", small, kReg);
+  EXPECT_FALSE(cache_.Get("fh"));
+  fattr3 later = FileChanged(seconds(5), 3000);
+  cache_.Put("fh", later, kReg);
+  EXPECT_EQ(cache_.Get("fh")->size, 3000u);
+}
+
+TEST_F(AttrCacheTest, SameCtimeOtherModeIsStale) {
+  fattr3 a = FileChanged(seconds(10));
+  fattr3 b = a;
+  b.mode = 0600;
+  cache_.Put("fh", a, kReg);
+  cache_.Put("fh", b, kReg);
+  EXPECT_FALSE(cache_.Get("fh", true));
+  EXPECT_EQ(cache_.CachedChangeId("fh"), ChangeId::FromFattr(b));
+}
+
 TEST_F(AttrCacheTest, WccWithMatchingBeforeIsTheProxysOwnChange) {
   fattr3 a = FileChanged(seconds(100), 10);
   fattr3 b = FileChanged(seconds(0), 20);
