@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 
+#include "proxy/write_path_state.h"
 #include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
@@ -11,23 +12,9 @@ namespace nfsedge {
 
 namespace {
 
-constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
 // A write or commit the upstream could not take (no connection, queue full,
 // NFS3ERR_JUKEBOX) is tried again after this long.
 constexpr auto kRetryDelay = std::chrono::milliseconds(100);
-// Clean files kept for their gathering history at most.
-constexpr size_t kMaxIdleFiles = 4096;
-
-bool SameCred(const OpaqueAuth& a, const OpaqueAuth& b) {
-  return a.flavor == b.flavor && a.body == b.body;
-}
-
-// -1, 0, 1: a's ctime is older than, equal to, newer than b's.
-int CompareCtime(const fattr3& a, const fattr3& b) {
-  if (a.ctime.seconds != b.ctime.seconds) return a.ctime.seconds < b.ctime.seconds ? -1 : 1;
-  if (a.ctime.nseconds != b.ctime.nseconds) return a.ctime.nseconds < b.ctime.nseconds ? -1 : 1;
-  return 0;
-}
 
 std::array<char, 8> RandomVerifier() {
   std::random_device rd;
@@ -39,94 +26,12 @@ std::array<char, 8> RandomVerifier() {
   return out;
 }
 
-std::string WriteError(nfsstat3 status) {
-  return EncodeNfsError(*FindNfsProc(NFSPROC3_WRITE), status);
-}
-
-std::string CommitError(nfsstat3 status) {
-  return EncodeNfsError(*FindNfsProc(NFSPROC3_COMMIT), status);
-}
-
 }  // namespace
 
-struct WritePath::Piece {
-  enum State { kDirty, kSending, kWritten };
-  std::string data;
-  OpaqueAuth cred;
-  State state = kDirty;
-  uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
-  uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
-  std::array<char, 8> verf{};  // kWritten: what its WRITE returned
-};
-
-// A stable client write or a client COMMIT, answered once [off, end) holds
-// no piece, in arrival order.
-struct WritePath::Waiter {
-  bool commit = false;
-  uint64_t off = 0;
-  uint64_t end = 0;
-  uint32_t count = 0;
-  ReplyFn reply;
-};
-
-struct WritePath::Flight {
-  uint64_t id;
-  uint64_t off;
-  uint64_t len;
-  OpaqueAuth cred;
-  MonoTime sent;
-  bool sync = false;  // FILE_SYNC: its pieces need no COMMIT
-  bool lone = false;  // a lone file's write: later writes need not wait for it
-  bool solo = false;  // sent with nothing else of the file upstream
-  uint64_t seq = 0;   // the file's calls sent before and with it
-};
-
-struct WritePath::File {
-  std::string fh;
-  const Export* exp = nullptr;
-  std::map<uint64_t, Piece> pieces;  // by offset, disjoint
-  uint64_t bytes = 0;                // in pieces
-  std::vector<Flight> flights;       // upstream WRITEs in flight
-  uint32_t urgent_flights = 0;       // ... of them sent for waiters
-  uint32_t lone_flights = 0;         // ... of those, lone writes
-  uint64_t commit_id = 0;            // upstream COMMIT in flight, 0 = none
-  bool commit_urgent = false;
-  bool commit_solo = false;          // sent with no WRITE of the file upstream
-  uint64_t commit_seq = 0;
-  uint64_t calls_sent = 0;           // upstream WRITEs and COMMITs sent for the file
-  std::deque<Waiter> waiters;
-  std::vector<std::pair<bool, std::function<void()>>> barriers;  // (stable, then)
-  std::vector<std::function<void()>> ready;  // to run at the end of Pump
-  nfsstat3 error = NFS3_OK;  // kept for the next WRITE or COMMIT
-  // Gathering.
-  bool window = false;
-  uint64_t window_gen = 0;
-  size_t expected = 0;
-  size_t last_batch = 0;
-  int lone = 0;
-  MonoTime window_start{};
-  // Latest attributes and verifier the upstream returned for the file.
-  // Ambiguous: two replies with one ctime (a server clock tick) disagreed,
-  // and none came since from a call sent with nothing else of the file
-  // upstream; client replies then carry no attributes.
-  std::optional<fattr3> attr;
-  bool attr_ambiguous = false;
-  std::array<char, 8> upstream_verf{};
-  bool flush_scheduled = false;
-  bool flush_all = false;
-  bool retry_scheduled = false;
-  uint32_t blocked = 0;  // client writes waiting for room
-};
-
-struct WritePath::Blocked {
-  std::string fh;
-  const Export* exp;
-  uint64_t offset;
-  std::string data;
-  bool stable;
-  OpaqueAuth cred;
-  ReplyFn reply;
-};
+using write_path_internal::CommitError;
+using write_path_internal::kToEnd;
+using write_path_internal::SameCred;
+using write_path_internal::WriteError;
 
 WritePath::WritePath(const Clock& clock, RpcCaller& upstream, RpcCaller& background,
                      ScheduleFn schedule, LearnFn learn, const WritePathOptions& options)
@@ -157,55 +62,6 @@ void WritePath::LearnFsinfo(std::string_view results) {
   uint32_t ws = ok.wtpref ? ok.wtpref : ok.wtmax;
   if (ws == 0) return;
   write_size_ = std::min(ws, max_write_);
-}
-
-WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
-  auto [it, inserted] = files_.try_emplace(fh);
-  if (inserted) {
-    it->second = std::make_unique<File>();
-    it->second->fh = fh;
-    // A file starts lone: its first stable write goes at once; a second one
-    // arriving meanwhile is company, and windows open from then on.
-    it->second->lone = options_.lone_after;
-  }
-  it->second->exp = &exp;
-  return *it->second;
-}
-
-std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
-  return f.exp->config().write_behind ? verifier_ : f.upstream_verf;
-}
-
-std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) const {
-  WRITE3res res{};
-  res.status = NFS3_OK;
-  WRITE3resok& ok = res.WRITE3res_u.resok;
-  if (stable && f.attr && !f.attr_ambiguous) {
-    ok.file_wcc.after.attributes_follow = TRUE;
-    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
-  }
-  ok.count = count;
-  ok.committed = stable ? FILE_SYNC : UNSTABLE;
-  std::array<char, 8> v = ReplyVerf(f);
-  std::copy(v.begin(), v.end(), ok.verf);
-  std::string out;
-  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3res), &res, &out);
-  return out;
-}
-
-std::string WritePath::CommitReply(const File& f) const {
-  COMMIT3res res{};
-  res.status = NFS3_OK;
-  COMMIT3resok& ok = res.COMMIT3res_u.resok;
-  if (f.attr && !f.attr_ambiguous) {
-    ok.file_wcc.after.attributes_follow = TRUE;
-    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
-  }
-  std::array<char, 8> v = ReplyVerf(f);
-  std::copy(v.begin(), v.end(), ok.verf);
-  std::string out;
-  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
-  return out;
 }
 
 void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred,
@@ -307,57 +163,6 @@ bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> the
   it->second->barriers.emplace_back(stable, std::move(then));
   Pump(*it->second);
   return true;
-}
-
-void WritePath::Split(File& f, uint64_t at) {
-  auto it = f.pieces.upper_bound(at);
-  if (it == f.pieces.begin()) return;
-  --it;
-  const uint64_t start = it->first;
-  Piece& p = it->second;
-  if (at <= start || at >= start + p.data.size()) return;
-  Piece tail = p;
-  tail.data = p.data.substr(at - start);
-  p.data.resize(at - start);
-  f.pieces.emplace(at, std::move(tail));
-}
-
-void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it) {
-  const uint64_t n = it->second.data.size();
-  f.bytes -= n;
-  stats_.buffered_bytes -= n;
-  f.pieces.erase(it);
-}
-
-void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred) {
-  if (data.empty()) return;
-  const uint64_t end = off + data.size();
-  Split(f, off);
-  Split(f, end);
-  // Older bytes of the range are superseded, whatever their state: the wire
-  // range of a WRITE in flight stays in flights, so the new data is not
-  // sent before that WRITE is answered.
-  for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
-    auto next = std::next(it);
-    Erase(f, it);
-    it = next;
-  }
-  Piece p;
-  p.data.assign(data);
-  p.cred = cred;
-  f.pieces.emplace(off, std::move(p));
-  f.bytes += data.size();
-  stats_.buffered_bytes += data.size();
-  stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
-}
-
-bool WritePath::Holds(const File& f, uint64_t off, uint64_t end) {
-  auto it = f.pieces.upper_bound(off);
-  if (it != f.pieces.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + prev->second.data.size() > off) return true;
-  }
-  return it != f.pieces.end() && it->first < end;
 }
 
 bool WritePath::Busy(const File& f) const {
@@ -782,22 +587,6 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   AdmitBlocked();
 }
 
-void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
-  if (!w.after.attributes_follow) return;
-  const fattr3& a = w.after.post_op_attr_u.attributes;
-  const int order = f.attr ? CompareCtime(a, *f.attr) : 1;
-  if (solo || order > 0) {
-    f.attr = a;
-    f.attr_ambiguous = false;
-  } else if (order == 0) {
-    if (a.size != f.attr->size || a.mtime.seconds != f.attr->mtime.seconds ||
-        a.mtime.nseconds != f.attr->mtime.nseconds || a.nlink != f.attr->nlink) {
-      f.attr_ambiguous = true;
-    }
-    f.attr = a;
-  }
-}
-
 void WritePath::Failed(File& f, nfsstat3 status) {
   stats_.errors++;
   f.error = status;
@@ -858,20 +647,6 @@ void WritePath::AdmitBlocked() {
     }
     Accept(f, taken->offset, taken->data, taken->cred, taken->stable, std::move(taken->reply));
   }
-}
-
-void WritePath::ForgetIfIdle(const std::string& fh) {
-  auto it = files_.find(fh);
-  if (it == files_.end()) return;
-  const File& f = *it->second;
-  if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
-      !f.barriers.empty() || f.error != NFS3_OK || f.window || f.flush_scheduled ||
-      f.retry_scheduled || f.blocked > 0) {
-    return;
-  }
-  const bool history = f.last_batch > 1 || f.lone > 0;
-  if (history && files_.size() <= kMaxIdleFiles) return;
-  files_.erase(it);
 }
 
 }  // namespace nfsedge

@@ -1,0 +1,144 @@
+// WritePath: the per-file buffer (pieces: split, insert, erase, lookup),
+// the replies to clients, and the file table.
+#include <algorithm>
+
+#include "proxy/write_path.h"
+#include "proxy/write_path_state.h"
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+using write_path_internal::CompareCtime;
+using write_path_internal::kMaxIdleFiles;
+
+WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
+  auto [it, inserted] = files_.try_emplace(fh);
+  if (inserted) {
+    it->second = std::make_unique<File>();
+    it->second->fh = fh;
+    // A file starts lone: its first stable write goes at once; a second one
+    // arriving meanwhile is company, and windows open from then on.
+    it->second->lone = options_.lone_after;
+  }
+  it->second->exp = &exp;
+  return *it->second;
+}
+
+std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
+  return f.exp->config().write_behind ? verifier_ : f.upstream_verf;
+}
+
+std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) const {
+  WRITE3res res{};
+  res.status = NFS3_OK;
+  WRITE3resok& ok = res.WRITE3res_u.resok;
+  if (stable && f.attr && !f.attr_ambiguous) {
+    ok.file_wcc.after.attributes_follow = TRUE;
+    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+  }
+  ok.count = count;
+  ok.committed = stable ? FILE_SYNC : UNSTABLE;
+  std::array<char, 8> v = ReplyVerf(f);
+  std::copy(v.begin(), v.end(), ok.verf);
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3res), &res, &out);
+  return out;
+}
+
+std::string WritePath::CommitReply(const File& f) const {
+  COMMIT3res res{};
+  res.status = NFS3_OK;
+  COMMIT3resok& ok = res.COMMIT3res_u.resok;
+  if (f.attr && !f.attr_ambiguous) {
+    ok.file_wcc.after.attributes_follow = TRUE;
+    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+  }
+  std::array<char, 8> v = ReplyVerf(f);
+  std::copy(v.begin(), v.end(), ok.verf);
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
+  return out;
+}
+
+void WritePath::Split(File& f, uint64_t at) {
+  auto it = f.pieces.upper_bound(at);
+  if (it == f.pieces.begin()) return;
+  --it;
+  const uint64_t start = it->first;
+  Piece& p = it->second;
+  if (at <= start || at >= start + p.data.size()) return;
+  Piece tail = p;
+  tail.data = p.data.substr(at - start);
+  p.data.resize(at - start);
+  f.pieces.emplace(at, std::move(tail));
+}
+
+void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it) {
+  const uint64_t n = it->second.data.size();
+  f.bytes -= n;
+  stats_.buffered_bytes -= n;
+  f.pieces.erase(it);
+}
+
+void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred) {
+  if (data.empty()) return;
+  const uint64_t end = off + data.size();
+  Split(f, off);
+  Split(f, end);
+  // Older bytes of the range are superseded, whatever their state: the wire
+  // range of a WRITE in flight stays in flights, so the new data is not
+  // sent before that WRITE is answered.
+  for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
+    auto next = std::next(it);
+    Erase(f, it);
+    it = next;
+  }
+  Piece p;
+  p.data.assign(data);
+  p.cred = cred;
+  f.pieces.emplace(off, std::move(p));
+  f.bytes += data.size();
+  stats_.buffered_bytes += data.size();
+  stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
+}
+
+bool WritePath::Holds(const File& f, uint64_t off, uint64_t end) {
+  auto it = f.pieces.upper_bound(off);
+  if (it != f.pieces.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.data.size() > off) return true;
+  }
+  return it != f.pieces.end() && it->first < end;
+}
+
+void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
+  if (!w.after.attributes_follow) return;
+  const fattr3& a = w.after.post_op_attr_u.attributes;
+  const int order = f.attr ? CompareCtime(a, *f.attr) : 1;
+  if (solo || order > 0) {
+    f.attr = a;
+    f.attr_ambiguous = false;
+  } else if (order == 0) {
+    if (a.size != f.attr->size || a.mtime.seconds != f.attr->mtime.seconds ||
+        a.mtime.nseconds != f.attr->mtime.nseconds || a.nlink != f.attr->nlink) {
+      f.attr_ambiguous = true;
+    }
+    f.attr = a;
+  }
+}
+
+void WritePath::ForgetIfIdle(const std::string& fh) {
+  auto it = files_.find(fh);
+  if (it == files_.end()) return;
+  const File& f = *it->second;
+  if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
+      !f.barriers.empty() || f.error != NFS3_OK || f.window || f.flush_scheduled ||
+      f.retry_scheduled || f.blocked > 0) {
+    return;
+  }
+  const bool history = f.last_batch > 1 || f.lone > 0;
+  if (history && files_.size() <= kMaxIdleFiles) return;
+  files_.erase(it);
+}
+
+}  // namespace nfsedge

@@ -1,0 +1,132 @@
+// WritePath's per-file state (private to proxy/write_path*.cc): the pieces
+// of a file's buffer, the clients waiting, the upstream calls in flight.
+// See write_path.h for what they mean.
+#ifndef NFSEDGE_PROXY_WRITE_PATH_STATE_H_
+#define NFSEDGE_PROXY_WRITE_PATH_STATE_H_
+
+#include <rpc/xdr/nfs3.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proxy/nfs_procs.h"
+#include "proxy/write_path.h"
+
+namespace nfsedge {
+namespace write_path_internal {
+
+constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
+// Clean files kept for their gathering history at most.
+constexpr size_t kMaxIdleFiles = 4096;
+
+inline bool SameCred(const OpaqueAuth& a, const OpaqueAuth& b) {
+  return a.flavor == b.flavor && a.body == b.body;
+}
+
+// -1, 0, 1: a's ctime is older than, equal to, newer than b's.
+inline int CompareCtime(const fattr3& a, const fattr3& b) {
+  if (a.ctime.seconds != b.ctime.seconds) return a.ctime.seconds < b.ctime.seconds ? -1 : 1;
+  if (a.ctime.nseconds != b.ctime.nseconds) return a.ctime.nseconds < b.ctime.nseconds ? -1 : 1;
+  return 0;
+}
+
+inline std::string WriteError(nfsstat3 status) {
+  return EncodeNfsError(*FindNfsProc(NFSPROC3_WRITE), status);
+}
+
+inline std::string CommitError(nfsstat3 status) {
+  return EncodeNfsError(*FindNfsProc(NFSPROC3_COMMIT), status);
+}
+
+}  // namespace write_path_internal
+
+struct WritePath::Piece {
+  enum State { kDirty, kSending, kWritten };
+  std::string data;
+  OpaqueAuth cred;
+  State state = kDirty;
+  uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
+  uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
+  std::array<char, 8> verf{};  // kWritten: what its WRITE returned
+};
+
+// A stable client write or a client COMMIT, answered once [off, end) holds
+// no piece, in arrival order.
+struct WritePath::Waiter {
+  bool commit = false;
+  uint64_t off = 0;
+  uint64_t end = 0;
+  uint32_t count = 0;
+  ReplyFn reply;
+};
+
+struct WritePath::Flight {
+  uint64_t id;
+  uint64_t off;
+  uint64_t len;
+  OpaqueAuth cred;
+  MonoTime sent;
+  bool sync = false;  // FILE_SYNC: its pieces need no COMMIT
+  bool lone = false;  // a lone file's write: later writes need not wait for it
+  bool solo = false;  // sent with nothing else of the file upstream
+  uint64_t seq = 0;   // the file's calls sent before and with it
+};
+
+struct WritePath::File {
+  std::string fh;
+  const Export* exp = nullptr;
+  std::map<uint64_t, Piece> pieces;  // by offset, disjoint
+  uint64_t bytes = 0;                // in pieces
+  std::vector<Flight> flights;       // upstream WRITEs in flight
+  uint32_t urgent_flights = 0;       // ... of them sent for waiters
+  uint32_t lone_flights = 0;         // ... of those, lone writes
+  uint64_t commit_id = 0;            // upstream COMMIT in flight, 0 = none
+  bool commit_urgent = false;
+  bool commit_solo = false;          // sent with no WRITE of the file upstream
+  uint64_t commit_seq = 0;
+  uint64_t calls_sent = 0;           // upstream WRITEs and COMMITs sent for the file
+  std::deque<Waiter> waiters;
+  std::vector<std::pair<bool, std::function<void()>>> barriers;  // (stable, then)
+  std::vector<std::function<void()>> ready;  // to run at the end of Pump
+  nfsstat3 error = NFS3_OK;  // kept for the next WRITE or COMMIT
+  // Gathering.
+  bool window = false;
+  uint64_t window_gen = 0;
+  size_t expected = 0;
+  size_t last_batch = 0;
+  int lone = 0;
+  MonoTime window_start{};
+  // Latest attributes and verifier the upstream returned for the file.
+  // Ambiguous: two replies with one ctime (a server clock tick) disagreed,
+  // and none came since from a call sent with nothing else of the file
+  // upstream; client replies then carry no attributes.
+  std::optional<fattr3> attr;
+  bool attr_ambiguous = false;
+  std::array<char, 8> upstream_verf{};
+  bool flush_scheduled = false;
+  bool flush_all = false;
+  bool retry_scheduled = false;
+  uint32_t blocked = 0;  // client writes waiting for room
+};
+
+struct WritePath::Blocked {
+  std::string fh;
+  const Export* exp;
+  uint64_t offset;
+  std::string data;
+  bool stable;
+  OpaqueAuth cred;
+  ReplyFn reply;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_WRITE_PATH_STATE_H_
