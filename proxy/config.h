@@ -99,9 +99,7 @@ struct ExportConfig {
   // long for others to the same file; 0 = never waits.
   uint32_t gather_window_ms = 5;
   // UNSTABLE writes answered from the proxy's buffer (write-behind).
-  // Off by default until the conformance long run passes with it on
-  // (docs/conformance.md).
-  bool write_behind = false;
+  bool write_behind = true;
 };
 
 struct CacheConfig {
