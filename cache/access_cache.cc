@@ -41,15 +41,20 @@ void AccessCache::Put(std::string_view handle, const CredKey& cred, uint32_t ask
 }
 
 std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredKey& cred,
-                                            uint32_t requested, const PermId& now) {
+                                            uint32_t requested, const PermId& now,
+                                            bool allow_expired) {
   std::string key = Key(handle, cred);
   Entry* e = lru_.Peek(key);
   if (e == nullptr) {
     stats_.misses++;
     return std::nullopt;
   }
-  if (clock_.MonoNow() >= e->expires || !(e->perm == now)) {
+  if (!(e->perm == now)) {
     lru_.Erase(key);
+    stats_.stale++;
+    return std::nullopt;
+  }
+  if (clock_.MonoNow() >= e->expires && !allow_expired) {
     stats_.stale++;
     return std::nullopt;
   }
@@ -63,9 +68,9 @@ std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredK
 }
 
 bool AccessCache::Allows(std::string_view handle, const CredKey& cred, uint32_t bits,
-                         const PermId& now) {
+                         const PermId& now, bool allow_expired) {
   if (bits == 0) return false;  // no evidence of anything
-  std::optional<uint32_t> granted = Lookup(handle, cred, bits, now);
+  std::optional<uint32_t> granted = Lookup(handle, cred, bits, now, allow_expired);
   return granted.has_value() && *granted == bits;
 }
 

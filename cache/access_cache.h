@@ -68,15 +68,18 @@ class AccessCache {
            const fattr3& attr, const Lifetime& l);
 
   // Returns the granted bits among `requested` iff an entry for (handle,
-  // cred) asked for all of `requested`, is fresh and has PermId `now`.
-  // Marks the entry used.
+  // cred) asked for all of `requested`, is fresh (or, with `allow_expired`,
+  // for an upstream outage: past its lifetime) and has PermId `now`.
+  // Marks the entry used. An expired entry is kept (an outage may need
+  // it); one with another PermId is dropped.
   std::optional<uint32_t> Lookup(std::string_view handle, const CredKey& cred, uint32_t requested,
-                                 const PermId& now);
+                                 const PermId& now, bool allow_expired = false);
 
   // Returns true iff the cache proves that the upstream grants every bit of
   // `bits` to `cred` on `handle` (Lookup() answered and all are granted).
   // False for bits == 0.
-  bool Allows(std::string_view handle, const CredKey& cred, uint32_t bits, const PermId& now);
+  bool Allows(std::string_view handle, const CredKey& cred, uint32_t bits, const PermId& now,
+              bool allow_expired = false);
 
   // Drops the entry for (handle, cred), e.g. after the upstream refused an
   // operation the cache thought allowed.

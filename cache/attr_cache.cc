@@ -59,6 +59,7 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   e.attr = attr;
   e.change = change;
   e.ambiguous = ambiguous;
+  e.conflicted = stale;
   e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
   lru_.Put(handle, std::move(e));
   EvictToLimit();
@@ -81,6 +82,14 @@ std::optional<fattr3> AttrCache::Get(std::string_view handle, bool allow_ambiguo
     e->refresh_it = refresh_index_.emplace(e->expires, std::string(handle));
     e->indexed = true;
   }
+  return e->attr;
+}
+
+std::optional<fattr3> AttrCache::GetExpired(std::string_view handle) {
+  Entry* e = lru_.Peek(handle);
+  if (e == nullptr || e->floor_only || e->ambiguous || e->conflicted) return std::nullopt;
+  if (!Fresh(*e)) stats_.expired_served++;
+  lru_.Find(handle);
   return e->attr;
 }
 

@@ -64,6 +64,7 @@ struct AttrCacheStats {
   uint64_t invalidations = 0;
   uint64_t ignored_older = 0;  // replies older than the fresh entry, not applied
   uint64_t ambiguous = 0;      // replies that could not be ordered against the entry
+  uint64_t expired_served = 0;  // GetExpired() answered from an entry past its lifetime
 };
 
 // What a wcc_data says about who changed the object.
@@ -97,6 +98,14 @@ class AttrCache {
   // mode are then certain), and marks the entry used (for LRU and
   // refresh-ahead).
   std::optional<fattr3> Get(std::string_view handle, bool allow_ambiguous = false);
+
+  // For an upstream outage (serve_stale_on_outage): returns the attributes
+  // of `handle` whether or not its entry is still fresh, iff there is an
+  // entry that is not ambiguous and was not made stale on purpose (by
+  // InvalidateBefore, or by a reply with the same ctime and other owner,
+  // group or mode). An entry a mutation through the proxy invalidated is
+  // gone and not answered. Marks the entry used for the LRU only.
+  std::optional<fattr3> GetExpired(std::string_view handle);
 
   // Returns the ChangeId of the entry for `handle`, fresh or stale, iff there
   // is one. Does not count as a use.
@@ -142,6 +151,7 @@ class AttrCache {
     bool indexed = false;          // in refresh_index_ (used since fill)
     bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor
     bool ambiguous = false;        // size or mtime unordered against another reply
+    bool conflicted = false;       // expired at once: permissions unordered against a reply
     RefreshIndex::iterator refresh_it;
   };
 

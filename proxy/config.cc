@@ -72,6 +72,7 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
   r.Uint("call_timeout_ms", 100, 3600000, &u->call_timeout_ms);
   r.Uint("reconnect_min_ms", 1, 600000, &u->reconnect_min_ms);
   r.Uint("reconnect_max_ms", 1, 600000, &u->reconnect_max_ms);
+  r.Uint("outage_after_ms", 100, 3600000, &u->outage_after_ms);
   r.Bool("privileged_port", &u->privileged_port);
   r.Bool("tls", &u->tls);
   r.String("tls_ca_file", &u->tls_ca_file);
@@ -140,6 +141,7 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
   if (e->acdirmin > e->acdirmax) r.Error("acdirmin", "must not exceed acdirmax");
   r.Uint("gather_window_ms", 0, 1000, &e->gather_window_ms);
   r.Bool("write_behind", &e->write_behind);
+  r.Bool("serve_stale_on_outage", &e->serve_stale_on_outage);
   if (r.Has("path") && !IsCleanAbsolutePath(e->path)) {
     r.Error("path", "must be an absolute path without '.', '..', '//' or a trailing '/'");
   }

@@ -61,6 +61,9 @@ struct UpstreamConfig {
   uint32_t call_timeout_ms = 60000;
   uint32_t reconnect_min_ms = 100;
   uint32_t reconnect_max_ms = 5000;
+  // The upstream is "out" (proxy/outage.h) when calls wait and no reply has
+  // come for this long; it is back at its next reply.
+  uint32_t outage_after_ms = 5000;
   bool privileged_port = true;
   // RPC-over-TLS (RFC 9289) toward the upstream: every connection is
   // upgraded, the server's certificate verified against tls_ca_file for
@@ -100,6 +103,9 @@ struct ExportConfig {
   uint32_t gather_window_ms = 5;
   // UNSTABLE writes answered from the proxy's buffer (write-behind).
   bool write_behind = true;
+  // While the upstream is out (proxy/outage.h), GETATTR, ACCESS, LOOKUP and
+  // READ are answered from cached entries past their lifetime.
+  bool serve_stale_on_outage = false;
 };
 
 struct CacheConfig {

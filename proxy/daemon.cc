@@ -1,5 +1,6 @@
 #include "proxy/daemon.h"
 
+#include <algorithm>
 #include <csignal>
 #include <sstream>
 
@@ -80,6 +81,13 @@ void Daemon::LogStats() {
                      << " retransmits=" << b.retransmits << " reconnects=" << b.reconnects
                      << " refused=" << b.refused << "; nfs retransmits=" << u.retransmits;
   NFSEDGE_LOG(kInfo) << scheduler_->StatsLine();
+  const OutageStats& o = outage_->stats();
+  NFSEDGE_LOG(kInfo) << "stats outage out=" << outage_->out() << " outages=" << o.outages
+                     << " probes=" << o.probes << " stale_answers getattr="
+                     << cache_.stale_answers(NFSPROC3_GETATTR)
+                     << " access=" << cache_.stale_answers(NFSPROC3_ACCESS)
+                     << " lookup=" << cache_.stale_answers(NFSPROC3_LOOKUP)
+                     << " read=" << cache_.stale_answers(NFSPROC3_READ);
   LogDataStats();
   LogWriteStats();
   if (prefetcher_) {
@@ -238,7 +246,21 @@ void Daemon::StartScheduler() {
     meta->SetRetransmitTimeout(rto);
     bulk->SetRetransmitTimeout(rto);
   };
-  scheduler_ = std::make_unique<UpstreamScheduler>(clock_, *meta, *bulk, so, std::move(hooks));
+  outage_ = std::make_unique<OutageDetector>(
+      clock_, std::chrono::milliseconds(config_.upstream.outage_after_ms));
+  RpcCaller& watched_meta = outage_->Watch(*meta);
+  outage_->SetProbe(&watched_meta);
+  outage_->SetListener([this](bool out) {
+    if (nfs_) nfs_->OnOutage(out);
+  });
+  cache_.SetOutage(outage_.get());
+  const Duration poll = std::clamp<Duration>(
+      std::chrono::milliseconds(config_.upstream.outage_after_ms / 5),
+      std::chrono::milliseconds(10), std::chrono::seconds(1));
+  outage_timer_ = std::make_unique<Timer>(base_.get(), [this] { outage_->Poll(); });
+  outage_timer_->ArmPeriodic(poll);
+  scheduler_ = std::make_unique<UpstreamScheduler>(clock_, watched_meta, outage_->Watch(*bulk), so,
+                                                   std::move(hooks));
 }
 
 StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_t vers) {

@@ -27,6 +27,7 @@
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
 #include "proxy/operations.h"
+#include "proxy/outage.h"
 #include "proxy/read_path.h"
 #include "proxy/write_path.h"
 #include "proxy/refresher.h"
@@ -74,7 +75,8 @@ class Daemon {
   // config; leaves read_path_ null when memory_bytes is 0.
   Status StartDataCache(uint32_t max_transfer);
   void LogDataStats();
-  // Makes scheduler_ over nfs_upstream_ and nfs_bulk_upstream_.
+  // Makes scheduler_ over nfs_upstream_ and nfs_bulk_upstream_, both
+  // watched by outage_.
   void StartScheduler();
   // Makes the write path (gathering, write-behind) and hands it to nfs_.
   void StartWritePath(uint32_t max_transfer);
@@ -101,6 +103,10 @@ class Daemon {
   // The bulk lane (paced) beside nfs_upstream_ (interactive metadata), and
   // the scheduler every NFS call to the upstream passes.
   std::unique_ptr<RpcClient> nfs_bulk_upstream_;
+  // Watches both lanes for an upstream outage (polled by outage_timer_);
+  // outlives the scheduler, which calls through it.
+  std::unique_ptr<OutageDetector> outage_;
+  std::unique_ptr<Timer> outage_timer_;
   std::unique_ptr<UpstreamScheduler> scheduler_;
   // Data cache: present iff cache.memory_bytes > 0.
   std::unique_ptr<LoopPoster> poster_;

@@ -135,6 +135,18 @@ void Daemon::AddCollectors() {
               {{"client", name}}, static_cast<double>(client->queued()));
     }
     CollectMetadata(w, cache_, handles_);
+    w.Gauge("nfsedge_upstream_outage",
+            "1 while the upstream is out (calls waiting, no reply for upstream.outage_after_ms).",
+            {}, outage_->out() ? 1 : 0);
+    w.Counter("nfsedge_upstream_outages_total", "Upstream outages begun.", {},
+              static_cast<double>(outage_->stats().outages));
+    for (uint32_t proc : {NFSPROC3_GETATTR, NFSPROC3_ACCESS, NFSPROC3_LOOKUP, NFSPROC3_READ}) {
+      w.Counter("nfsedge_stale_answers_total",
+                "Answers given from cache entries past their lifetime during an upstream "
+                "outage (serve_stale_on_outage), by procedure.",
+                {{"proc", FindNfsProc(proc)->name}},
+                static_cast<double>(cache_.stale_answers(proc)));
+    }
     w.Counter("nfsedge_refresh_ahead_total", "Attributes revalidated before they expired.", {},
               static_cast<double>(refresher_->sent()));
   });

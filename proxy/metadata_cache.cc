@@ -71,12 +71,30 @@ MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
       dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
       max_children_(config.max_name_entries) {}
 
+bool MetadataCache::ServeStale(const Export& exp) const {
+  return exp.config().serve_stale_on_outage && outage_ != nullptr && outage_->out();
+}
+
 std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* args,
                                                  const Export& exp, const CredKey& cred) {
+  if (p.proc == NFSPROC3_READDIR || p.proc == NFSPROC3_READDIRPLUS) {
+    return AnswerListing(p.proc == NFSPROC3_READDIRPLUS, args, exp, cred);
+  }
+  std::optional<std::string> r = AnswerAttrs(p, args, exp, cred, false);
+  if (!r && ServeStale(exp)) {
+    r = AnswerAttrs(p, args, exp, cred, true);
+    if (r) NoteStaleAnswer(p.proc);
+  }
+  return r;
+}
+
+std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const void* args,
+                                                      const Export& exp, const CredKey& cred,
+                                                      bool stale) {
   switch (p.proc) {
     case NFSPROC3_GETATTR: {
       const auto* a = static_cast<const GETATTR3args*>(args);
-      std::optional<fattr3> attr = attrs_.Get(Bytes(a->object));
+      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale);
       if (!attr) return std::nullopt;
       GETATTR3res res{};
       res.status = NFS3_OK;
@@ -85,10 +103,10 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
     }
     case NFSPROC3_ACCESS: {
       const auto* a = static_cast<const ACCESS3args*>(args);
-      std::optional<fattr3> attr = attrs_.Get(Bytes(a->object));
+      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale);
       if (!attr) return std::nullopt;
       std::optional<uint32_t> granted =
-          access_.Lookup(Bytes(a->object), cred, a->access, PermId::FromFattr(*attr));
+          access_.Lookup(Bytes(a->object), cred, a->access, PermId::FromFattr(*attr), stale);
       if (!granted) return std::nullopt;
       ACCESS3res res{};
       res.status = NFS3_OK;
@@ -97,23 +115,20 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
       return Encode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), res);
     }
     case NFSPROC3_LOOKUP:
-      return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred);
-    case NFSPROC3_READDIR:
-    case NFSPROC3_READDIRPLUS:
-      return AnswerListing(p.proc == NFSPROC3_READDIRPLUS, args, exp, cred);
+      return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred, stale);
     default:
       return std::nullopt;
   }
 }
 
 std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, const Export& exp,
-                                                       const CredKey& cred) {
+                                                       const CredKey& cred, bool stale) {
   if (IsDotName(a.what.name)) return std::nullopt;
   std::string_view dir = Bytes(a.what.dir);
-  std::optional<fattr3> dir_attr = attrs_.Get(dir);
+  std::optional<fattr3> dir_attr = Attrs(dir, stale);
   if (!dir_attr) return std::nullopt;
   // DESIGN rule 6: only with evidence that this credential may search dir.
-  if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr))) {
+  if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr), stale)) {
     return std::nullopt;
   }
   std::optional<NameHit> hit = names_.Lookup(dir, a.what.name, ChangeId::FromFattr(*dir_attr));
@@ -124,7 +139,7 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
     SetPostOp(&res.LOOKUP3res_u.resfail.dir_attributes, *dir_attr);
     return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
   }
-  std::optional<fattr3> child_attr = attrs_.Get(hit->child);
+  std::optional<fattr3> child_attr = Attrs(hit->child, stale);
   if (!child_attr) return std::nullopt;
   res.status = NFS3_OK;
   res.LOOKUP3res_u.resok.object.data.data_val = hit->child.data();

@@ -15,6 +15,15 @@
 // directory; ACCESS answers are per credential. GETATTR needs no evidence:
 // the upstream answers it to anyone who holds the handle.
 //
+// Upstream outage (proxy/outage.h): on an export with serve_stale_on_outage,
+// while the upstream is out, GETATTR, ACCESS and LOOKUP that the fresh
+// entries cannot answer are answered from entries past their lifetime
+// (AttrCache::GetExpired, AccessCache with allow_expired), by the same rules
+// otherwise: ACCESS evidence for the credential, names tied to the
+// directory's attributes, nothing from ambiguous entries or from what a
+// mutation through the proxy invalidated. Each such answer is counted
+// (stale_answers()); READ does the same in ReadPath.
+//
 // Thread-safety: single-threaded, on the event loop.
 #ifndef NFSEDGE_PROXY_METADATA_CACHE_H_
 #define NFSEDGE_PROXY_METADATA_CACHE_H_
@@ -35,6 +44,7 @@
 #include "proxy/config.h"
 #include "proxy/exports.h"
 #include "proxy/nfs_procs.h"
+#include "proxy/outage.h"
 
 namespace nfsedge {
 
@@ -43,9 +53,22 @@ class MetadataCache {
   MetadataCache(const Clock& clock, const CacheConfig& config);
 
   // Returns the results (NFSv3 result union, XDR) answering `p` with decoded
-  // `args` for `cred` on `exp` iff the caches prove them fresh and allowed.
+  // `args` for `cred` on `exp` iff the caches prove them fresh and allowed
+  // (or, during an outage, allowed and past their lifetime: ServeStale).
   std::optional<std::string> Answer(const NfsProc& p, const void* args, const Export& exp,
                                     const CredKey& cred);
+
+  // The detector that says whether the upstream is out; null = never.
+  void SetOutage(const OutageDetector* outage) { outage_ = outage; }
+  // Returns true iff answers on `exp` may now come from expired entries:
+  // the upstream is out and the export has serve_stale_on_outage.
+  bool ServeStale(const Export& exp) const;
+  // The attributes of `fh`, fresh or past their lifetime (for ServeStale).
+  std::optional<fattr3> ExpiredAttributes(std::string_view fh) { return attrs_.GetExpired(fh); }
+  // Counts an answer of procedure `proc` given from expired entries.
+  void NoteStaleAnswer(uint32_t proc) { stale_answers_[proc]++; }
+  // Answers given from expired entries during outages, by procedure.
+  uint64_t stale_answers(uint32_t proc) const { return stale_answers_[proc]; }
 
   // Learns from the upstream's `results` (XDR) to `p` with `args`, sent for
   // `cred`. Results that do not decode are ignored.
@@ -66,8 +89,10 @@ class MetadataCache {
   std::optional<fattr3> FreshPermissions(std::string_view fh) { return attrs_.Get(fh, true); }
   // Returns true iff a fresh ACCESS result proves that the upstream grants
   // every bit of `bits` to `cred` on `fh`, whose fresh attributes are `attr`.
-  bool Allows(std::string_view fh, const CredKey& cred, uint32_t bits, const fattr3& attr) {
-    return access_.Allows(fh, cred, bits, PermId::FromFattr(attr));
+  // With `allow_expired` (ServeStale), an expired ACCESS result counts.
+  bool Allows(std::string_view fh, const CredKey& cred, uint32_t bits, const fattr3& attr,
+              bool allow_expired = false) {
+    return access_.Allows(fh, cred, bits, PermId::FromFattr(attr), allow_expired);
   }
 
   // Handles of attributes used since their fill that expire within
@@ -97,8 +122,15 @@ class MetadataCache {
   const DirCache& dirs() const { return dirs_; }
 
  private:
+  // Answer() for GETATTR, ACCESS and LOOKUP from fresh entries, or from
+  // expired ones too if `stale`.
+  std::optional<std::string> AnswerAttrs(const NfsProc& p, const void* args, const Export& exp,
+                                         const CredKey& cred, bool stale);
+  std::optional<fattr3> Attrs(std::string_view fh, bool stale) {
+    return stale ? attrs_.GetExpired(fh) : attrs_.Get(fh);
+  }
   std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
-                                          const CredKey& cred);
+                                          const CredKey& cred, bool stale);
   // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page
   // (defined in dir_listing.cc).
   std::optional<std::string> AnswerListing(bool plus, const void* args, const Export& exp,
@@ -141,6 +173,8 @@ class MetadataCache {
   DirCache dirs_;
   const size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
+  const OutageDetector* outage_ = nullptr;
+  std::array<uint64_t, kNfsProcCount> stale_answers_{};
 };
 
 // Returns the export's lifetimes from its config.

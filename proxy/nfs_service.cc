@@ -159,6 +159,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   NfsProcStats& st = stats_[p.proc];
   const Export* exp = &export_ref;
   if (write_path_ && ServeWrites(p, call, args, *exp, cred)) return;
+  ParkForOutage(p, call, args, *exp, cred);
   if (read_path_ && p.proc == NFSPROC3_READ && IsCacheableCred(cred)) {
     const auto* a = static_cast<const READ3args*>(args->get());
     // Without ACCESS evidence the read path forwards; the next READ finds it.
@@ -210,6 +211,66 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     }
   }
   Forward(p, call, args, *exp, cred);
+}
+
+void NfsService::ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                               const std::shared_ptr<XdrBox>& args, const Export& exp,
+                               const OpaqueAuth& cred) {
+  if (!cache_ || !exp.config().serve_stale_on_outage || cache_->ServeStale(exp) ||
+      !IsCacheableCred(cred)) {
+    return;
+  }
+  if (p.proc != NFSPROC3_GETATTR && p.proc != NFSPROC3_ACCESS && p.proc != NFSPROC3_LOOKUP &&
+      p.proc != NFSPROC3_READ) {
+    return;
+  }
+  while (!parked_.empty() && parked_.front().call->replied()) parked_.pop_front();
+  if (parked_.size() >= kMaxParked) {
+    std::erase_if(parked_, [](const Parked& k) { return k.call->replied(); });
+    if (parked_.size() >= kMaxParked) parked_.pop_front();  // it just waits
+  }
+  parked_.push_back(Parked{&p, call, args, &exp, cred});
+}
+
+void NfsService::OnOutage(bool out) {
+  if (!out) return;
+  std::deque<Parked> parked;
+  parked.swap(parked_);
+  size_t waiting = 0, answered = 0;
+  for (const Parked& k : parked) {
+    if (k.call->replied()) continue;
+    waiting++;
+    ServeStaleOnly(*k.p, k.call, k.args, *k.exp, k.cred);
+    if (k.call->replied()) answered++;
+  }
+  if (waiting > 0) {
+    NFSEDGE_LOG(kWarn) << "upstream outage: " << answered << " of " << waiting
+                       << " waiting GETATTR/ACCESS/LOOKUP/READ calls answered from expired "
+                          "cache entries (serve_stale_on_outage); the others wait";
+  }
+}
+
+void NfsService::ServeStaleOnly(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                                const std::shared_ptr<XdrBox>& args, const Export& exp,
+                                const OpaqueAuth& cred) {
+  if (p.proc == NFSPROC3_READ) {
+    const auto* a = static_cast<const READ3args*>(args->get());
+    // Without attributes the read path would ask the upstream for them.
+    if (!read_path_ || !cache_->ExpiredAttributes(HandleBytes(a->file))) return;
+    read_path_->Serve(
+        *a, exp, cred,
+        [this, call](std::string results) {
+          stats_[NFSPROC3_READ].cache_answers++;
+          call->ReplySuccess(results);
+        },
+        [] {});  // the READ already on its way upstream answers otherwise
+    return;
+  }
+  std::optional<std::string> r = cache_->Answer(p, args->get(), exp, CredKeyOf(cred));
+  // A LOOKUP naming a file with buffered writes waits for the flush instead.
+  if (!r || HoldForBufferedWrites(p, *r, [] {})) return;
+  stats_[p.proc].cache_answers++;
+  call->ReplySuccess(*r);
 }
 
 void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -81,6 +82,12 @@ class NfsService : public RpcProgram {
   void SetPrefetcher(Prefetcher* prefetcher) { prefetcher_ = prefetcher; }
   // Write gathering and write-behind; null = WRITE and COMMIT are forwarded.
   void SetWritePath(WritePath* write_path) { write_path_ = write_path; }
+  // The upstream's outage began (`out`) or ended (OutageDetector's
+  // listener). At the start, the GETATTR, ACCESS, LOOKUP and READ calls
+  // waiting for the upstream on exports with serve_stale_on_outage are
+  // answered from expired cache entries where the rules allow; the rest
+  // keep waiting (their upstream reply, if any, then goes nowhere).
+  void OnOutage(bool out);
   // Learns from a successful upstream `reply` to `p` with decoded `args`
   // sent for `cred` on `exp`: caches, handle registry, data cache; clamps
   // FSINFO and masks ACCESS on a read-only export (may rewrite the record).
@@ -148,6 +155,16 @@ class NfsService : public RpcProgram {
   void SpeculateAfter(const NfsProc& p, const void* args, std::string_view results,
                       const Export& exp, const OpaqueAuth& cred);
 
+  // Remembers a call that may wait for the upstream and could be answered
+  // from expired entries if an outage began (OnOutage), within a bound.
+  void ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                     const std::shared_ptr<XdrBox>& args, const Export& exp,
+                     const OpaqueAuth& cred);
+  // Answers a parked call from the caches if they can, else leaves it be.
+  void ServeStaleOnly(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                      const std::shared_ptr<XdrBox>& args, const Export& exp,
+                      const OpaqueAuth& cred);
+
   const ExportTable& exports_;
   HandleRegistry& handles_;
   RpcCaller& upstream_;
@@ -168,6 +185,17 @@ class NfsService : public RpcProgram {
   std::unordered_map<std::string, std::vector<Waiter>> speculating_;
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
+  // Calls ParkForOutage kept (answered ones are dropped lazily), oldest
+  // first, at most kMaxParked.
+  struct Parked {
+    const NfsProc* p;
+    std::shared_ptr<IncomingCall> call;
+    std::shared_ptr<XdrBox> args;
+    const Export* exp;
+    OpaqueAuth cred;
+  };
+  static constexpr size_t kMaxParked = 4096;
+  std::deque<Parked> parked_;
   std::array<NfsProcStats, kNfsProcCount> stats_{};
   DuplicateRequestCache drc_;
 };

@@ -29,6 +29,7 @@ struct ReadPath::Op {
   int attempts = 0;
   bool revalidated = false;  // a GETATTR was sent for this op already
   bool advised = false;      // read-ahead was asked for this op
+  bool stale = false;        // attempted from expired attributes (upstream outage)
   std::unordered_set<uint64_t> disk_tried;
 };
 
@@ -70,6 +71,10 @@ void ReadPath::Attempt(const OpPtr& op) {
     return;
   }
   std::optional<fattr3> attr = meta_.FreshAttributes(op->fh);
+  // The upstream is out: expired attributes and ACCESS results answer, from
+  // blocks already here (memory or disk), nothing fetched.
+  op->stale = !attr && meta_.ServeStale(*op->exp);
+  if (op->stale) attr = meta_.ExpiredAttributes(op->fh);
   if (!attr) {
     if (op->revalidated) {
       Forward(op);  // lifetime 0, or the GETATTR failed: the upstream decides
@@ -82,7 +87,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     Forward(op);
     return;
   }
-  if (!meta_.Allows(op->fh, op->key, ACCESS3_READ, *attr)) {
+  if (!meta_.Allows(op->fh, op->key, ACCESS3_READ, *attr, op->stale)) {
     stats_.no_evidence++;
     Forward(op);
     return;
@@ -121,6 +126,10 @@ void ReadPath::Attempt(const OpPtr& op) {
       missing.push_back(i);
     }
   }
+  if (op->stale && !missing.empty()) {
+    Forward(op);  // waits for the upstream like any uncached READ
+    return;
+  }
   // Missing blocks go upstream in runs of consecutive blocks, each at most
   // one upstream READ.
   const uint64_t per_fetch = read_size_ / block_size_;
@@ -134,7 +143,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     wait(missing[k]);
     k += n;
   }
-  if (!op->advised) {
+  if (!op->advised && !op->stale) {
     op->advised = true;
     ReadAhead(op, *attr);
   }
@@ -206,6 +215,7 @@ bool ReadPath::Answer(const OpPtr& op, const fattr3& attr, uint64_t first, uint6
   if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3res), &res, &out)) return false;
   stats_.served++;
   if (op->attempts == 1) stats_.memory_hits++;
+  if (op->stale) meta_.NoteStaleAnswer(NFSPROC3_READ);
   op->reply(std::move(out));
   return true;
 }

@@ -9,6 +9,10 @@
 //  - the ACCESS cache proves that the upstream lets the credential read the
 //    file (DESIGN rule 6); without that evidence the call is forwarded as is
 //    (and the proxy asks ACCESS in the background for the next one).
+// While the upstream is out, on an export with serve_stale_on_outage
+// (MetadataCache::ServeStale), expired attributes and ACCESS results do
+// instead, for blocks already cached (memory or disk) under the version
+// those attributes name; a READ needing a fetch is forwarded and waits.
 // Missing blocks are fetched with upstream READs of the server's preferred
 // size (FSINFO rtpref, or the configured read_size), whatever the client's
 // rsize; concurrent readers of the same block share one fetch. A fetch whose

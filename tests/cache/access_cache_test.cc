@@ -120,6 +120,24 @@ TEST_F(AccessCacheTest, EntriesExpireWithTheLifetime) {
   EXPECT_EQ(cache_.stats().stale, 1u);
 }
 
+// An upstream outage: an expired entry is kept and, when asked for with
+// allow_expired, still proves what it proved; never for another credential
+// or after the permissions changed.
+TEST_F(AccessCacheTest, ExpiredEntriesAnswerOnlyWhenAllowed) {
+  fattr3 d = Dir();
+  PermId p = PermId::FromFattr(d);
+  cache_.Put("dir", alice_, kLookup, kLookup, d, kDir);
+  clock_.Advance(seconds(120));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup, p));
+  EXPECT_TRUE(cache_.Allows("dir", alice_, kLookup, p, true)) << "kept, not dropped";
+  EXPECT_FALSE(cache_.Allows("dir", bob_, kLookup, p, true));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kRead, p, true)) << "bits never asked";
+  fattr3 chmod = d;
+  chmod.mode = 0755;
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup, PermId::FromFattr(chmod), true));
+  EXPECT_FALSE(cache_.Allows("dir", alice_, kLookup, p, true)) << "dropped on the change";
+}
+
 TEST_F(AccessCacheTest, ZeroLifetimeIsNeverAHit) {
   fattr3 d = Dir();
   cache_.Put("dir", alice_, kLookup, kLookup, d, Lifetime{});

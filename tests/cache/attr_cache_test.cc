@@ -275,6 +275,44 @@ TEST_F(AttrCacheTest, Counters) {
   EXPECT_EQ(cache_.stats().expired, 1u);
 }
 
+// GetExpired (an upstream outage with serve_stale_on_outage): the entry
+// answers past its lifetime, but never an ambiguous one, one made stale on
+// purpose, or one that was invalidated.
+TEST_F(AttrCacheTest, GetExpiredAnswersPastTheLifetimeButNotWhatIsUnsure) {
+  cache_.Put("old", FileChanged(seconds(100), 7), kReg);  // 10 s
+  clock_.Advance(seconds(30));
+  EXPECT_FALSE(cache_.Get("old"));
+  ASSERT_TRUE(cache_.GetExpired("old"));
+  EXPECT_EQ(cache_.GetExpired("old")->size, 7u);
+  EXPECT_EQ(cache_.stats().expired_served, 2u);
+  EXPECT_FALSE(cache_.GetExpired("none"));
+
+  fattr3 big = FileChanged(seconds(10), 2000);
+  fattr3 small = big;
+  small.size = 1000;
+  cache_.Put("ambiguous", big, kReg);
+  cache_.Put("ambiguous", small, kReg);
+  EXPECT_FALSE(cache_.GetExpired("ambiguous"));
+
+  fattr3 a = FileChanged(seconds(10));
+  fattr3 chmod = a;
+  chmod.mode = 0600;
+  cache_.Put("conflict", a, kReg);
+  cache_.Put("conflict", chmod, kReg);  // same ctime, other mode: stale at once
+  EXPECT_FALSE(cache_.GetExpired("conflict"));
+
+  cache_.Put("removed", a, kReg);
+  cache_.InvalidateBefore("removed", NfsTime::From(a.ctime));
+  EXPECT_FALSE(cache_.GetExpired("removed"));
+  cache_.Put("written", a, kReg);
+  cache_.Invalidate("written");
+  EXPECT_FALSE(cache_.GetExpired("written"));
+  EXPECT_EQ(cache_.stats().expired_served, 2u) << "fresh answers are not counted either";
+  cache_.Put("fresh", a, kReg);
+  EXPECT_TRUE(cache_.GetExpired("fresh"));
+  EXPECT_EQ(cache_.stats().expired_served, 2u);
+}
+
 TEST_F(AttrCacheTest, HandlesAreExactBytes) {
   cache_.Put(std::string("\0\1", 2), FileChanged(seconds(100), 1), kReg);
   cache_.Put(std::string("\0\1\0", 3), FileChanged(seconds(100), 2), kReg);

@@ -41,6 +41,9 @@ constexpr size_t kFileBytes = 1 << 20;
 // The WAN emulator's listening ports, relaying to ganesha.
 constexpr uint16_t kWanNfsPort = 21490;
 constexpr uint16_t kWanMountPort = 21048;
+// Attribute lifetimes of an export, long (beyond every test) and short.
+constexpr const char* kLifetimes60 = "acregmin = 60\nacregmax = 60\nacdirmin = 60\nacdirmax = 60\n";
+constexpr const char* kLifetimes2 = "acregmin = 2\nacregmax = 2\nacdirmin = 2\nacdirmax = 2\n";
 
 std::string Content(int seed, size_t size) { return Pattern(size, 1000u + seed); }
 std::string WriterFile(int w) { return "w" + std::to_string(w); }
@@ -236,7 +239,8 @@ class FaultTest : public ::testing::Test {
       popts_.upstream_mount_port = kWanMountPort;
     }
     // Reconnect quickly to a server that comes back.
-    popts_.extra_upstream_toml = "reconnect_min_ms = 50\nreconnect_max_ms = 500\n";
+    popts_.extra_upstream_toml =
+        "reconnect_min_ms = 50\nreconnect_max_ms = 500\n" + extra_upstream_toml_;
     popts_.extra_server_toml = dirs(server_toml);
     ProxyExport e;
     e.path = "/export";
@@ -265,7 +269,7 @@ class FaultTest : public ::testing::Test {
     auto p = Subprocess::Start({NFSEDGE_WAN_BINARY, "--map",
                                 map(kWanNfsPort, bed_->ganesha().nfs_port()), "--map",
                                 map(kWanMountPort, bed_->ganesha().mount_port()), "--delay-ms",
-                                "5", "--duration", "600"},
+                                wan_delay_ms_, "--duration", "600"},
                                log);
     ASSERT_TRUE(p.ok()) << p.status().message();
     wan_ = std::move(p).value();
@@ -288,6 +292,53 @@ class FaultTest : public ::testing::Test {
     ReadResult r = c.ReadAll(l.fh, 0, want.size() + 1, 65536);
     EXPECT_TRUE(r.ok() && r.data == want) << name << ": " << r.StatusString();
     return l.fh;
+  }
+  // Puts "cached" (Content(1, 300000)) and "uncached" (Content(2, 200000))
+  // on ganesha's disk, mounts /export with `c` and reads "cached" through
+  // the proxy twice, so that its blocks and ACCESS evidence are in place.
+  void PrepareCachedFile(RawNfs& c, MntResult* m, std::string* cached_fh) {
+    const std::string cached = Content(1, 300000);
+    ASSERT_TRUE(WriteFile(Disk() + "/cached", cached).ok());
+    ASSERT_TRUE(WriteFile(Disk() + "/uncached", Content(2, 200000)).ok());
+    *m = c.Mnt("/export");
+    ASSERT_TRUE(m->ok());
+    *cached_fh = OpenAndRead(c, m->fh, "cached", cached);
+    OpenAndRead(c, m->fh, "cached", cached);  // again: blocks and evidence in place
+    ASSERT_FALSE(HasFailure());
+  }
+  // StartBed through the WAN emulator with `export_toml`, then a client
+  // `*c` (60 s time-out) and PrepareCachedFile.
+  void StartWithCachedFile(const std::string& export_toml, std::unique_ptr<RawNfs>* c,
+                           MntResult* m, std::string* cached_fh) {
+    ASSERT_NO_FATAL_FAILURE(StartBed(export_toml, "", "", /*through_wan=*/true));
+    ASSERT_NE(proxy_, nullptr);
+    *c = Client();
+    ASSERT_NE(*c, nullptr);
+    (*c)->SetTimeout(Millis(60000));
+    ASSERT_NO_FATAL_FAILURE(PrepareCachedFile(**c, m, cached_fh));
+  }
+  // In a new client with call time-out `timeout`: LOOKUP "uncached" in
+  // `root` and READ it all, each retried on JUKEBOX as clients do. Returns
+  // "ok" iff the data is PrepareCachedFile's, else what went wrong.
+  std::string ReadUncached(const std::string& root, Millis timeout) {
+    const std::string uncached = Content(2, 200000);
+    auto u = RawNfs::Connect({TcpEndpoint{"127.0.0.1", proxy_->nfs_port(), "", false},
+                              Credential{0, 0, {}, "u"}, timeout});
+    if (!u.ok()) return "connect: " + u.status().message();
+    LookupResult l;
+    for (int i = 0; i < 20; ++i) {
+      l = (*u)->Lookup(root, "uncached");
+      if (l.rpc_ok && l.status != kNfs3ErrJukebox) break;
+    }
+    ReadResult d;
+    for (int i = 0; l.ok() && i < 20; ++i) {
+      d = (*u)->ReadAll(l.fh, 0, uncached.size() + 1, 65536);
+      if (d.rpc_ok && d.status != kNfs3ErrJukebox) break;
+    }
+    return !l.ok()              ? "lookup: " + l.StatusString()
+           : !d.ok()            ? "read: " + d.StatusString()
+           : d.data != uncached ? "read: wrong data"
+                                : "ok";
   }
   // SIGUSR1 makes the proxy log its counters; returns the log once a line
   // starting with `prefix` has `key` at least `at_least`.
@@ -350,6 +401,9 @@ class FaultTest : public ::testing::Test {
     }
   }
 
+  // Set before StartBed: more [upstream] keys, the link's one-way delay.
+  std::string extra_upstream_toml_;
+  std::string wan_delay_ms_ = "5";
   std::unique_ptr<Testbed> bed_;
   ProxyProcess::Options popts_;
   std::unique_ptr<ProxyProcess> proxy_;
@@ -449,21 +503,11 @@ RpcCall GuardedCreate(uint32_t xid, const std::string& dir, const std::string& n
 }
 
 TEST_F(FaultTest, WanCutServesCachedReadsAndUncachedCallsCompleteOnce) {
-  StartBed("acregmin = 60\nacregmax = 60\nacdirmin = 60\nacdirmax = 60\n",
-           "", "", /*through_wan=*/true);
-  ASSERT_NE(proxy_, nullptr);
   const std::string cached = Content(1, 300000);
-  const std::string uncached = Content(2, 200000);
-  ASSERT_TRUE(WriteFile(Disk() + "/cached", cached).ok());
-  ASSERT_TRUE(WriteFile(Disk() + "/uncached", uncached).ok());
-  auto c = Client();
-  ASSERT_NE(c, nullptr);
-  MntResult m = c->Mnt("/export");
-  ASSERT_TRUE(m.ok());
-  const std::string cached_fh = OpenAndRead(*c, m.fh, "cached", cached);
-  // Again: blocks and ACCESS evidence in place.
-  OpenAndRead(*c, m.fh, "cached", cached);
-  ASSERT_FALSE(HasFailure());
+  std::unique_ptr<RawNfs> c;
+  MntResult m;
+  std::string cached_fh;
+  ASSERT_NO_FATAL_FAILURE(StartWithCachedFile(kLifetimes60, &c, &m, &cached_fh));
 
   // Cut the link: the emulator relays nothing until SIGCONT.
   wan_->Signal(SIGSTOP);
@@ -473,26 +517,7 @@ TEST_F(FaultTest, WanCutServesCachedReadsAndUncachedCallsCompleteOnce) {
   std::atomic<bool> uncached_done{false};
   std::string uncached_result;
   std::thread reader([&] {
-    auto u = RawNfs::Connect({TcpEndpoint{"127.0.0.1", proxy_->nfs_port(), "", false},
-                              Credential{0, 0, {}, "u"}, Millis(30000)});
-    if (!u.ok()) {
-      uncached_result = "connect: " + u.status().message();
-    } else {
-      LookupResult l;
-      for (int i = 0; i < 20; ++i) {  // A client retries JUKEBOX.
-        l = (*u)->Lookup(m.fh, "uncached");
-        if (l.rpc_ok && l.status != kNfs3ErrJukebox) break;
-      }
-      ReadResult d;
-      for (int i = 0; l.ok() && i < 20; ++i) {
-        d = (*u)->ReadAll(l.fh, 0, uncached.size() + 1, 65536);
-        if (d.rpc_ok && d.status != kNfs3ErrJukebox) break;
-      }
-      uncached_result = !l.ok()                 ? "lookup: " + l.StatusString()
-                        : !d.ok()               ? "read: " + d.StatusString()
-                        : d.data != uncached    ? "read: wrong data"
-                                                : "ok";
-    }
+    uncached_result = ReadUncached(m.fh, Millis(30000));
     uncached_done = true;
   });
 
@@ -552,6 +577,228 @@ TEST_F(FaultTest, WanCutServesCachedReadsAndUncachedCallsCompleteOnce) {
               LastLine(log, "stats drc ").c_str(), LastLine(log, "stats upstream ").c_str());
   EXPECT_GE(Counter(log, "stats drc ", "replayed") + Counter(log, "stats drc ", "joined"), 1)
       << "the retransmission was answered from the duplicate request cache";
+}
+
+// Counts the entries named `name` in the export's root listing.
+int CountNamed(RawNfs& c, const std::string& root, const std::string& name) {
+  ReaddirResult d = c.ReaddirAll(root, false);
+  EXPECT_TRUE(d.ok()) << d.StatusString();
+  int n = 0;
+  for (const auto& e : d.entries) n += e.name == name;
+  return n;
+}
+
+// A GUARDED CREATE sent once on its own connection; returns its NFS status
+// once answered (within `wait`), or -1.
+int64_t CreateOnce(uint16_t port, uint32_t xid, const std::string& dir, const std::string& name,
+                   Millis wait) {
+  auto conn = RawConnection::Connect(TcpEndpoint{"127.0.0.1", port, "", false});
+  if (!conn.ok()) return -1;
+  if (!(*conn)->Send(FrameRecord(EncodeCall(GuardedCreate(xid, dir, name)))).ok()) return -1;
+  std::string record;
+  if ((*conn)->ReadRecord(&record, wait) != RawConnection::Outcome::kRecord) return -1;
+  auto reply = ParseReply(record);
+  if (!reply.ok() || reply->accept_stat != kAcceptSuccess) return -1;
+  XdrReader res(reply->results);
+  uint32_t status = 0;
+  return res.U32(&status) ? status : -1;
+}
+
+// The link cut for 30 s with attribute lifetimes of 2 s, on an export with
+// serve_stale_on_outage (upstream.outage_after_ms = 1000): the cached file
+// is answered (LOOKUP, GETATTR, ACCESS, READ, its data as cached) all
+// through the cut, long after its lifetime ended, even though it changed on
+// the server meanwhile; a GETATTR that went upstream just before the
+// outage was recognised is answered when it is; uncached calls and a
+// GUARDED CREATE complete once the link is back, once; then the change made
+// on the server is seen.
+TEST_F(FaultTest, LongWanCutServesExpiredCacheWithServeStaleOnOutage) {
+  extra_upstream_toml_ = "outage_after_ms = 1000\n";
+  const std::string cached = Content(1, 300000);
+  const std::string changed = Content(3, 123456);
+  std::unique_ptr<RawNfs> c;
+  MntResult m;
+  std::string cached_fh;
+  const std::string stale = std::string(kLifetimes2) + "serve_stale_on_outage = true\n";
+  ASSERT_NO_FATAL_FAILURE(StartWithCachedFile(stale, &c, &m, &cached_fh));
+
+  wan_->Signal(SIGSTOP);
+  const auto cut = steady_clock::now();
+  const auto back_at = cut + std::chrono::seconds(30);
+  // Past every lifetime, before any outage is known (nothing waited yet).
+  std::this_thread::sleep_until(cut + std::chrono::milliseconds(2500));
+  c->SetTimeout(Millis(10000));
+  GetattrResult first = c->Getattr(cached_fh);
+  EXPECT_TRUE(first.ok() && first.attr.size == cached.size())
+      << "GETATTR waiting when the outage began: " << first.StatusString();
+  EXPECT_LT(steady_clock::now(), cut + std::chrono::seconds(10));
+  // The file changes on the server during the cut: the proxy cannot know.
+  ASSERT_TRUE(WriteFile(Disk() + "/cached", changed).ok());
+
+  std::atomic<bool> uncached_done{false};
+  std::string uncached_result;
+  std::thread reader([&] {
+    uncached_result = ReadUncached(m.fh, Millis(60000));
+    uncached_done = true;
+  });
+  int64_t create_status = -2;
+  std::thread creator([&] {
+    create_status = CreateOnce(proxy_->nfs_port(), 0x5eed0002, m.fh, "made-during-long-cut",
+                               Millis(60000));
+  });
+
+  c->SetTimeout(Millis(3000));
+  int rounds = 0;
+  while (steady_clock::now() + std::chrono::seconds(3) < back_at) {
+    LookupResult l = c->Lookup(m.fh, "cached");
+    EXPECT_TRUE(l.ok() && l.fh == cached_fh) << "LOOKUP, round " << rounds << ": "
+                                             << l.StatusString();
+    GetattrResult g = c->Getattr(cached_fh);
+    EXPECT_TRUE(g.ok() && g.attr.size == cached.size()) << "GETATTR, round " << rounds;
+    EXPECT_TRUE(c->Access(cached_fh, 0x3f).ok()) << "ACCESS, round " << rounds;
+    ReadResult r = c->ReadAll(cached_fh, 0, cached.size() + 1, 65536);
+    EXPECT_TRUE(r.ok() && r.data == cached) << "READ, round " << rounds << ": "
+                                            << r.StatusString();
+    if (HasFailure()) break;
+    rounds++;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  EXPECT_GE(rounds, 5);
+  std::this_thread::sleep_until(back_at);
+  EXPECT_FALSE(uncached_done.load()) << "uncached calls answered during the cut: "
+                                     << uncached_result;
+  wan_->Signal(SIGCONT);
+  reader.join();
+  creator.join();
+  EXPECT_EQ(uncached_result, "ok");
+  EXPECT_EQ(create_status, static_cast<int64_t>(kNfs3Ok)) << "a second execution says EXIST";
+  c->SetTimeout(Millis(15000));
+  EXPECT_EQ(CountNamed(*c, m.fh, "made-during-long-cut"), 1);
+  // Back to the lifetimes: the server's change is seen.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        GetattrResult g = c->Getattr(cached_fh);
+        return g.ok() && g.attr.size == changed.size();
+      },
+      Millis(15000)))
+      << "the change made on the server during the cut";
+  ReadResult now = c->ReadAll(cached_fh, 0, changed.size() + 1, 65536);
+  EXPECT_TRUE(now.ok() && now.data == changed) << now.StatusString();
+
+  ExitStatus e = proxy_->Stop();
+  EXPECT_TRUE(e.success()) << e.ToString();
+  const std::string log = ReadFile(proxy_->log_path());
+  std::printf("proxy: %s\nproxy: %s\n", LastLine(log, "stats outage ").c_str(),
+              LastLine(log, "upstream outage: ").c_str());
+  EXPECT_NE(log.find("upstream outage began"), std::string::npos);
+  EXPECT_NE(log.find("upstream outage ended"), std::string::npos);
+  EXPECT_NE(log.find("upstream outage: 1 of 1 waiting"), std::string::npos)
+      << "the GETATTR sent before the outage was known";
+  EXPECT_GE(Counter(log, "stats outage ", "getattr"), rounds);
+  EXPECT_GE(Counter(log, "stats outage ", "lookup"), rounds);
+  EXPECT_GE(Counter(log, "stats outage ", "read"), rounds);
+  EXPECT_EQ(Counter(log, "stats outage ", "out"), 0);
+}
+
+// The same cut, shorter (6 s), without serve_stale_on_outage: the cached
+// file's expired entries answer nothing; its GETATTR and READ come only
+// after the link returns, correctly.
+TEST_F(FaultTest, WanCutWithoutServeStaleWaitsForTheLink) {
+  extra_upstream_toml_ = "outage_after_ms = 1000\n";
+  const std::string cached = Content(1, 300000);
+  std::unique_ptr<RawNfs> c;
+  MntResult m;
+  std::string cached_fh;
+  ASSERT_NO_FATAL_FAILURE(StartWithCachedFile(kLifetimes2, &c, &m, &cached_fh));
+
+  wan_->Signal(SIGSTOP);
+  const auto cut = steady_clock::now();
+  std::this_thread::sleep_until(cut + std::chrono::milliseconds(2500));
+  std::atomic<int> answered{0};
+  steady_clock::time_point getattr_at{}, read_at{};
+  bool getattr_ok = false, read_ok = false;
+  auto client = [&] {
+    return RawNfs::Connect({TcpEndpoint{"127.0.0.1", proxy_->nfs_port(), "", false},
+                            Credential{0, 0, {}, "w"}, Millis(60000)});
+  };
+  std::thread getattr([&] {
+    auto u = client();
+    if (u.ok()) {
+      GetattrResult g = (*u)->Getattr(cached_fh);
+      getattr_ok = g.ok() && g.attr.size == cached.size();
+    }
+    getattr_at = steady_clock::now();
+    answered++;
+  });
+  std::thread read([&] {
+    auto u = client();
+    if (u.ok()) {
+      ReadResult r = (*u)->ReadAll(cached_fh, 0, cached.size() + 1, 65536);
+      read_ok = r.ok() && r.data == cached;
+    }
+    read_at = steady_clock::now();
+    answered++;
+  });
+  std::this_thread::sleep_until(cut + std::chrono::seconds(6));
+  EXPECT_EQ(answered.load(), 0) << "answered from expired entries without serve_stale_on_outage";
+  const auto back = steady_clock::now();
+  wan_->Signal(SIGCONT);
+  getattr.join();
+  read.join();
+  EXPECT_TRUE(getattr_ok);
+  EXPECT_TRUE(read_ok);
+  EXPECT_GE(getattr_at, back);
+  EXPECT_GE(read_at, back);
+
+  ExitStatus e = proxy_->Stop();
+  EXPECT_TRUE(e.success()) << e.ToString();
+  const std::string log = ReadFile(proxy_->log_path());
+  std::printf("proxy: %s\n", LastLine(log, "stats outage ").c_str());
+  EXPECT_NE(log.find("upstream outage began"), std::string::npos) << "seen, though not used";
+  EXPECT_EQ(Counter(log, "stats outage ", "getattr"), 0);
+  EXPECT_EQ(Counter(log, "stats outage ", "read"), 0);
+}
+
+// A slow upstream (the link delays 1 s each way): cached calls are answered
+// without waiting for it (the client's time-out is shorter than one round
+// trip), uncached ones and a GUARDED CREATE correctly and once; a slow
+// upstream that answers is not an outage (outage_after_ms 5000).
+TEST_F(FaultTest, SlowUpstreamServesCachedCallsAtOnceAndUncachedOnesOnce) {
+  wan_delay_ms_ = "1000";
+  const std::string cached = Content(1, 300000);
+  const std::string uncached = Content(2, 200000);
+  std::unique_ptr<RawNfs> c;
+  MntResult m;
+  std::string cached_fh;
+  ASSERT_NO_FATAL_FAILURE(StartWithCachedFile(kLifetimes60, &c, &m, &cached_fh));
+
+  c->SetTimeout(Millis(1500));  // below one round trip (2 s)
+  for (int i = 0; i < 3; ++i) {
+    LookupResult l = c->Lookup(m.fh, "cached");
+    EXPECT_TRUE(l.ok() && l.fh == cached_fh) << "LOOKUP: " << l.StatusString();
+    GetattrResult g = c->Getattr(cached_fh);
+    EXPECT_TRUE(g.ok() && g.attr.size == cached.size()) << "GETATTR: " << g.StatusString();
+    ReadResult r = c->ReadAll(cached_fh, 0, cached.size() + 1, 65536);
+    EXPECT_TRUE(r.ok() && r.data == cached) << "READ: " << r.StatusString();
+  }
+  c->SetTimeout(Millis(60000));
+  const auto t0 = steady_clock::now();
+  LookupResult l = c->Lookup(m.fh, "uncached");
+  ASSERT_TRUE(l.ok()) << l.StatusString();
+  EXPECT_GE(steady_clock::now() - t0, std::chrono::seconds(2)) << "it crossed the link";
+  ReadResult r = c->ReadAll(l.fh, 0, uncached.size() + 1, 65536);
+  EXPECT_TRUE(r.ok() && r.data == uncached) << r.StatusString();
+  EXPECT_EQ(CreateOnce(proxy_->nfs_port(), 0x5eed0003, m.fh, "made-slowly", Millis(60000)),
+            static_cast<int64_t>(kNfs3Ok));
+  EXPECT_EQ(CountNamed(*c, m.fh, "made-slowly"), 1);
+
+  ExitStatus e = proxy_->Stop();
+  EXPECT_TRUE(e.success()) << e.ToString();
+  const std::string log = ReadFile(proxy_->log_path());
+  std::printf("proxy: %s\nproxy: %s\nproxy: %s\n", LastLine(log, "stats nfs ").c_str(),
+              LastLine(log, "stats upstream ").c_str(), LastLine(log, "stats outage ").c_str());
+  EXPECT_EQ(log.find("upstream outage began"), std::string::npos) << "slow is not out";
+  EXPECT_EQ(Counter(log, "stats upstream ", "timeouts"), 0);
 }
 
 }  // namespace

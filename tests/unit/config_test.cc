@@ -46,6 +46,39 @@ TEST(Config, ExampleConfigIsValid) {
   EXPECT_EQ(c->exports[0].clients.size(), 3u);
 }
 
+TEST(Config, OutageKeys) {
+  StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->upstream.outage_after_ms, 5000u);
+  EXPECT_FALSE(d->exports[0].serve_stale_on_outage);
+  const std::string text = R"(
+[upstream]
+host = "10.1.2.3"
+outage_after_ms = 1500
+
+[[export]]
+path = "/data"
+clients = ["10.0.0.0/8"]
+serve_stale_on_outage = true
+)";
+  StatusOr<Config> c = ParseConfig(text, "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->upstream.outage_after_ms, 1500u);
+  EXPECT_TRUE(c->exports[0].serve_stale_on_outage);
+  const std::string minimal(kMinimal);
+  const std::string export_table = minimal.substr(minimal.find("[[export]]"));
+  StatusOr<Config> low =
+      ParseConfig("[upstream]\noutage_after_ms = 50\n" + export_table, "t.toml");
+  ASSERT_FALSE(low.ok());
+  EXPECT_NE(low.status().message().find("outage_after_ms"), std::string::npos)
+      << low.status().message();
+  StatusOr<Config> bad = ParseConfig(std::string(kMinimal) + "serve_stale_on_outage = \"yes\"\n",
+                                     "t.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("serve_stale_on_outage"), std::string::npos)
+      << bad.status().message();
+}
+
 // Returns the error message for `text`, which must not parse.
 std::string ErrorOf(const std::string& text) {
   StatusOr<Config> c = ParseConfig(text, "bad.toml");

@@ -284,5 +284,76 @@ TEST_F(MetadataCacheTest, AttributesOlderThanARemoveDoNotComeBack) {
   EXPECT_TRUE(Getattr(exp_, file_)) << "attributes from the REMOVE on are cached again";
 }
 
+// serve_stale_on_outage: while the OutageDetector says the upstream is out,
+// expired entries answer GETATTR, ACCESS and LOOKUP on an export that asks
+// for it, with the usual evidence per credential; not otherwise, and not
+// what a mutation through the proxy invalidated.
+TEST_F(MetadataCacheTest, ExpiredEntriesAnswerDuringAnOutageOnlyWhereAllowed) {
+  ExportConfig c = MakeConfig(10, 10);
+  c.serve_stale_on_outage = true;
+  const Export stale(2, c);
+  OutageDetector outage(clock_, std::chrono::seconds(5));
+  cache_.SetOutage(&outage);
+  auto answer = [&](uint32_t proc, const void* args, const Export& e, const CredKey& who) {
+    return cache_.Answer(*FindNfsProc(proc), args, e, who);
+  };
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  std::string other_file = "OTHER-FILE";
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnAccess(file_, f, 0x3f, ACCESS3_READ, user_);
+  LearnLookup(dir_, "f", d, &file_, &f);
+  LearnLookup(dir_, "g", d, &other_file, &f);
+  GETATTR3args ga{Fh(file_)};
+  ACCESS3args aa{Fh(file_), ACCESS3_READ};
+  LOOKUP3args la{};
+  la.what.dir = Fh(dir_);
+  la.what.name = const_cast<char*>("f");
+  clock_.Advance(std::chrono::seconds(11));  // every lifetime is over
+
+  EXPECT_FALSE(answer(NFSPROC3_GETATTR, &ga, stale, user_)) << "no outage yet";
+  outage.CallStarted();  // a call waits and nothing answers for 5 s
+  clock_.Advance(std::chrono::seconds(5));
+  ASSERT_TRUE(outage.Poll());
+  ASSERT_TRUE(cache_.ServeStale(stale));
+  EXPECT_FALSE(cache_.ServeStale(exp_));
+  EXPECT_FALSE(answer(NFSPROC3_GETATTR, &ga, exp_, user_)) << "export without the option";
+
+  std::optional<std::string> r = answer(NFSPROC3_GETATTR, &ga, stale, user_);
+  ASSERT_TRUE(r);
+  XdrValue<GETATTR3res> res(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+  ASSERT_TRUE(res.Decode(*r));
+  EXPECT_EQ(res->GETATTR3res_u.resok.obj_attributes.size, 5u);
+  r = answer(NFSPROC3_ACCESS, &aa, stale, user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_FALSE(answer(NFSPROC3_ACCESS, &aa, stale, other_)) << "no evidence for that user";
+  r = answer(NFSPROC3_LOOKUP, &la, stale, user_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_FALSE(answer(NFSPROC3_LOOKUP, &la, stale, other_)) << "DESIGN rule 6";
+  EXPECT_EQ(cache_.stale_answers(NFSPROC3_GETATTR), 1u);
+  EXPECT_EQ(cache_.stale_answers(NFSPROC3_ACCESS), 1u);
+  EXPECT_EQ(cache_.stale_answers(NFSPROC3_LOOKUP), 1u);
+
+  // A REMOVE through the proxy (sent before the cut, answered now... or by
+  // an upstream that answers it: then the outage is over anyway). What it
+  // invalidated is never answered; its name is now a negative one.
+  LearnRemove(dir_, "g", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  GETATTR3args gone{Fh(other_file)};
+  EXPECT_FALSE(answer(NFSPROC3_GETATTR, &gone, stale, user_));
+  LOOKUP3args lg{};
+  lg.what.dir = Fh(dir_);
+  lg.what.name = const_cast<char*>("g");
+  r = answer(NFSPROC3_LOOKUP, &lg, stale, user_);
+  ASSERT_TRUE(r) << "the directory's fresh attributes and negative name";
+  EXPECT_EQ(StatusOf(r), static_cast<uint32_t>(NFS3ERR_NOENT));
+
+  outage.CallEnded(true);  // the upstream answers: over
+  EXPECT_FALSE(cache_.ServeStale(stale));
+  EXPECT_FALSE(answer(NFSPROC3_GETATTR, &ga, stale, user_));
+  EXPECT_EQ(cache_.stale_answers(NFSPROC3_GETATTR), 1u);
+}
+
 }  // namespace
 }  // namespace nfsedge

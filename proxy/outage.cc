@@ -1,0 +1,95 @@
+#include "proxy/outage.h"
+
+#include <chrono>
+#include <utility>
+
+#include "proxy/nfs_procs.h"
+#include "rpc/log.h"
+
+namespace nfsedge {
+
+namespace {
+
+int64_t Millis(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+class OutageDetector::Watched final : public RpcCaller {
+ public:
+  Watched(OutageDetector& detector, RpcCaller& inner) : detector_(detector), inner_(inner) {}
+
+  Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+              std::string_view args, ReplyCallback done) override {
+    OutageDetector& d = detector_;
+    d.CallStarted();
+    Status s = inner_.Call(prog, vers, proc, cred, args,
+                           [&d, done = std::move(done)](StatusOr<RpcReply> r) {
+                             d.CallEnded(r.ok());
+                             done(std::move(r));
+                           });
+    if (!s.ok()) d.CallEnded(false);  // never queued: `done` will not run
+    return s;
+  }
+
+ private:
+  OutageDetector& detector_;
+  RpcCaller& inner_;
+};
+
+OutageDetector::OutageDetector(const Clock& clock, Duration after) : clock_(clock), after_(after) {}
+
+OutageDetector::~OutageDetector() = default;
+
+RpcCaller& OutageDetector::Watch(RpcCaller& inner) {
+  watched_.push_back(std::make_unique<Watched>(*this, inner));
+  return *watched_.back();
+}
+
+void OutageDetector::CallStarted() {
+  if (waiting_ == 0) quiet_since_ = clock_.MonoNow();
+  waiting_++;
+}
+
+void OutageDetector::CallEnded(bool replied) {
+  if (waiting_ > 0) waiting_--;
+  if (!replied) return;
+  quiet_since_ = clock_.MonoNow();
+  if (out_) SetOut(false, "a reply came");
+}
+
+bool OutageDetector::Poll() {
+  if (!out_) {
+    if (waiting_ == 0 || clock_.MonoNow() - quiet_since_ < after_) return false;
+    SetOut(true, "calls waiting, no reply for " + std::to_string(Millis(after_)) + " ms");
+    return true;
+  }
+  if (waiting_ == 0 && probe_ != nullptr && !probing_) {
+    probing_ = true;
+    stats_.probes++;
+    Status s = probe_->Call(kNfsProgram, kNfsVersion, NFSPROC3_NULL, OpaqueAuth{}, "",
+                            [this](StatusOr<RpcReply>) { probing_ = false; });
+    if (!s.ok()) probing_ = false;
+  }
+  return false;
+}
+
+void OutageDetector::SetOut(bool out, const std::string& why) {
+  out_ = out;
+  const MonoTime now = clock_.MonoNow();
+  if (out) {
+    out_since_ = now;
+    stats_.outages++;
+    NFSEDGE_LOG(kWarn) << "upstream outage began: " << why << " (" << waiting_
+                       << " calls waiting); exports with serve_stale_on_outage answer from "
+                          "expired cache entries until it ends";
+  } else {
+    stats_.total_out += now - out_since_;
+    NFSEDGE_LOG(kWarn) << "upstream outage ended after " << Millis(now - out_since_)
+                       << " ms: " << why;
+  }
+  if (listener_) listener_(out);
+}
+
+}  // namespace nfsedge

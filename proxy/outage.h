@@ -1,0 +1,91 @@
+// OutageDetector: tells whether the upstream is "out", from the calls the
+// proxy makes to it.
+//
+// Definition: the upstream is out when at least one call has been waiting
+// for `after` (on the wire, or queued in the transport because no connection
+// can be made) and no reply at all has come from the upstream in that time.
+// The outage is over at the next reply, whatever it says (an NFS error is a
+// reply; a local time-out or a lost connection is not). So a slow upstream
+// that still answers something every `after` is never out, and an idle one
+// is never out either: nothing waits for it.
+//
+// Calls are seen through Watch(): a decorator of an RpcCaller (the daemon
+// wraps both upstream lanes) that counts every call in and every outcome
+// out. Poll(), run from a periodic timer (the daemon's, or a test's), starts
+// the outage; a reply ends it at once. While out with no call waiting (they
+// all timed out), Poll() sends a NULL call through the probe caller so that
+// the end is seen even when every client call is answered from the cache.
+// Start and end are logged, with how long the outage lasted; listeners
+// (SetListener) run after each change, on the same thread.
+//
+// Thread-safety: none; used on the event loop's thread.
+#ifndef NFSEDGE_PROXY_OUTAGE_H_
+#define NFSEDGE_PROXY_OUTAGE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/clock.h"
+#include "rpc/rpc_caller.h"
+
+namespace nfsedge {
+
+struct OutageStats {
+  uint64_t outages = 0;  // outages started
+  uint64_t probes = 0;   // NULL calls sent while out
+  Duration total_out{};  // time out, ended outages only
+};
+
+class OutageDetector {
+ public:
+  // REQUIRES: after > 0.
+  OutageDetector(const Clock& clock, Duration after);
+  ~OutageDetector();
+  OutageDetector(const OutageDetector&) = delete;
+  OutageDetector& operator=(const OutageDetector&) = delete;
+
+  // Returns a caller that forwards to `inner` and reports to this detector.
+  // It lives as long as the detector; `inner` must outlive it.
+  RpcCaller& Watch(RpcCaller& inner);
+  // The caller Poll() sends its NULL probes through (a watched one); null =
+  // no probes.
+  void SetProbe(RpcCaller* probe) { probe_ = probe; }
+  // `fn(out)` runs after the state changes.
+  void SetListener(std::function<void(bool out)> fn) { listener_ = std::move(fn); }
+
+  // What a watched caller reports; public for tests of the rule itself.
+  void CallStarted();
+  // `replied`: an RPC reply came (any status); false for local errors.
+  void CallEnded(bool replied);
+
+  // Starts an outage if the rule says so; sends a probe if out and idle.
+  // Returns true iff the state changed.
+  bool Poll();
+
+  bool out() const { return out_; }
+  size_t waiting() const { return waiting_; }
+  const OutageStats& stats() const { return stats_; }
+
+ private:
+  class Watched;
+  void SetOut(bool out, const std::string& why);
+
+  const Clock& clock_;
+  const Duration after_;
+  std::vector<std::unique_ptr<Watched>> watched_;
+  RpcCaller* probe_ = nullptr;
+  std::function<void(bool)> listener_;
+  size_t waiting_ = 0;      // calls started and not ended
+  MonoTime quiet_since_{};  // last reply, or when a call began waiting with none waiting
+  MonoTime out_since_{};
+  bool out_ = false;
+  bool probing_ = false;  // a probe is waiting
+  OutageStats stats_;
+};
+
+}  // namespace nfsedge
+
+#endif  // NFSEDGE_PROXY_OUTAGE_H_

@@ -1,0 +1,142 @@
+// OutageDetector with a fake clock and a scripted upstream: when the
+// upstream counts as out, when it is back, and the probe that sees it back.
+#include "proxy/outage.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "proxy/nfs_procs.h"
+
+namespace nfsedge {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Holds every call until the test ends it; refuses calls when told to.
+class HeldUpstream : public RpcCaller {
+ public:
+  struct Held {
+    uint32_t proc;
+    ReplyCallback done;
+  };
+  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth&, std::string_view,
+              ReplyCallback done) override {
+    if (refuse) return Status(StatusCode::kResourceExhausted, "queue full");
+    calls.push_back(Held{proc, std::move(done)});
+    return Status::Ok();
+  }
+  // Ends held call `i` with a reply (an accepted SUCCESS record).
+  void Reply(size_t i) {
+    RpcReply r;
+    r.header.reply_stat = kMsgAccepted;
+    r.header.accept_stat = kSuccess;
+    std::move(calls[i].done)(std::move(r));
+  }
+  // Ends held call `i` without a reply (the transport's deadline).
+  void TimeOut(size_t i) { std::move(calls[i].done)(Status(StatusCode::kTimeout, "deadline")); }
+
+  std::vector<Held> calls;
+  bool refuse = false;
+};
+
+class OutageTest : public ::testing::Test {
+ protected:
+  OutageTest() : detector_(clock_, seconds(2)), watched_(detector_.Watch(upstream_)) {
+    detector_.SetListener([this](bool out) { changes_.push_back(out); });
+  }
+  void Send() {
+    Status s = watched_.Call(kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, OpaqueAuth{}, "",
+                             [this](StatusOr<RpcReply> r) { outcomes_.push_back(r.ok()); });
+    ASSERT_TRUE(s.ok());
+  }
+
+  FakeClock clock_;
+  HeldUpstream upstream_;
+  OutageDetector detector_;
+  RpcCaller& watched_;
+  std::vector<bool> changes_;
+  std::vector<bool> outcomes_;
+};
+
+TEST_F(OutageTest, AnIdleUpstreamIsNeverOut) {
+  clock_.Advance(seconds(60));
+  EXPECT_FALSE(detector_.Poll());
+  EXPECT_FALSE(detector_.out());
+  Send();
+  upstream_.Reply(0);
+  clock_.Advance(seconds(60));
+  EXPECT_FALSE(detector_.Poll());
+  EXPECT_FALSE(detector_.out());
+  EXPECT_EQ(outcomes_, std::vector<bool>{true}) << "the caller's callback still runs";
+}
+
+TEST_F(OutageTest, OutAfterTheQuietPeriodWithACallWaitingBackAtTheNextReply) {
+  Send();
+  clock_.Advance(milliseconds(1999));
+  EXPECT_FALSE(detector_.Poll());
+  clock_.Advance(milliseconds(1));
+  EXPECT_TRUE(detector_.Poll());
+  EXPECT_TRUE(detector_.out());
+  EXPECT_FALSE(detector_.Poll()) << "one change";
+  Send();  // more calls during the outage change nothing
+  EXPECT_TRUE(detector_.out());
+  upstream_.Reply(1);
+  EXPECT_FALSE(detector_.out()) << "any reply ends it at once";
+  EXPECT_EQ(changes_, (std::vector<bool>{true, false}));
+  EXPECT_EQ(detector_.stats().outages, 1u);
+  EXPECT_EQ(detector_.waiting(), 1u);
+}
+
+TEST_F(OutageTest, ASlowUpstreamThatStillAnswersIsNotOut) {
+  // Calls overlap; each is answered 1.5 s after it left: a reply comes
+  // every 1.5 s, so there is never 2 s without one.
+  Send();
+  for (size_t i = 1; i < 10; ++i) {
+    clock_.Advance(milliseconds(1500));
+    Send();
+    upstream_.Reply(i - 1);
+    EXPECT_FALSE(detector_.Poll());
+  }
+  EXPECT_FALSE(detector_.out());
+  // Then it stops answering.
+  clock_.Advance(seconds(2));
+  EXPECT_TRUE(detector_.Poll());
+}
+
+TEST_F(OutageTest, LocalErrorsAreNotRepliesAndTheProbeSeesTheEnd) {
+  detector_.SetProbe(&watched_);
+  Send();
+  clock_.Advance(seconds(3));
+  EXPECT_TRUE(detector_.Poll());
+  upstream_.TimeOut(0);  // the call's deadline: not a sign of life
+  EXPECT_TRUE(detector_.out());
+  EXPECT_EQ(detector_.waiting(), 0u);
+  // Nothing waits: the next poll sends a NULL probe, one at a time.
+  detector_.Poll();
+  ASSERT_EQ(upstream_.calls.size(), 2u);
+  EXPECT_EQ(upstream_.calls[1].proc, static_cast<uint32_t>(NFSPROC3_NULL));
+  detector_.Poll();
+  EXPECT_EQ(upstream_.calls.size(), 2u) << "the first probe still waits";
+  upstream_.TimeOut(1);
+  detector_.Poll();
+  ASSERT_EQ(upstream_.calls.size(), 3u) << "a new probe after the first timed out";
+  upstream_.Reply(2);
+  EXPECT_FALSE(detector_.out());
+  EXPECT_EQ(detector_.stats().probes, 2u);
+  EXPECT_EQ(changes_, (std::vector<bool>{true, false}));
+}
+
+TEST_F(OutageTest, ARefusedCallDoesNotCountAsWaiting) {
+  upstream_.refuse = true;
+  Status s = watched_.Call(kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, OpaqueAuth{}, "",
+                           [](StatusOr<RpcReply>) { FAIL() << "never queued"; });
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(detector_.waiting(), 0u);
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(detector_.Poll());
+}
+
+}  // namespace
+}  // namespace nfsedge
