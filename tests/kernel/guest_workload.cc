@@ -33,18 +33,6 @@ std::vector<std::string> Section(const std::string& output, const std::string& s
   return lines;
 }
 
-// Returns an empty string on success, else what went wrong.
-std::string WriteFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
-  for (const auto& [name, content] : files) {
-    const std::string path = dir + "/" + name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) return "cannot write " + path;
-  }
-  return "";
-}
-
 bool ReadWholeFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -170,6 +158,54 @@ std::string PseudoRandomBytes(uint64_t seed, size_t size) {
   return out;
 }
 
+std::string WriteFiles(const std::string& dir, const std::map<std::string, std::string>& files) {
+  for (const auto& [name, content] : files) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) return "cannot write " + path;
+  }
+  return "";
+}
+
+std::vector<std::string> CheckMd5s(const std::string& output, const std::string& section,
+                                   const std::map<std::string, std::string>& want) {
+  static const std::regex kMd5Line(R"(^([0-9a-f]{32})  (\S+)$)");
+  std::map<std::string, std::string> got;
+  for (const std::string& line : Section(output, section)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kMd5Line)) got[m[2]] = m[1];
+  }
+  std::vector<std::string> problems;
+  for (const auto& [name, md5] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      problems.push_back("guest printed no md5sum of " + name + " in '== " + section + "'");
+    } else if (it->second != md5) {
+      problems.push_back("guest md5sum of " + name + " in '== " + section + "' is " + it->second +
+                         ", want " + md5);
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> CheckFiles(const std::string& dir,
+                                    const std::map<std::string, std::string>& want) {
+  std::vector<std::string> problems;
+  for (const auto& [name, content] : want) {
+    std::string got;
+    if (!ReadWholeFile(dir + "/" + name, &got)) {
+      problems.push_back("server: cannot read " + name);
+    } else if (got != content) {
+      problems.push_back("server: " + name + " has " + std::to_string(got.size()) + " bytes, md5 " +
+                         Md5Hex(got) + "; want " + std::to_string(content.size()) + " bytes, md5 " +
+                         Md5Hex(content));
+    }
+  }
+  return problems;
+}
+
 GuestWorkload::GuestWorkload(Kind kind) : kind_(kind) {
   const std::string f5k = PseudoRandomBytes(kSeed + 1, 5000);
   const std::string f1m = PseudoRandomBytes(kSeed + 2, 1 << 20);
@@ -235,25 +271,10 @@ std::string GuestWorkload::GuestCommand() const {
 
 std::vector<std::string> GuestWorkload::CheckGuestOutput(const std::string& output) const {
   std::vector<std::string> problems;
-  static const std::regex kMd5Line(R"(^([0-9a-f]{32})  (\S+)$)");
-  auto check_md5s = [&](const std::string& section,
-                        const std::map<std::string, std::string>& want) {
-    std::map<std::string, std::string> got;
-    for (const std::string& line : Section(output, section)) {
-      std::smatch m;
-      if (std::regex_match(line, m, kMd5Line)) got[m[2]] = m[1];
-    }
-    for (const auto& [name, md5] : want) {
-      auto it = got.find(name);
-      if (it == got.end()) {
-        problems.push_back("guest printed no md5sum of " + name + " in '== " + section + "'");
-      } else if (it->second != md5) {
-        problems.push_back("guest md5sum of " + name + " in '== " + section + "' is " + it->second +
-                           ", want " + md5);
-      }
-    }
-  };
-  for (const auto& [section, want] : md5s_) check_md5s(section, want);
+  for (const auto& [section, want] : md5s_) {
+    std::vector<std::string> p = CheckMd5s(output, section, want);
+    problems.insert(problems.end(), p.begin(), p.end());
+  }
 
   // `ls -la` lines: mode links uid gid size month day time name.
   std::map<std::string, uint64_t> sizes;
@@ -279,17 +300,7 @@ std::vector<std::string> GuestWorkload::CheckGuestOutput(const std::string& outp
 }
 
 std::vector<std::string> GuestWorkload::CheckServerDir(const std::string& export_dir) const {
-  std::vector<std::string> problems;
-  for (const auto& [name, want] : final_) {
-    std::string got;
-    if (!ReadWholeFile(export_dir + "/" + name, &got)) {
-      problems.push_back("server: cannot read " + name);
-    } else if (got != want) {
-      problems.push_back("server: " + name + " has " + std::to_string(got.size()) + " bytes, md5 " +
-                         Md5Hex(got) + "; want " + std::to_string(want.size()) + " bytes, md5 " +
-                         Md5Hex(want));
-    }
-  }
+  std::vector<std::string> problems = CheckFiles(export_dir, final_);
   struct stat st;
   for (const std::string& name : absent_) {
     if (lstat((export_dir + "/" + name).c_str(), &st) == 0) {

@@ -12,6 +12,9 @@
 // host knows the expected content of every file, so it checks both what the guest printed
 // and what the server holds.
 //
+// The free functions below (content, md5, checks of guest output and of the server's
+// files) serve the other kernel-client tests too.
+//
 // Not thread-safe: one workload per test, used from the test's thread.
 
 #ifndef NFSEDGE_TESTS_KERNEL_GUEST_WORKLOAD_H_
@@ -29,6 +32,21 @@ std::string Md5Hex(const std::string& data);
 
 // Returns `size` bytes of deterministic pseudo-random content derived from `seed`.
 std::string PseudoRandomBytes(uint64_t seed, size_t size);
+
+// Writes each of `files` (name -> content) into `dir`. Returns an empty string on
+// success, else what went wrong.
+std::string WriteFiles(const std::string& dir, const std::map<std::string, std::string>& files);
+
+// Checks the md5sum lines ("<md5>  <name>") the guest printed in `output` between
+// "== <section>" and the next "== " line against `want` (name -> md5). Returns the list of
+// problems found; empty iff every name of `want` is there with its md5.
+std::vector<std::string> CheckMd5s(const std::string& output, const std::string& section,
+                                   const std::map<std::string, std::string>& want);
+
+// Checks that each file of `want` (path relative to `dir` -> content) holds exactly that
+// content. Returns the list of problems found.
+std::vector<std::string> CheckFiles(const std::string& dir,
+                                    const std::map<std::string, std::string>& want);
 
 class GuestWorkload {
  public:

@@ -34,8 +34,10 @@
 #
 # Traps (found on Debian 12 hosts): the tap needs gro=1 or bulk transfers stall; UML can hang
 # in poweroff after heavy I/O, so it is killed once the result line is out; UML's memory
-# file goes in TMPDIR=/dev/shm. The server must listen on the host side of the tap (or
-# 0.0.0.0): 127.0.0.1 is not reachable from the guest.
+# file goes in TMPDIR=/dev/shm; right after heavy I/O the guest's umount can fail with EBUSY
+# for a moment although no process uses the mount, so it is retried for 2 s. The server
+# must listen on the host side of the tap (or 0.0.0.0): 127.0.0.1 is not reachable from
+# the guest.
 set -euo pipefail
 
 HOST_IP=${HOST_IP:-10.213.0.1}
@@ -142,7 +144,13 @@ if mount -t nfs -o "$opts" "$SERVER:$EXPORT" /mnt; then
   cd /mnt; echo "@@OUT-BEGIN"
   sh /cmd.sh 2>&1; rc=$?
   echo "@@OUT-END"; cd /; echo "@@T cmd_done=$(up)"
-  umount /mnt || rc=97
+  # The guest kernel sometimes holds the mount for a moment after the last process
+  # using it has gone (EBUSY, with no process in it; seen directly on ganesha too).
+  n=0
+  until umount /mnt; do
+    n=$((n + 1)); [ $n -lt 10 ] || { rc=97; break; }
+    sleep 0.2
+  done
 else
   echo "@@MOUNT-FAILED opts=$opts"; rc=99
 fi
