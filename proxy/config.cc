@@ -141,6 +141,7 @@ void ReadExport(const toml::table& t, const std::string& src, int n, ExportConfi
   if (e->acdirmin > e->acdirmax) r.Error("acdirmin", "must not exceed acdirmax");
   r.Uint("gather_window_ms", 0, 1000, &e->gather_window_ms);
   r.Bool("write_behind", &e->write_behind);
+  r.Bool("write_back", &e->write_back);
   r.Bool("serve_stale_on_outage", &e->serve_stale_on_outage);
   if (r.Has("path") && !IsCleanAbsolutePath(e->path)) {
     r.Error("path", "must be an absolute path without '.', '..', '//' or a trailing '/'");
@@ -261,6 +262,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Bytes("write_size", 0, 1 << 20, &c.write.write_size);
     r.Uint("flush_delay_ms", 1, 60000, &c.write.flush_delay_ms);
     r.Uint("max_background", 1, 1024, &c.write.max_background);
+    r.String("journal_dir", &c.write.journal_dir);
     if (c.write.file_buffer_bytes > c.write.buffer_bytes) {
       r.Error("file_buffer_bytes", "must not exceed buffer_bytes");
     }
@@ -317,6 +319,10 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
       if (!ec.path.empty() && !paths.insert(ec.path).second) {
         errors.push_back(source + ":" + std::to_string(e.source().begin.line) + ": [[export]] #" +
                          std::to_string(n) + " path: '" + ec.path + "' is exported twice");
+      }
+      if (ec.write_back && c.write.journal_dir.empty()) {
+        errors.push_back(source + ":" + std::to_string(e.source().begin.line) + ": [[export]] #" +
+                         std::to_string(n) + " write_back: needs [write] journal_dir");
       }
       if (ec.tls != ExportTls::kOff && c.server.tls_cert_file.empty()) {
         errors.push_back(source + ":" + std::to_string(e.source().begin.line) + ": [[export]] #" +

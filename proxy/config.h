@@ -103,6 +103,9 @@ struct ExportConfig {
   uint32_t gather_window_ms = 5;
   // UNSTABLE writes answered from the proxy's buffer (write-behind).
   bool write_behind = true;
+  // Edge journal: writes answered once in the local journal ([write]
+  // journal_dir), sent upstream afterwards (proxy/write_path.h).
+  bool write_back = false;
   // While the upstream is out (proxy/outage.h), GETATTR, ACCESS, LOOKUP and
   // READ are answered from cached entries past their lifetime.
   bool serve_stale_on_outage = false;
@@ -169,6 +172,8 @@ struct WriteConfig {
   uint64_t write_size = 0;                   // upstream WRITE size; 0 = FSINFO wtpref
   uint32_t flush_delay_ms = 50;              // partial WRITEs and idle COMMITs after this
   uint32_t max_background = 16;              // write-behind WRITEs in flight
+  // The edge journal of write_back exports (cache/write_journal.h).
+  std::string journal_dir = "/var/lib/nfsedge/journal";
 };
 
 // Metrics endpoint for Prometheus (proxy/metrics_http.h).

@@ -36,6 +36,7 @@ Daemon::~Daemon() {
   nfs_.reset();
   read_path_.reset();
   disk_.reset();  // finishes its pool's work; what it posts is dropped below
+  journal_.reset();  // writes what is queued
   poster_.reset();
   mount_upstream_.reset();
   scheduler_.reset();
@@ -177,9 +178,23 @@ void Daemon::LogDataStats() {
   NFSEDGE_LOG(kInfo) << line.str();
 }
 
-void Daemon::StartWritePath(uint32_t max_transfer) {
+Status Daemon::StartWritePath(uint32_t max_transfer) {
   const WriteConfig& w = config_.write;
+  bool write_back = false;
+  for (const Export& e : exports_.all()) write_back |= e.config().write_back;
+  if (write_back && !journal_) {
+    if (!poster_) {
+      StatusOr<std::unique_ptr<LoopPoster>> poster = LoopPoster::Create(base_.get());
+      if (!poster.ok()) return poster.status();
+      poster_ = std::move(*poster);
+    }
+    StatusOr<std::unique_ptr<WriteJournal>> j =
+        WriteJournal::Open(w.journal_dir, poster_->AsFunction());
+    if (!j.ok()) return Status(j.status().code(), "[write] journal_dir: " + j.status().message());
+    journal_ = std::move(*j);
+  }
   WritePathOptions wo;
+  wo.journal = journal_.get();
   wo.max_bytes = w.buffer_bytes;
   wo.max_file_bytes = w.file_buffer_bytes;
   wo.write_size = static_cast<uint32_t>(w.write_size);
@@ -207,6 +222,31 @@ void Daemon::StartWritePath(uint32_t max_transfer) {
             const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
       wo);
   nfs_->SetWritePath(write_path_.get());
+  if (!journal_) return Status::Ok();
+  // What the last run acknowledged and had not made stable upstream goes
+  // upstream first: the files' reads and attributes wait for it.
+  std::vector<JournalRecord> recovered = journal_->TakeRecovered();
+  for (const JournalRecord& r : recovered) {
+    const Export* exp = nullptr;
+    for (const Export& e : exports_.all()) {
+      if (e.config().path == r.export_path) exp = &e;
+    }
+    if (exp == nullptr) {
+      exp = &exports_.all().front();
+      NFSEDGE_LOG(kWarn) << "write journal: record " << r.seq << " came through export "
+                         << r.export_path << ", which is no longer configured; sent through "
+                         << exp->config().path;
+    }
+    write_path_->Recover(r, *exp);
+  }
+  write_path_->FlushAll();
+  if (recovered.empty()) {
+    NFSEDGE_LOG(kInfo) << "write journal " << w.journal_dir << ": empty";
+  } else {
+    NFSEDGE_LOG(kWarn) << "write journal " << w.journal_dir << ": " << recovered.size()
+                       << " acknowledged writes found, sent upstream now";
+  }
+  return Status::Ok();
 }
 
 void Daemon::LogWriteStats() {
@@ -225,7 +265,16 @@ void Daemon::LogWriteStats() {
                      << " blocked=" << w.blocked << " barriers=" << w.barriers
                      << " buffered_bytes=" << w.buffered_bytes
                      << " max_buffered_bytes=" << w.max_buffered_bytes
+                     << " journaled=" << w.journaled << " journal_failed=" << w.journal_failed
+                     << " recovered=" << w.recovered
                      << " write_size=" << write_path_->write_size();
+  if (journal_) {
+    const WriteJournalStats& j = journal_->stats();
+    NFSEDGE_LOG(kInfo) << "stats journal records=" << j.records << " bytes=" << j.bytes
+                       << " appends=" << j.appends << " removes=" << j.removes
+                       << " syncs=" << j.syncs << " errors=" << j.errors
+                       << " recovered=" << j.recovered;
+  }
 }
 
 void Daemon::StartScheduler() {
@@ -343,7 +392,7 @@ Status Daemon::Start() {
         po);
     nfs_->SetPrefetcher(prefetcher_.get());
   }
-  StartWritePath(no.max_transfer);
+  if (Status js = StartWritePath(no.max_transfer); !js.ok()) return js;
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);

@@ -79,7 +79,10 @@ class Daemon {
   // watched by outage_.
   void StartScheduler();
   // Makes the write path (gathering, write-behind) and hands it to nfs_.
-  void StartWritePath(uint32_t max_transfer);
+  // Opens the edge journal if an export has write_back, and puts back what
+  // a previous run left in it. Returns an error iff the journal cannot be
+  // used.
+  Status StartWritePath(uint32_t max_transfer);
   void LogWriteStats();
 
   // Operating the daemon (proxy/daemon_ops.cc): metrics endpoint, control
@@ -118,6 +121,7 @@ class Daemon {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<WriteJournal> journal_;  // write_back exports only
   std::unique_ptr<WritePath> write_path_;
   std::unique_ptr<MountService> mount_;
   std::unique_ptr<Refresher> refresher_;

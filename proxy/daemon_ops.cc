@@ -268,6 +268,25 @@ void Daemon::AddCollectors() {
               static_cast<double>(st.write_cap_waits));
   });
   metrics_.Add([this](MetricsWriter& w) {
+    if (!journal_) return;
+    const WriteJournalStats& j = journal_->stats();
+    w.Gauge("nfsedge_write_journal_records",
+            "Edge journal depth: acknowledged writes not yet stable upstream (or waiting for "
+            "older ones).",
+            {}, static_cast<double>(j.records));
+    w.Gauge("nfsedge_write_journal_bytes", "Data bytes in the edge journal's records.", {},
+            static_cast<double>(j.bytes));
+    CountEach(w, "nfsedge_write_journal_events_total",
+              "Edge journal events: records appended and removed, synced batches, failed "
+              "writes, records found at start.",
+              {}, "event",
+              {{"append", j.appends},
+               {"remove", j.removes},
+               {"sync", j.syncs},
+               {"error", j.errors},
+               {"recovered", j.recovered}});
+  });
+  metrics_.Add([this](MetricsWriter& w) {
     if (!write_path_) return;
     const WritePathStats& s = write_path_->stats();
     CountEach(w, "nfsedge_write_client_calls_total",

@@ -25,7 +25,28 @@ WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
 }
 
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
+  if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
   return f.exp->config().write_behind ? verifier_ : f.upstream_verf;
+}
+
+std::string WritePath::JournaledReply(uint32_t count, bool stable, bool commit) const {
+  const std::array<char, 8>& v = options_.journal->verifier();
+  std::string out;
+  if (commit) {
+    COMMIT3res res{};
+    res.status = NFS3_OK;
+    std::copy(v.begin(), v.end(), res.COMMIT3res_u.resok.verf);
+    XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
+    return out;
+  }
+  WRITE3res res{};
+  res.status = NFS3_OK;
+  WRITE3resok& ok = res.WRITE3res_u.resok;
+  ok.count = count;
+  ok.committed = stable ? FILE_SYNC : UNSTABLE;
+  std::copy(v.begin(), v.end(), ok.verf);
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3res), &res, &out);
+  return out;
 }
 
 std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) const {
@@ -70,32 +91,61 @@ void WritePath::Split(File& f, uint64_t at) {
   Piece tail = p;
   tail.data = p.data.substr(at - start);
   p.data.resize(at - start);
+  for (uint64_t r : tail.records) RefRecord(r);
   f.pieces.emplace(at, std::move(tail));
 }
 
-void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it) {
+void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool release) {
   const uint64_t n = it->second.data.size();
   f.bytes -= n;
   stats_.buffered_bytes -= n;
+  std::vector<uint64_t> records = std::move(it->second.records);
   f.pieces.erase(it);
+  if (release) {
+    for (uint64_t r : records) UnrefRecord(r);
+  }
 }
 
-void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred) {
+void WritePath::RefRecord(uint64_t jseq) { journal_refs_[jseq]++; }
+
+void WritePath::UnrefRecord(uint64_t jseq) {
+  auto it = journal_refs_.find(jseq);
+  if (it == journal_refs_.end() || it->second == 0) return;
+  it->second--;
+  while (!journal_refs_.empty() && journal_refs_.begin()->second == 0) {
+    if (options_.journal) options_.journal->Remove(journal_refs_.begin()->first);
+    journal_refs_.erase(journal_refs_.begin());
+  }
+}
+
+void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
+                       uint64_t jseq) {
   if (data.empty()) return;
   const uint64_t end = off + data.size();
   Split(f, off);
   Split(f, end);
   // Older bytes of the range are superseded, whatever their state: the wire
   // range of a WRITE in flight stays in flights, so the new data is not
-  // sent before that WRITE is answered.
+  // sent before that WRITE is answered. Bytes not journaled keep the
+  // journal records of what they overwrite.
+  std::vector<uint64_t> kept;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
-    Erase(f, it);
+    if (jseq == 0) {
+      kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
+    }
+    Erase(f, it, jseq != 0);
     it = next;
   }
   Piece p;
   p.data.assign(data);
   p.cred = cred;
+  if (jseq != 0) {
+    RefRecord(jseq);
+    p.records.push_back(jseq);
+  } else {
+    p.records = std::move(kept);
+  }
   f.pieces.emplace(off, std::move(p));
   f.bytes += data.size();
   stats_.buffered_bytes += data.size();

@@ -50,6 +50,27 @@ WritePath::WritePath(const Clock& clock, RpcCaller& upstream, RpcCaller& backgro
 
 WritePath::~WritePath() = default;
 
+void WritePath::Recover(const JournalRecord& r, const Export& exp) {
+  File& f = FileFor(r.fh, exp);
+  Insert(f, r.offset, r.data, r.cred, r.seq);
+  stats_.recovered++;
+}
+
+void WritePath::FlushAll() {
+  std::vector<std::string> held;
+  for (const auto& [fh, f] : files_) {
+    if (!f->pieces.empty()) held.push_back(fh);
+  }
+  for (const std::string& fh : held) {
+    auto it = files_.find(fh);
+    if (it == files_.end()) continue;
+    File& f = *it->second;
+    f.flush_all = true;  // commit once what is written is answered
+    if (f.waiters.empty()) SendDirty(f, false, false);
+    Pump(f);
+  }
+}
+
 void WritePath::LearnFsinfo(std::string_view results) {
   XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return;
@@ -67,7 +88,8 @@ void WritePath::LearnFsinfo(std::string_view results) {
 void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred,
                       bool may_buffer, ReplyFn reply, ForwardFn forward) {
   const std::string fh(a.file.data.data_val, a.file.data.data_len);
-  const bool write_behind = exp.config().write_behind;
+  const bool write_back = exp.config().write_back && options_.journal != nullptr;
+  const bool write_behind = exp.config().write_behind || write_back;
   if (a.stable == UNSTABLE && !write_behind) {
     // Write-behind off: UNSTABLE writes and COMMITs pass as sent, after
     // what the proxy holds of the file.
@@ -84,6 +106,8 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     return;
   }
   const bool stable = a.stable != UNSTABLE || !may_buffer;
+  // Journaled: only what the ACCESS cache proves the upstream will take.
+  const bool journal = write_back && may_buffer;
   const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
   const bool room = (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
                     (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
@@ -91,7 +115,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     stats_.blocked++;
     f.blocked++;
     blocked_.push_back(std::make_unique<Blocked>(
-        Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n), stable, cred,
+        Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n), stable, journal, cred,
                 std::move(reply)}));
     // Pressure: every file flushes and commits so that room is made.
     std::vector<std::string> held;
@@ -103,13 +127,29 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     }
     return;
   }
-  Accept(f, a.offset, std::string_view(a.data.data_val, n), cred, stable, std::move(reply));
+  Accept(f, a.offset, std::string_view(a.data.data_val, n), cred, stable, journal,
+         std::move(reply));
 }
 
 void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
-                       bool stable, ReplyFn reply) {
-  Insert(f, offset, data, cred);
+                       bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
+  if (journal && !data.empty()) {
+    // Appended before Insert() lets go of the records it overwrites, so
+    // that their removal reaches the disk with or after this record.
+    const uint64_t jseq = options_.journal->NextSeq();
+    options_.journal->Append(
+        JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
+        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, offset, count, stable,
+         reply = std::move(reply)](Status s) {
+          if (auto self = weak.lock()) (*self)->OnJournaled(fh, offset, count, stable, s, reply);
+        });
+    Insert(f, offset, data, cred, jseq);
+    ScheduleFlush(f);
+    Pump(f);
+    return;
+  }
+  Insert(f, offset, data, cred);
   if (stable) {
     f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply)});
     Gather(f);
@@ -121,10 +161,60 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
   Pump(f);
 }
 
+void WritePath::OnJournaled(const std::string& fh, uint64_t offset, uint32_t count, bool stable,
+                            const Status& s, ReplyFn reply) {
+  if (s.ok()) {
+    stats_.journaled++;
+    reply(JournaledReply(count, stable, false));
+    return;
+  }
+  // The journal could not take it: answered once stable upstream instead.
+  stats_.journal_failed++;
+  auto it = files_.find(fh);
+  if (it == files_.end() || !Holds(*it->second, offset, offset + count)) {
+    stats_.stable_writes++;
+    reply(JournaledReply(count, true, false));
+    return;
+  }
+  File& f = *it->second;
+  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply)});
+  Pump(f);
+}
+
 void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred,
                        ReplyFn reply, ForwardFn forward) {
   (void)cred;
   const std::string fh(a.file.data.data_val, a.file.data.data_len);
+  if (exp.config().write_back && options_.journal != nullptr) {
+    // Every buffered write of the file was journaled before it was
+    // answered: the COMMIT needs only what was appended before it on disk.
+    auto it = files_.find(fh);
+    if (it != files_.end() && it->second->error != NFS3_OK) {
+      nfsstat3 e = it->second->error;
+      it->second->error = NFS3_OK;
+      reply(CommitError(e));
+      ForgetIfIdle(fh);
+      return;
+    }
+    options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh, &exp, cred,
+                            a_off = a.offset, a_count = a.count,
+                            reply = std::move(reply)](Status s) mutable {
+      auto self = weak.lock();
+      if (!self) return;
+      WritePath& w = **self;
+      if (s.ok()) {
+        w.stats_.client_commits++;
+        reply(w.JournaledReply(0, true, true));
+        return;
+      }
+      // No journal: the COMMIT waits for the data upstream.
+      File& f = w.FileFor(fh, exp);
+      f.waiters.push_back(
+          Waiter{true, a_off, a_count == 0 ? kToEnd : a_off + a_count, 0, std::move(reply)});
+      w.Pump(f);
+    });
+    return;
+  }
   if (!exp.config().write_behind) {
     stats_.forwarded++;
     if (!Hold(fh, true, forward)) forward();
@@ -645,7 +735,8 @@ void WritePath::AdmitBlocked() {
       ForgetIfIdle(taken->fh);
       continue;
     }
-    Accept(f, taken->offset, taken->data, taken->cred, taken->stable, std::move(taken->reply));
+    Accept(f, taken->offset, taken->data, taken->cred, taken->stable, taken->journal,
+           std::move(taken->reply));
   }
 }
 

@@ -41,6 +41,18 @@
 // its range is left. Buffered bytes are bounded per file and in total; a
 // write beyond a bound waits (FIFO) until commits free room.
 //
+// Edge journal (an export with write_back, and a journal given in the
+// options): a client write that may be buffered is also appended to the
+// journal, and answered once the journal has it on disk (FILE_SYNC for a
+// stable write, UNSTABLE otherwise, without attributes: the upstream does
+// not have the data yet), with the journal's verifier, which survives
+// restarts; a client COMMIT is answered once everything appended before it
+// is on disk. The data then goes upstream as write-behind data does, and
+// each journal record is removed once no piece of the buffer refers to it
+// (its bytes are stable upstream, or were overwritten). If the journal
+// fails, the write is answered as a stable write is, once upstream.
+// Recover() puts the records a restart found back into the buffer.
+//
 // Read your writes (DESIGN rule 4): Hold() holds a READ, GETATTR or
 // SETATTR until the upstream has every byte of the file the proxy holds
 // (SETATTR: until all of it is stable), so the call that follows sees them.
@@ -68,6 +80,7 @@
 #include <vector>
 
 #include "cache/clock.h"
+#include "cache/write_journal.h"
 #include "proxy/exports.h"
 #include "proxy/nfs_procs.h"
 #include "rpc/rpc_caller.h"
@@ -93,6 +106,9 @@ struct WritePathOptions {
   int lone_after = 2;
   // The write verifier answered to clients; all zero = a random one.
   std::array<char, 8> verifier{};
+  // The edge journal for exports with write_back; null = none (such exports
+  // then behave as write_behind ones).
+  JournalSink* journal = nullptr;
 };
 
 struct WritePathStats {
@@ -114,6 +130,9 @@ struct WritePathStats {
   uint64_t errors = 0;            // upstream errors kept for the file's clients
   uint64_t blocked = 0;           // writes that waited for buffer room
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
+  uint64_t journaled = 0;         // client writes answered once in the journal
+  uint64_t journal_failed = 0;    // ... that the journal could not take
+  uint64_t recovered = 0;         // journal records put back into the buffer at start
   uint64_t buffered_bytes = 0;    // now
   uint64_t max_buffered_bytes = 0;
 };
@@ -153,6 +172,13 @@ class WritePath {
   bool Hold(std::string_view fh, bool stable, std::function<void()> then);
   // Learns the server's preferred and largest write sizes.
   void LearnFsinfo(std::string_view results);
+  // Puts journal record `r`, found at start, back into the buffer of its
+  // file on `exp`, to be sent upstream like write-behind data; reads and
+  // attributes of the file wait for it (Hold).
+  void Recover(const JournalRecord& r, const Export& exp);
+  // Sends every file's buffered data upstream now and commits it (after
+  // Recover(), and for `nfsedge flush`).
+  void FlushAll();
 
   const std::array<char, 8>& verifier() const { return verifier_; }
   uint32_t write_size() const { return write_size_; }
@@ -167,13 +193,25 @@ class WritePath {
 
   File& FileFor(const std::string& fh, const Export& exp);
   // Takes a write into the buffer (room is there) and answers or queues it.
+  // `journal`: append it to the journal and answer once it is there.
   void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
-              bool stable, ReplyFn reply);
-  // Replaces [off, off + data.size()) of the buffer with `data`.
-  void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred);
+              bool stable, bool journal, ReplyFn reply);
+  void OnJournaled(const std::string& fh, uint64_t offset, uint32_t count, bool stable,
+                   const Status& s, ReplyFn reply);
+  // Replaces [off, off + data.size()) of the buffer with `data`, which
+  // journal record `jseq` holds (0 = none).
+  void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
+              uint64_t jseq = 0);
+  // Journal records are removed in sequence order, each once no piece
+  // refers to it and every older one is removed: what a restart replays,
+  // in order, then leaves every range as the latest acknowledged write
+  // that is not yet stable upstream made it.
+  void RefRecord(uint64_t jseq);
+  void UnrefRecord(uint64_t jseq);
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
-  void Erase(File& f, std::map<uint64_t, Piece>::iterator it);
+  // `release`: drop the piece's references to journal records.
+  void Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool release = true);
   void Gather(File& f);
   void OpenWindow(File& f, size_t expected);
   void EndWindow(File& f);
@@ -197,6 +235,9 @@ class WritePath {
   // upstream, so its attributes are the latest.
   void LearnAttr(File& f, const wcc_data& w, bool solo);
   std::string WriteReply(const File& f, uint32_t count, bool stable) const;
+  // The reply to a journaled write or COMMIT: the journal's verifier, no
+  // attributes.
+  std::string JournaledReply(uint32_t count, bool stable, bool commit) const;
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
   // Returns true iff any piece intersects [off, end).
@@ -216,7 +257,12 @@ class WritePath {
   uint32_t background_ = 0;  // background WRITEs in flight
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
   std::deque<std::unique_ptr<Blocked>> blocked_;
+  // Journal record -> references from pieces (0: dead, waiting for the
+  // older ones), in sequence order.
+  std::map<uint64_t, uint32_t> journal_refs_;
   WritePathStats stats_;
+  // Journal callbacks may come after the path is gone.
+  std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);
 };
 
 }  // namespace nfsedge

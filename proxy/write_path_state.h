@@ -56,6 +56,11 @@ struct WritePath::Piece {
   uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
   uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
   std::array<char, 8> verf{};  // kWritten: what its WRITE returned
+  // Journal records this piece keeps: the one holding its bytes, or, for
+  // bytes not journaled, those of the journaled bytes they overwrote (an
+  // acknowledged write stays in the journal until what replaced it is
+  // stable upstream). One reference each.
+  std::vector<uint64_t> records;
 };
 
 // A stable client write or a client COMMIT, answered once [off, end) holds
@@ -123,6 +128,7 @@ struct WritePath::Blocked {
   uint64_t offset;
   std::string data;
   bool stable;
+  bool journal;
   OpaqueAuth cred;
   ReplyFn reply;
 };

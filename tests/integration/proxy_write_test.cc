@@ -4,7 +4,10 @@
 // upstream FILE_SYNC WRITEs and COMMITs than client writes, by the proxy's
 // counters); buffered writes are seen by READ, GETATTR and SETATTR through
 // the proxy; after kill -9 with write-behind data outstanding, the client's
-// next COMMIT sees a new verifier, and once it writes again nothing is lost.
+// next COMMIT sees a new verifier, and once it writes again nothing is lost;
+// with the edge journal (write_back), writes are acknowledged from the local
+// journal, and after kill -9 and a restart every acknowledged byte reaches
+// the upstream, under the same verifier.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -43,7 +46,7 @@ class WriteTest : public ::testing::Test {
   // Starts ganesha, then nfsedge with one export; `write_toml` goes in
   // nfsedge's [write] table. The test runs nfsedge itself so that it can
   // kill it and start it again.
-  void StartBed(const std::string& write_toml = "") {
+  void StartBed(const std::string& write_toml = "", const std::string& export_toml = "") {
     Testbed::Options o;
     o.name = "write";
     o.start_proxy = false;
@@ -55,9 +58,11 @@ class WriteTest : public ::testing::Test {
     ProxyExport e;
     e.path = "/export";
     e.upstream_path = Disk();
-    e.extra_toml = "gather_window_ms = 20\nwrite_behind = true\n";
+    e.extra_toml = "gather_window_ms = 20\nwrite_behind = true\n" + export_toml;
     popts_.exports = {e};
-    popts_.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[write]\n" + write_toml;
+    // The edge journal (used by write_back exports only) in the bed.
+    popts_.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[write]\njournal_dir = \"" +
+                        bed_->dir().Sub("journal") + "\"\n" + write_toml;
     StartProxy();
   }
   void StartProxy() {
@@ -272,6 +277,59 @@ TEST_F(WriteTest, KillNineWithBufferedDataGivesANewVerifierAndResendLosesNothing
   ASSERT_TRUE(cr.ok());
   EXPECT_EQ(cr.verf, verf);
   EXPECT_EQ(ReadFile(Disk() + "/k"), data);
+}
+
+TEST_F(WriteTest, EdgeJournalAcknowledgesLocallyAndReplaysAfterKillNine) {
+  // Nothing goes upstream by itself for a minute: what the client was told
+  // is stable is, when the proxy dies, only in the journal.
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n", "write_back = true\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "j");
+  const std::string data = Content(11, 300000);
+  std::string verf;
+  // FILE_SYNC writes, then UNSTABLE ones and a COMMIT.
+  for (size_t off = 0; off < 200000; off += 20000) {
+    WriteResult r = c->Write(fh, off, data.substr(off, 20000), Stable::kFileSync);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
+    if (!verf.empty()) {
+      EXPECT_EQ(r.verf, verf);
+    }
+    verf = r.verf;
+  }
+  for (size_t off = 200000; off < data.size(); off += 25000) {
+    WriteResult r = c->Write(fh, off, data.substr(off, 25000), Stable::kUnstable);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.verf, verf);
+  }
+  CommitResult cr = c->Commit(fh, 0, 0);
+  ASSERT_TRUE(cr.ok()) << cr.StatusString();
+  EXPECT_EQ(cr.verf, verf);
+  struct stat st {};
+  ASSERT_EQ(stat((Disk() + "/j").c_str(), &st), 0);
+  ASSERT_LT(static_cast<size_t>(st.st_size), data.size()) << "acknowledged, not yet upstream";
+
+  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
+  EXPECT_FALSE(proxy_->Stop().exited);
+  StartProxy();
+  // The journal goes upstream at start, before the flush delay.
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(Disk() + "/j") == data; }, Millis(20000)))
+      << "the acknowledged bytes must reach the upstream";
+  EXPECT_NE(ReadFile(proxy_->log_path()).find("acknowledged writes found"), std::string::npos);
+  c = Client();
+  ASSERT_NE(c, nullptr);
+  MntResult m = c->Mnt("/export");
+  ASSERT_TRUE(m.ok());
+  LookupResult l = c->Lookup(m.fh, "j");
+  ASSERT_TRUE(l.ok());
+  ASSERT_TRUE(c->Access(l.fh, 0x3f).ok());
+  cr = c->Commit(l.fh, 0, 0);
+  ASSERT_TRUE(cr.ok()) << cr.StatusString();
+  EXPECT_EQ(cr.verf, verf) << "the journal's verifier survives: nothing acknowledged was lost";
+  ReadResult rr = c->Read(l.fh, 0, 65536);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(rr.data, data.substr(0, 65536));
 }
 
 }  // namespace

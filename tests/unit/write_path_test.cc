@@ -154,9 +154,35 @@ ExportConfig MakeExport(uint32_t window_ms) {
   c.path = "/e";
   c.upstream_path = "/e";
   c.gather_window_ms = window_ms;
-  c.write_behind = true;  // the write-behind is under test (off by default)
+  c.write_behind = true;
   return c;
 }
+
+// A journal whose appends and syncs reach the disk when the test says.
+class FakeJournal : public JournalSink {
+ public:
+  const std::array<char, 8>& verifier() const override { return verf_; }
+  uint64_t NextSeq() override { return next_++; }
+  void Append(JournalRecord r, std::function<void(Status)> done) override {
+    records.push_back(std::move(r));
+    pending_.push_back(std::move(done));
+  }
+  void Sync(std::function<void(Status)> done) override { pending_.push_back(std::move(done)); }
+  void Remove(uint64_t seq) override { removed.push_back(seq); }
+  // The disk answers every pending append and sync, in order.
+  void Complete(const Status& s = Status::Ok()) {
+    std::vector<std::function<void(Status)>> p = std::move(pending_);
+    pending_.clear();
+    for (auto& d : p) d(s);
+  }
+  std::vector<JournalRecord> records;
+  std::vector<uint64_t> removed;
+
+ private:
+  std::array<char, 8> verf_{'j', 'o', 'u', 'r', 'n', 'a', 'l'};
+  uint64_t next_ = 1;
+  std::vector<std::function<void(Status)>> pending_;
+};
 
 class WritePathTest : public ::testing::Test {
  protected:
@@ -553,6 +579,143 @@ TEST_F(WritePathTest, UnreachableUpstreamIsRetried) {
   ASSERT_EQ(up_.calls.size(), 1u);
   up_.Answer(0, WriteOk(10, FILE_SYNC, kV1, Attr(10, 1)));
   EXPECT_EQ(Tags(), (std::vector<int>{1}));
+}
+
+}  // namespace
+
+namespace {
+
+class JournalTest : public WritePathTest {
+ protected:
+  JournalTest() : back_(2, WriteBackExport()) {
+    options_.journal = &journal_;
+    Make();
+  }
+  static ExportConfig WriteBackExport() {
+    ExportConfig c = MakeExport(5);
+    c.write_back = true;
+    return c;
+  }
+  // The client write on the write_back export.
+  void WriteBack(int tag, uint64_t offset, const std::string& data, stable_how how,
+                 bool may_buffer = true) {
+    Write(tag, offset, data, how, may_buffer, &back_);
+  }
+  void CommitBack(int tag) {
+    COMMIT3args a{};
+    a.file = FhView(fh_);
+    wp_->Commit(
+        a, back_, cred_,
+        [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
+        [this, tag] { forwarded_.push_back(tag); });
+  }
+  // Flushes what is buffered and answers the upstream: every WRITE UNSTABLE
+  // with kV1, every COMMIT with kV1.
+  void FlushAndAnswer() {
+    Advance(options_.flush_delay);
+    for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
+      const auto& c = bg_.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        bg_.Answer(static_cast<size_t>(i),
+                   WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
+      } else {
+        bg_.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+  }
+
+  FakeJournal journal_;
+  Export back_;
+};
+
+TEST_F(JournalTest, WritesAreAnsweredOnceInTheJournalThenGoUpstream) {
+  const std::string a(3000, 'a');
+  WriteBack(1, 0, a, FILE_SYNC);
+  EXPECT_TRUE(replies_.empty()) << "not before the journal has it on disk";
+  ASSERT_EQ(journal_.records.size(), 1u);
+  EXPECT_EQ(journal_.records[0].data, a);
+  EXPECT_EQ(journal_.records[0].export_path, "/e");
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.committed, FILE_SYNC);
+  EXPECT_EQ(replies_[0].second.verf, journal_.verifier()) << "the journal's verifier";
+  EXPECT_FALSE(replies_[0].second.after) << "no attributes: the upstream has not the data";
+  EXPECT_TRUE(up_.calls.empty() && bg_.calls.empty()) << "the upstream is not waited for";
+
+  WriteBack(2, 3000, std::string(100, 'b'), UNSTABLE);
+  journal_.Complete();
+  CommitBack(3);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2})) << "the COMMIT waits for the journal";
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(replies_[2].second.verf, journal_.verifier());
+  EXPECT_TRUE(journal_.removed.empty());
+
+  FlushAndAnswer();
+  ASSERT_GE(bg_.calls.size(), 2u);
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data, a + std::string(100, 'b'));
+  EXPECT_EQ(bg_.calls.back().proc, NFSPROC3_COMMIT);
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2})) << "stable upstream: removed";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_EQ(wp_->stats().journaled, 2u);
+}
+
+TEST_F(JournalTest, RecordsAreRemovedInOrderOnceNothingRefersToThem) {
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);     // record 1
+  WriteBack(2, 5000, std::string(1000, 'b'), FILE_SYNC);  // record 2
+  WriteBack(3, 5000, std::string(1000, 'c'), FILE_SYNC);  // record 3 replaces 2
+  journal_.Complete();
+  EXPECT_TRUE(journal_.removed.empty()) << "2 is dead but 1 is not: a replay needs the order";
+  WriteBack(4, 0, std::string(1000, 'd'), FILE_SYNC);  // record 4 replaces 1
+  journal_.Complete();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+  FlushAndAnswer();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2, 3, 4}));
+}
+
+TEST_F(JournalTest, BytesNotJournaledKeepTheRecordsTheyOverwroteUntilStable) {
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);
+  journal_.Complete();
+  // No ACCESS evidence: this write is not journaled and waits for the
+  // upstream; until it is stable there, record 1 must stay.
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC, /*may_buffer=*/false);
+  EXPECT_EQ(journal_.records.size(), 1u);
+  EXPECT_TRUE(journal_.removed.empty());
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+}
+
+TEST_F(JournalTest, AFailedAppendIsAnsweredOnceStableUpstream) {
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);
+  journal_.Complete(Status(StatusCode::kIoError, "disk"));
+  EXPECT_TRUE(replies_.empty()) << "not durable anywhere yet";
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 3)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.committed, FILE_SYNC);
+  EXPECT_EQ(wp_->stats().journal_failed, 1u);
+}
+
+TEST_F(JournalTest, RecoveredRecordsGoUpstreamAtOnceAndHoldReads) {
+  JournalRecord r{7, fh_, "/e", cred_, 100, std::string(500, 'r')};
+  wp_->Recover(r, back_);
+  wp_->FlushAll();
+  int ran = 0;
+  EXPECT_TRUE(wp_->Hold(fh_, false, [&] { ran++; })) << "reads wait for the replay";
+  ASSERT_EQ(bg_.calls.size(), 1u) << "sent without waiting for the flush delay";
+  SentWrite w = DecodeWriteArgs(bg_.calls[0].args);
+  EXPECT_EQ(w.offset, 100u);
+  EXPECT_EQ(w.data, r.data);
+  bg_.Answer(0, WriteOk(500, UNSTABLE, kV1, Attr(600, 4)));
+  EXPECT_EQ(ran, 1);
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  EXPECT_EQ(bg_.calls[1].proc, NFSPROC3_COMMIT);
+  bg_.Answer(1, CommitOk(kV1, Attr(600, 5)));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7}));
+  EXPECT_EQ(wp_->stats().recovered, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,325 @@
+#include "cache/write_journal.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "rpc/log.h"
+
+namespace nfsedge {
+namespace {
+
+// ---- The format (docs/cache-format.md, "Write journal") ----
+
+constexpr std::string_view kMagic = "nfsedge-write-journal 1";
+const std::string kMetaKey = "m";
+constexpr char kRecordPrefix = 'r';
+constexpr uint8_t kRecordVersion = 1;
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int i = 3; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+void PutU64(std::string* out, uint64_t v) {
+  PutU32(out, static_cast<uint32_t>(v >> 32));
+  PutU32(out, static_cast<uint32_t>(v));
+}
+void PutBytes(std::string* out, std::string_view b) {
+  PutU32(out, static_cast<uint32_t>(b.size()));
+  out->append(b);
+}
+
+// Reads big-endian fields off the front of a byte string; fails sticky.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  uint64_t U(size_t n) {
+    if (in_.size() < n) {
+      ok_ = false;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(in_[i]);
+    in_.remove_prefix(n);
+    return v;
+  }
+  std::string Bytes() {
+    const uint64_t n = U(4);
+    if (!ok_ || in_.size() < n) {
+      ok_ = false;
+      return std::string();
+    }
+    std::string out(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return out;
+  }
+  std::string Rest() {
+    std::string out(in_);
+    in_ = {};
+    return out;
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+std::string RecordKey(uint64_t seq) {
+  std::string k(1, kRecordPrefix);
+  PutU64(&k, seq);
+  return k;
+}
+
+std::string EncodeRecord(const JournalRecord& r) {
+  std::string v;
+  v.reserve(r.data.size() + r.fh.size() + r.export_path.size() + r.cred.body.size() + 32);
+  v.push_back(static_cast<char>(kRecordVersion));
+  PutBytes(&v, r.fh);
+  PutBytes(&v, r.export_path);
+  PutU32(&v, r.cred.flavor);
+  PutBytes(&v, r.cred.body);
+  PutU64(&v, r.offset);
+  v.append(r.data);
+  return v;
+}
+
+bool DecodeRecord(uint64_t seq, std::string_view value, JournalRecord* r) {
+  Reader in(value);
+  if (in.U(1) != kRecordVersion) return false;
+  r->seq = seq;
+  r->fh = in.Bytes();
+  r->export_path = in.Bytes();
+  r->cred.flavor = static_cast<uint32_t>(in.U(4));
+  r->cred.body = in.Bytes();
+  r->offset = in.U(8);
+  r->data = in.Rest();
+  return in.ok() && !r->fh.empty();
+}
+
+std::array<char, 8> NewVerifier() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                     static_cast<uint64_t>(
+                         std::chrono::system_clock::now().time_since_epoch().count());
+  std::array<char, 8> out{};
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
+  out[7] |= 1;  // never all zero
+  return out;
+}
+
+}  // namespace
+
+// The database, and one thread that applies queued work in order: appends
+// and removals queued together go in one synced WriteBatch (group commit).
+class WriteJournal::Store {
+ public:
+  struct Op {
+    std::string key;
+    std::string value;  // empty with remove = true
+    bool remove = false;
+    std::function<void(Status)> done;  // may be empty
+  };
+
+  explicit Store(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Store() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  rocksdb::DB* db() { return db_.get(); }
+
+  void Queue(Op op) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(op));
+    }
+    cv_.notify_one();
+  }
+
+  // Set before the first Queue(); called on the writer thread with the
+  // result of each batch and its callbacks.
+  std::function<void(Status, std::vector<std::function<void(Status)>>)> on_batch;
+
+ private:
+  void Run() {
+    for (;;) {
+      std::deque<Op> ops;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        ops.swap(queue_);
+      }
+      rocksdb::WriteBatch batch;
+      std::vector<std::function<void(Status)>> done;
+      for (Op& op : ops) {
+        if (op.remove) {
+          batch.Delete(op.key);
+        } else if (!op.key.empty()) {
+          batch.Put(op.key, op.value);
+        }
+        if (op.done) done.push_back(std::move(op.done));
+      }
+      rocksdb::WriteOptions w;
+      w.sync = true;
+      rocksdb::Status s =
+          batch.Count() > 0 ? db_->Write(w, &batch) : db_->FlushWAL(/*sync=*/true);
+      Status st = s.ok() ? Status::Ok()
+                         : Status(StatusCode::kIoError, "write journal: " + s.ToString());
+      on_batch(std::move(st), std::move(done));
+    }
+  }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& dir,
+                                                           PostFunction post) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(StatusCode::kIoError, "write journal " + dir + ": " + ec.message());
+  bool empty_dir = std::filesystem::is_empty(dir, ec);
+  rocksdb::Options o;
+  o.create_if_missing = empty_dir;
+  o.paranoid_checks = true;
+  o.max_background_jobs = 1;
+  o.keep_log_file_num = 2;
+  o.compression = rocksdb::kNoCompression;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
+  if (!s.ok()) {
+    return Status(StatusCode::kIoError,
+                  "write journal " + dir + " cannot be opened (" + s.ToString() +
+                      "); it may hold acknowledged writes: move it aside only after checking");
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string meta;
+  std::array<char, 8> verifier{};
+  s = db->Get(rocksdb::ReadOptions(), kMetaKey, &meta);
+  if (s.IsNotFound()) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "write journal " + dir + " holds a database that is not nfsedge's journal");
+    }
+    verifier = NewVerifier();
+    meta = std::string(kMagic) + std::string(verifier.data(), verifier.size());
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    s = db->Put(w, kMetaKey, meta);
+    if (!s.ok()) return Status(StatusCode::kIoError, "write journal " + dir + ": " + s.ToString());
+  } else if (!s.ok()) {
+    return Status(StatusCode::kIoError, "write journal " + dir + ": " + s.ToString());
+  } else if (meta.size() != kMagic.size() + 8 || meta.compare(0, kMagic.size(), kMagic) != 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  "write journal " + dir + " is of another format (not \"" +
+                      std::string(kMagic) + "\")");
+  } else {
+    std::copy(meta.end() - 8, meta.end(), verifier.begin());
+  }
+
+  std::vector<JournalRecord> records;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(std::string(1, kRecordPrefix)); it->Valid() && it->key()[0] == kRecordPrefix;
+       it->Next()) {
+    const rocksdb::Slice k = it->key();
+    Reader key(std::string_view(k.data() + 1, k.size() - 1));
+    const uint64_t seq = key.U(8);
+    JournalRecord r;
+    if (!key.ok() || k.size() != 9 ||
+        !DecodeRecord(seq, std::string_view(it->value().data(), it->value().size()), &r)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "write journal " + dir + ": record " + std::to_string(seq) +
+                        " is unreadable; the journal is left as it is");
+    }
+    records.push_back(std::move(r));
+  }
+  if (!it->status().ok()) {
+    return Status(StatusCode::kIoError, "write journal " + dir + ": " + it->status().ToString());
+  }
+  it.reset();
+
+  std::unique_ptr<WriteJournal> j(
+      new WriteJournal(std::make_unique<Store>(std::move(db)), std::move(post)));
+  j->verifier_ = verifier;
+  for (const JournalRecord& r : records) {
+    j->next_seq_ = std::max(j->next_seq_, r.seq + 1);
+    j->sizes_[r.seq] = r.data.size();
+    j->stats_.bytes += r.data.size();
+  }
+  j->stats_.recovered = records.size();
+  j->stats_.records = records.size();
+  j->recovered_ = std::move(records);
+  return j;
+}
+
+WriteJournal::WriteJournal(std::unique_ptr<Store> store, PostFunction post)
+    : store_(std::move(store)), post_(std::move(post)), self_(std::make_shared<WriteJournal*>(this)) {
+  std::weak_ptr<WriteJournal*> weak = self_;
+  store_->on_batch = [post = post_, weak](Status s, std::vector<std::function<void(Status)>> done) {
+    post([weak, s, done = std::move(done)] {
+      if (auto self = weak.lock()) {
+        (*self)->stats_.syncs++;
+        if (!s.ok()) {
+          (*self)->stats_.errors++;
+          NFSEDGE_LOG(kError) << s.ToString();
+        }
+      }
+      for (const auto& d : done) d(s);
+    });
+  };
+}
+
+WriteJournal::~WriteJournal() {
+  self_.reset();
+  store_.reset();  // writes what is queued, joins the thread
+}
+
+std::vector<JournalRecord> WriteJournal::TakeRecovered() { return std::move(recovered_); }
+
+void WriteJournal::Append(JournalRecord r, std::function<void(Status)> done) {
+  stats_.appends++;
+  stats_.append_bytes += r.data.size();
+  stats_.records++;
+  stats_.bytes += r.data.size();
+  sizes_[r.seq] = r.data.size();
+  store_->Queue(Store::Op{RecordKey(r.seq), EncodeRecord(r), false, std::move(done)});
+}
+
+void WriteJournal::Sync(std::function<void(Status)> done) {
+  store_->Queue(Store::Op{std::string(), std::string(), false, std::move(done)});
+}
+
+void WriteJournal::Remove(uint64_t seq) {
+  auto it = sizes_.find(seq);
+  if (it == sizes_.end()) return;
+  stats_.removes++;
+  stats_.records--;
+  stats_.bytes -= it->second;
+  sizes_.erase(it);
+  store_->Queue(Store::Op{RecordKey(seq), std::string(), true, {}});
+}
+
+}  // namespace nfsedge

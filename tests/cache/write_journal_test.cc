@@ -1,0 +1,193 @@
+// WriteJournal on a real RocksDB in a temporary directory, its callbacks
+// posted to a real event loop: records come back after a reopen in order,
+// removed ones do not, the verifier stays, and a directory that is not a
+// journal of this format stops the open.
+#include "cache/write_journal.h"
+
+#include <event2/event.h>
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "rpc/loop_poster.h"
+
+namespace nfsedge {
+namespace {
+
+namespace fs = std::filesystem;
+
+class WriteJournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nfsedge-journal-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/journal";
+    base_ = event_base_new();
+    auto p = LoopPoster::Create(base_);
+    ASSERT_TRUE(p.ok());
+    poster_ = std::move(*p);
+  }
+  void TearDown() override {
+    journal_.reset();
+    RunLoop();
+    poster_.reset();
+    event_base_free(base_);
+    fs::remove_all(root_);
+  }
+
+  StatusOr<std::unique_ptr<WriteJournal>> Open() {
+    return WriteJournal::Open(dir_, poster_->AsFunction());
+  }
+  void Reopen() {
+    journal_.reset();
+    RunLoop();
+    auto j = Open();
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    journal_ = std::move(*j);
+  }
+  void RunLoop() { event_base_loop(base_, EVLOOP_NONBLOCK); }
+  // Runs the loop until `done` holds (or a generous deadline).
+  bool RunUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      event_base_loop(base_, EVLOOP_ONCE);
+    }
+    return true;
+  }
+  JournalRecord Record(const std::string& data, uint64_t offset) {
+    JournalRecord r;
+    r.seq = journal_->NextSeq();
+    r.fh = "handle-1";
+    r.export_path = "/export";
+    r.cred.flavor = 1;
+    r.cred.body = std::string("\0\1cred", 6);
+    r.offset = offset;
+    r.data = data;
+    return r;
+  }
+  // Appends and waits until the journal says it is on disk.
+  void AppendDurably(JournalRecord r) {
+    bool done = false;
+    Status st;
+    journal_->Append(std::move(r), [&](Status s) {
+      st = s;
+      done = true;
+    });
+    ASSERT_TRUE(RunUntil([&] { return done; }));
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+
+  std::string root_, dir_;
+  event_base* base_ = nullptr;
+  std::unique_ptr<LoopPoster> poster_;
+  std::unique_ptr<WriteJournal> journal_;
+};
+
+TEST_F(WriteJournalTest, RecordsComeBackInOrderWithTheSameVerifier) {
+  Reopen();
+  const auto verifier = journal_->verifier();
+  EXPECT_NE(verifier, (std::array<char, 8>{}));
+  EXPECT_TRUE(journal_->TakeRecovered().empty());
+  AppendDurably(Record("first", 0));
+  AppendDurably(Record(std::string(100000, 'x'), 4096));
+  AppendDurably(Record(std::string("with\0nul", 8), 7));
+  EXPECT_EQ(journal_->stats().records, 3u);
+
+  Reopen();
+  EXPECT_EQ(journal_->verifier(), verifier) << "clients must see no verifier change";
+  std::vector<JournalRecord> r = journal_->TakeRecovered();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].seq, 1u);
+  EXPECT_EQ(r[0].data, "first");
+  EXPECT_EQ(r[1].seq, 2u);
+  EXPECT_EQ(r[1].offset, 4096u);
+  EXPECT_EQ(r[1].data, std::string(100000, 'x'));
+  EXPECT_EQ(r[2].data, std::string("with\0nul", 8));
+  EXPECT_EQ(r[2].fh, "handle-1");
+  EXPECT_EQ(r[2].export_path, "/export");
+  EXPECT_EQ(r[2].cred.flavor, 1u);
+  EXPECT_EQ(r[2].cred.body, std::string("\0\1cred", 6));
+  EXPECT_EQ(journal_->NextSeq(), 4u) << "new records go after the old ones";
+  EXPECT_EQ(journal_->stats().recovered, 3u);
+}
+
+TEST_F(WriteJournalTest, RemovedRecordsDoNotComeBack) {
+  Reopen();
+  AppendDurably(Record("a", 0));
+  AppendDurably(Record("bb", 1));
+  journal_->Remove(1);
+  bool synced = false;
+  journal_->Sync([&](Status s) {
+    EXPECT_TRUE(s.ok());
+    synced = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return synced; }));
+  EXPECT_EQ(journal_->stats().records, 1u);
+  EXPECT_EQ(journal_->stats().bytes, 2u);
+  Reopen();
+  std::vector<JournalRecord> r = journal_->TakeRecovered();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].data, "bb");
+}
+
+TEST_F(WriteJournalTest, ForeignDatabaseIsRefusedAndLeftAlone) {
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "someone", "else's").ok());
+  }
+  auto j = Open();
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("not nfsedge's journal"), std::string::npos)
+      << j.status().message();
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "someone", &v).ok()) << "nothing deleted";
+}
+
+TEST_F(WriteJournalTest, OtherFormatIsRefused) {
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "m", "nfsedge-write-journal 9xxxxxxxx").ok());
+  }
+  auto j = Open();
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("another format"), std::string::npos)
+      << j.status().message();
+}
+
+TEST_F(WriteJournalTest, UnreadableRecordStopsTheOpen) {
+  Reopen();
+  AppendDurably(Record("ok", 0));
+  journal_.reset();
+  RunLoop();
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string key("r\0\0\0\0\0\0\0\2", 9);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, "\x07garbage").ok());
+  }
+  auto j = Open();
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("record 2 is unreadable"), std::string::npos)
+      << j.status().message();
+}
+
+}  // namespace
+}  // namespace nfsedge
