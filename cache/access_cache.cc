@@ -34,10 +34,19 @@ void AccessCache::Put(std::string_view handle, const CredKey& cred, uint32_t ask
     }
   }
   lru_.Put(key, fresh);
+  EvictToLimit();
+}
+
+void AccessCache::EvictToLimit() {
   while (lru_.size() > options_.max_entries) {
     lru_.Erase(lru_.Oldest()->key);
     stats_.evictions++;
   }
+}
+
+void AccessCache::SetMaxEntries(size_t max_entries) {
+  options_.max_entries = max_entries;
+  EvictToLimit();
 }
 
 std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredKey& cred,

@@ -87,6 +87,9 @@ class AccessCache {
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();
+  // Sets the bound (config reload): a lower one evicts the least recently
+  // used entries down to it at once (counted as evictions).
+  void SetMaxEntries(size_t max_entries);
   size_t size() const { return lru_.size(); }
   const AccessCacheStats& stats() const { return stats_; }
 
@@ -98,9 +101,10 @@ class AccessCache {
     MonoTime expires;
   };
   static std::string Key(std::string_view handle, const CredKey& cred);
+  void EvictToLimit();
 
   const Clock& clock_;
-  const AccessCacheOptions options_;
+  AccessCacheOptions options_;
   LruMap<Entry> lru_;
   AccessCacheStats stats_;
 };

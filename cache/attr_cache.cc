@@ -31,6 +31,11 @@ void AttrCache::EvictToLimit() {
   }
 }
 
+void AttrCache::SetMaxEntries(size_t max_entries) {
+  options_.max_entries = max_entries;
+  EvictToLimit();
+}
+
 PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const Lifetime& l) {
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;

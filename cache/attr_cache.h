@@ -138,6 +138,9 @@ class AttrCache {
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();
+  // Sets the bound (config reload): a lower one evicts the least recently
+  // used entries down to it at once (counted as evictions).
+  void SetMaxEntries(size_t max_entries);
   size_t size() const { return lru_.size(); }
   const AttrCacheStats& stats() const { return stats_; }
 
@@ -163,7 +166,7 @@ class AttrCache {
   void EvictToLimit();
 
   const Clock& clock_;
-  const AttrCacheOptions options_;
+  AttrCacheOptions options_;
   LruMap<Entry> lru_;
   RefreshIndex refresh_index_;  // entries used since their fill, by expiry
   AttrCacheStats stats_;

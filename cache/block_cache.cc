@@ -96,7 +96,15 @@ void BlockCache::Put(std::string_view handle, uint64_t index, Block block) {
     f = files_.emplace(std::string(handle), std::unordered_set<uint64_t>{}).first;
   f->second.insert(index);
   stats_.inserts++;
+  EvictToLimit();
+}
 
+void BlockCache::SetMaxBytes(uint64_t max_bytes) {
+  options_.max_bytes = max_bytes;
+  EvictToLimit();
+}
+
+void BlockCache::EvictToLimit() {
   while (lru_.charge() > options_.max_bytes) {
     auto* oldest = lru_.Oldest();
     std::string_view old_handle;

@@ -124,6 +124,11 @@ class BlockCache {
   // Drops every block of the file whose version is not `version`.
   void DropOtherVersions(std::string_view handle, const ChangeId& version);
 
+  // Sets the byte bound (config reload): a lower one evicts the least
+  // recently used blocks down to it at once, through the eviction handler
+  // as Put() does.
+  void SetMaxBytes(uint64_t max_bytes);
+
   const BlockCacheStats& stats() const { return stats_; }
 
  private:
@@ -139,8 +144,9 @@ class BlockCache {
   // Counts a prefetched block leaving without a hit.
   void CountLeaving(const Block& b);
   void UpdateGauges();
+  void EvictToLimit();
 
-  const BlockCacheOptions options_;
+  BlockCacheOptions options_;
   LruMap<Block> lru_;  // by BlockKey(), charged data size + kBlockOverhead
   FileIndex files_;    // handle -> indexes of its cached blocks
   BlockEvictionHandler on_evict_;

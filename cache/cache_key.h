@@ -32,6 +32,18 @@ inline void AppendPrefixed(std::string* out, std::string_view bytes) {
   out->append(bytes);
 }
 
+// Reads one AppendPrefixed() part from the front of `*in` into `*bytes` and
+// advances `*in` past it. Returns false iff `*in` does not start with one.
+inline bool ReadPrefixed(std::string_view* in, std::string_view* bytes) {
+  if (in->size() < 4) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(in->data());
+  const size_t n = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
+  if (in->size() - 4 < n) return false;
+  *bytes = in->substr(4, n);
+  in->remove_prefix(4 + n);
+  return true;
+}
+
 }  // namespace nfsedge
 
 #endif  // NFSEDGE_CACHE_CACHE_KEY_H_

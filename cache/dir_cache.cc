@@ -65,10 +65,19 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   const MonoTime expires = max_age >= MonoTime::max() - now ? MonoTime::max() : now + max_age;
   lru_.Put(k, Entry{key.dir, std::move(page), expires}, charge);
   it->second.keys.insert(std::move(k));
+  EvictToLimit();
+}
+
+void DirCache::EvictToLimit() {
   while (lru_.charge() > options_.max_bytes) {
     EraseKey(lru_.Oldest()->key);
     stats_.evictions++;
   }
+}
+
+void DirCache::SetMaxBytes(size_t max_bytes) {
+  options_.max_bytes = max_bytes;
+  EvictToLimit();
 }
 
 const DirPage* DirCache::Lookup(const DirPageKey& key, const ChangeId& dir_now) {

@@ -94,6 +94,9 @@ class DirCache {
   void InvalidateDir(std::string_view dir);
   // Drops every page.
   void Clear();
+  // Sets the byte bound (config reload): a lower one evicts the least
+  // recently used pages down to it at once (counted as evictions).
+  void SetMaxBytes(size_t max_bytes);
 
   size_t size() const { return lru_.size(); }
   size_t bytes() const { return lru_.charge(); }
@@ -112,9 +115,10 @@ class DirCache {
   static std::string Key(const DirPageKey& k);
   void EraseKey(std::string_view key);
   void DropDir(std::unordered_map<std::string, Dir>::iterator it);
+  void EvictToLimit();
 
   const Clock& clock_;
-  const DirCacheOptions options_;
+  DirCacheOptions options_;
   LruMap<Entry> lru_;
   std::unordered_map<std::string, Dir> dirs_;  // by directory handle
   DirCacheStats stats_;

@@ -480,6 +480,7 @@ DiskTier::DiskTier(const DiskTierOptions& options, PostFunction post, std::uniqu
       post_(std::move(post)),
       store_(std::move(store)),
       pool_(std::make_unique<Pool>(options.threads)),
+      max_bytes_(options.max_bytes),
       self_(std::make_shared<DiskTier*>(this)) {}
 
 DiskTier::~DiskTier() {
@@ -533,8 +534,14 @@ void DiskTier::EraseAndDelete(const std::string& key) {
   Unindex(key);
 }
 
+void DiskTier::SetMaxBytes(uint64_t max_bytes) {
+  max_bytes_ = max_bytes;
+  EvictToLimit();
+  UpdateGauges();
+}
+
 void DiskTier::EvictToLimit() {
-  while (index_.charge() > options_.max_bytes) {
+  while (index_.charge() > max_bytes_) {
     const std::string key = index_.Oldest()->key;
     EraseAndDelete(key);
     stats_.evictions++;
@@ -604,7 +611,7 @@ void DiskTier::Put(std::string_view handle, uint64_t index, Block block) {
   std::string key = BlockKey(handle, index);
   const uint64_t charge = Charge(key.size(), kValueOverhead + size);
   if (size > options_.block_size || (size < options_.block_size && !block.eof) ||
-      charge > options_.max_bytes) {
+      charge > max_bytes_) {
     stats_.rejected++;
     return;
   }

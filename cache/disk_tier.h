@@ -121,6 +121,9 @@ class DiskTier {
   void DropFile(std::string_view handle);
   // Deletes every block of every file (nfsedge drop-cache).
   void DropAll();
+  // Sets the byte bound (config reload): a lower one deletes the least
+  // recently used blocks down to it at once (counted as evictions).
+  void SetMaxBytes(uint64_t max_bytes);
 
   uint32_t block_size() const { return options_.block_size; }
   const DiskTierStats& stats() const { return stats_; }
@@ -161,6 +164,7 @@ class DiskTier {
   std::atomic<size_t> queued_puts_{0};  // puts queued and not yet started
 
   // Loop thread only.
+  uint64_t max_bytes_;     // options_.max_bytes until SetMaxBytes()
   LruMap<Entry> index_;    // by BlockKey(), charged as stored
   FileIndex files_;        // handle -> indexes of its stored blocks
   uint64_t next_seq_ = 1;  // put ids and LRU stamps, increasing

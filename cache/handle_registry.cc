@@ -59,6 +59,12 @@ std::optional<ExportSet> HandleRegistry::FindAll(std::string_view handle) {
   return it->second.set;
 }
 
+std::optional<ExportSet> HandleRegistry::Peek(std::string_view handle) const {
+  auto it = map_.find(std::string(handle));
+  if (it == map_.end()) return std::nullopt;
+  return it->second.set;
+}
+
 std::optional<uint32_t> HandleRegistry::Find(std::string_view handle) {
   std::optional<ExportSet> set = FindAll(handle);
   if (!set) return std::nullopt;

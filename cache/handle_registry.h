@@ -70,6 +70,8 @@ class HandleRegistry {
 
   // Returns the exports of `handle` iff it was handed out (and marks it used).
   std::optional<ExportSet> FindAll(std::string_view handle);
+  // Returns the exports of `handle` iff it was handed out; not a use.
+  std::optional<ExportSet> Peek(std::string_view handle) const;
   // Returns the lowest export of `handle` iff it was handed out.
   std::optional<uint32_t> Find(std::string_view handle);
 

@@ -81,6 +81,13 @@ class LruMap {
     return true;
   }
 
+  // Calls fn(key, value) for every entry, most recently used first; not a
+  // use. REQUIRES: fn does not change the map.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Node& n : list_) fn(std::string_view(n.key), n.value);
+  }
+
   // Returns the least recently used entry, or nullptr iff empty.
   Node* Oldest() { return list_.empty() ? nullptr : &list_.back(); }
 

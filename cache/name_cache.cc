@@ -51,10 +51,19 @@ void NameCache::Record(std::string_view dir, std::string_view name, std::string_
   std::string key = Key(dir, name);
   lru_.Put(key, Entry{std::move(dir_key), std::string(child)});
   it->second.keys.insert(std::move(key));
+  EvictToLimit();
+}
+
+void NameCache::EvictToLimit() {
   while (lru_.size() > options_.max_entries) {
     EraseKey(lru_.Oldest()->key);
     stats_.evictions++;
   }
+}
+
+void NameCache::SetMaxEntries(size_t max_entries) {
+  options_.max_entries = max_entries;
+  EvictToLimit();
 }
 
 void NameCache::PutPositive(std::string_view dir, std::string_view name, std::string_view child,

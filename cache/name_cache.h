@@ -106,6 +106,9 @@ class NameCache {
 
   // Drops every name (nfsedge drop-cache).
   void Clear();
+  // Sets the bound (config reload): a lower one evicts the least recently
+  // used entries down to it at once (counted as evictions).
+  void SetMaxEntries(size_t max_entries);
   size_t size() const { return lru_.size(); }
   const NameCacheStats& stats() const { return stats_; }
 
@@ -129,8 +132,9 @@ class NameCache {
   void EraseKey(std::string_view key);
   void EraseName(std::string_view dir, std::string_view name);
   void DropDir(std::unordered_map<std::string, Dir>::iterator it);
+  void EvictToLimit();
 
-  const NameCacheOptions options_;
+  NameCacheOptions options_;
   LruMap<Entry> lru_;
   std::unordered_map<std::string, Dir> dirs_;  // by directory handle
   NameCacheStats stats_;

@@ -112,6 +112,9 @@ class CongestionController {
   // Ignored while more is in flight than the pacing rate sends in a round
   // trip: then the pacer below, not the sender, is the limit.
   void SetAppLimited();
+  // Replaces the options (config reload); the state measured so far stays
+  // and the new bounds apply from the next round and timeout.
+  void SetOptions(const CongestionOptions& options) { options_ = options; }
 
   uint64_t window() const { return window_; }
   uint64_t in_flight() const { return in_flight_; }
@@ -129,7 +132,7 @@ class CongestionController {
   // smoothed round trips, if longer).
   double BottleneckRate() const;
 
-  const CongestionOptions options_;
+  CongestionOptions options_;
 
   uint64_t in_flight_ = 0;
   uint64_t window_;

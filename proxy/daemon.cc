@@ -4,6 +4,7 @@
 #include <csignal>
 #include <sstream>
 
+#include "proxy/config_reload.h"
 #include "proxy/rpcbind.h"
 #include "proxy/service_notify.h"
 #include "rpc/log.h"
@@ -279,14 +280,7 @@ void Daemon::LogWriteStats() {
 
 void Daemon::StartScheduler() {
   const SchedulerConfig& c = config_.scheduler;
-  SchedulerOptions so;
-  so.congestion.queue_delay_target = std::chrono::milliseconds(c.queue_delay_target_ms);
-  so.congestion.base_rtt_window = std::chrono::seconds(c.base_rtt_window_s);
-  so.congestion.rto_floor = std::chrono::milliseconds(c.timeout_floor_ms);
-  so.congestion.rto_ceiling = std::chrono::milliseconds(c.timeout_ceiling_ms);
-  so.max_writes_in_flight = c.max_writes_in_flight;
-  so.background_share_percent = c.background_share_percent;
-  so.max_queued = c.max_queued;
+  SchedulerOptions so = SchedulerOptionsOf(c);
   RpcClient* meta = nfs_upstream_.get();
   RpcClient* bulk = nfs_bulk_upstream_.get();
   SchedulerHooks hooks;
@@ -303,9 +297,7 @@ void Daemon::StartScheduler() {
     if (nfs_) nfs_->OnOutage(out);
   });
   cache_.SetOutage(outage_.get());
-  const Duration poll = std::clamp<Duration>(
-      std::chrono::milliseconds(config_.upstream.outage_after_ms / 5),
-      std::chrono::milliseconds(10), std::chrono::seconds(1));
+  const Duration poll = OutagePollOf(config_.upstream);
   outage_timer_ = std::make_unique<Timer>(base_.get(), [this] { outage_->Poll(); });
   outage_timer_->ArmPeriodic(poll);
   scheduler_ = std::make_unique<UpstreamScheduler>(clock_, watched_meta, outage_->Watch(*bulk), so,
@@ -329,15 +321,8 @@ Status Daemon::Start() {
   StatusOr<SockAddr> mount_addr = UpstreamAddress(u.mount_port, kMountProgram, kMountVersion);
   if (!mount_addr.ok()) return mount_addr.status();
 
-  ClientOptions co;
+  ClientOptions co = ClientLimitsOf(u);
   co.server = *nfs_addr;
-  co.connections = static_cast<int>(u.connections);
-  co.max_in_flight = u.max_in_flight;
-  co.max_queued = u.max_queued;
-  co.timeout = std::chrono::milliseconds(u.call_timeout_ms);
-  co.reconnect_min = std::chrono::milliseconds(u.reconnect_min_ms);
-  co.reconnect_max = std::chrono::milliseconds(u.reconnect_max_ms);
-  co.privileged_port = u.privileged_port;
   // Replies carry up to the transfer size the proxy advertises, plus headers.
   co.max_record_size = s.max_record_size + 65536;
   co.name = "upstream nfs";
@@ -399,12 +384,7 @@ Status Daemon::Start() {
   refresher_ = std::make_unique<Refresher>(base_.get(), cache_, handles_, exports_,
                                            scheduler_->Caller(CallClass::kBackground), ro);
   dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-  ServerOptions so;
-  so.max_connections = s.max_connections;
-  so.max_connections_per_client = s.max_connections_per_client;
-  so.idle_timeout = std::chrono::seconds(s.idle_timeout_s);
-  so.max_calls_per_connection = s.max_calls_per_connection;
-  so.max_record_size = s.max_record_size;
+  ServerOptions so = ServerLimitsOf(s);
   so.on_reply = [this](const IncomingCall& call, std::string_view reply, Duration d) {
     meter_.ObserveClient(call.header(), call.args(), reply, d);
   };

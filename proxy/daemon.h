@@ -51,11 +51,13 @@ class Daemon {
   int Run();
 
   // Re-reads the config file (SIGHUP, `nfsedge reload`): export rules and
-  // lifetimes, [log] and [metrics] change in place; other keys take effect
-  // at the next start. A config that does not load, or changes what cannot
-  // change in place, is rejected (the returned error, also logged) and the
+  // lifetimes and the live keys of proxy/config_reload.h (limits, cache
+  // sizes, timeouts, [log], [metrics]) change in place; a changed restart
+  // key keeps its value in force and is logged (warn) and reported in
+  // `outcome` (may be null). A config that does not load, or changes the
+  // exports' paths, is rejected (the returned error, also logged) and the
   // one in force stays. Connections are kept either way.
-  Status Reload();
+  Status Reload(ReloadOutcome* outcome = nullptr);
   // The metrics registry: components add their collectors here.
   MetricsRegistry& metrics() { return metrics_; }
   // Installs the write path's flush for `nfsedge flush`.
@@ -91,6 +93,8 @@ class Daemon {
   // Publishes the stats of every component to metrics_.
   void AddCollectors();
   Status StartMetricsEndpoint();
+  // Hands the live limits of config_ to the running components (reload).
+  void ApplyLimits();
 
   Config config_;
   EventBasePtr base_;

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "proxy/config_reload.h"
 #include "proxy/daemon.h"
 #include "proxy/service_notify.h"
 #include "rpc/log.h"
@@ -372,6 +373,7 @@ Status Daemon::StartOperations() {
   d.config = &config_;
   d.exports = &exports_;
   d.meta = &cache_;
+  d.handles = &handles_;
   d.blocks = blocks_.get();
   d.disk = disk_.get();
   d.read_path = read_path_.get();
@@ -382,7 +384,7 @@ Status Daemon::StartOperations() {
   NfsService* nfs = nfs_.get();
   d.learn = [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
                   const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); };
-  d.reload = [this] { return Reload(); };
+  d.reload = [this](ReloadOutcome* outcome) { return Reload(outcome); };
   ops_ = std::make_unique<Operations>(std::move(d));
   if (!config_.control.socket.empty()) {
     Operations* ops = ops_.get();
@@ -412,7 +414,28 @@ Status Daemon::StartOperations() {
 
 void Daemon::SetFlush(FlushFn flush) { ops_->SetFlush(std::move(flush)); }
 
-Status Daemon::Reload() {
+void Daemon::ApplyLimits() {
+  const Config& c = config_;
+  server_->SetLimits(ServerLimitsOf(c.server));
+  const ClientOptions limits = ClientLimitsOf(c.upstream);
+  nfs_upstream_->SetLimits(limits);
+  nfs_bulk_upstream_->SetLimits(limits);
+  mount_upstream_->SetLimits(limits);
+  scheduler_->SetOptions(SchedulerOptionsOf(c.scheduler));
+  outage_->SetAfter(std::chrono::milliseconds(c.upstream.outage_after_ms));
+  outage_timer_->ArmPeriodic(OutagePollOf(c.upstream));
+  cache_.SetLimits(c.cache);
+  if (blocks_ && c.cache.memory_bytes > 0) blocks_->SetMaxBytes(c.cache.memory_bytes);
+  if (disk_) disk_->SetMaxBytes(c.cache.disk_bytes);
+  refresher_->SetWindow(std::chrono::milliseconds(c.cache.refresh_ahead_ms));
+  if (write_path_) {
+    write_path_->SetLimits(c.write.buffer_bytes, c.write.file_buffer_bytes,
+                           std::chrono::milliseconds(c.write.flush_delay_ms),
+                           c.write.max_background);
+  }
+}
+
+Status Daemon::Reload(ReloadOutcome* outcome) {
   Status ignored = NotifyServiceManager("RELOADING=1");
   (void)ignored.ok();
   auto finish = [this](Status s) {
@@ -438,17 +461,21 @@ Status Daemon::Reload() {
   }
   Status e = exports_.Update(next->exports);
   if (!e.ok()) return finish(e);
-  config_.exports = next->exports;
-  config_.log_level = next->log_level;
-  config_.log = next->log;
+  ReloadPlan plan = PlanReload(config_, *next);
+  config_ = std::move(plan.next);
   SetLogLevel(config_.log_level);
   ConfigureLogging(config_.log);
-  config_.metrics = next->metrics;
   Status m = StartMetricsEndpoint();
   if (!m.ok()) NFSEDGE_LOG(kError) << "metrics endpoint: " << m.ToString();
-  config_.control.warm_depth = next->control.warm_depth;
-  config_.control.warm_file_bytes = next->control.warm_file_bytes;
-  config_.control.warm_in_flight = next->control.warm_in_flight;
+  ApplyLimits();
+  std::string applied;
+  for (const std::string& k : plan.applied) applied += " " + k;
+  if (!applied.empty()) NFSEDGE_LOG(kInfo) << "config reload applied:" << applied;
+  for (const std::string& k : plan.restart) {
+    NFSEDGE_LOG(kWarn) << "config reload: " << k
+                       << " changed in the file and needs a restart; the value in force stays";
+  }
+  if (outcome) *outcome = ReloadOutcome{std::move(plan.applied), std::move(plan.restart)};
   return finish(Status::Ok());
 }
 

@@ -71,6 +71,28 @@ MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
       dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
       max_children_(config.max_name_entries) {}
 
+std::unordered_map<std::string, std::pair<std::string, std::string>> MetadataCache::ParentsOf(
+    const std::unordered_set<std::string>& children) const {
+  std::unordered_map<std::string, std::pair<std::string, std::string>> out;
+  last_child_.ForEach([&](std::string_view key, const std::string& child) {
+    if (!children.count(child) || out.count(child)) return;
+    std::string_view dir, name;
+    if (ReadPrefixed(&key, &dir) && ReadPrefixed(&key, &name)) {
+      out.emplace(child, std::make_pair(std::string(dir), std::string(name)));
+    }
+  });
+  return out;
+}
+
+void MetadataCache::SetLimits(const CacheConfig& config) {
+  attrs_.SetMaxEntries(config.max_attr_entries);
+  access_.SetMaxEntries(config.max_access_entries);
+  names_.SetMaxEntries(config.max_name_entries);
+  dirs_.SetMaxBytes(config.max_dir_bytes);
+  max_children_ = config.max_name_entries;
+  while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
+}
+
 bool MetadataCache::ServeStale(const Export& exp) const {
   return exp.config().serve_stale_on_outage && outage_ != nullptr && outage_->out();
 }

@@ -32,6 +32,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "cache/access_cache.h"
 #include "cache/attr_cache.h"
@@ -60,6 +63,16 @@ class MetadataCache {
 
   // The detector that says whether the upstream is out; null = never.
   void SetOutage(const OutageDetector* outage) { outage_ = outage; }
+  // Returns, for each handle of `children` that was last seen as a name in
+  // a directory (LOOKUP, READDIRPLUS, CREATE, RENAME, LINK replies), that
+  // directory's handle and the name, the most recently seen if several.
+  // One pass over the remembered names (bounded by cache.max_name_entries):
+  // for `nfsedge status`, not for the path of a call.
+  std::unordered_map<std::string, std::pair<std::string, std::string>> ParentsOf(
+      const std::unordered_set<std::string>& children) const;
+  // Sets the bounds of the attribute, ACCESS, name and directory caches
+  // from `config` (config reload); a lower bound evicts down to it at once.
+  void SetLimits(const CacheConfig& config);
   // Returns true iff answers on `exp` may now come from expired entries:
   // the upstream is out and the export has serve_stale_on_outage.
   bool ServeStale(const Export& exp) const;
@@ -171,7 +184,7 @@ class MetadataCache {
   AccessCache access_;
   NameCache names_;
   DirCache dirs_;
-  const size_t max_children_;
+  size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
   const OutageDetector* outage_ = nullptr;
   std::array<uint64_t, kNfsProcCount> stale_answers_{};

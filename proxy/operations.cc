@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "proxy/client_paths.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_procs.h"
 #include "rpc/auth_sys.h"
@@ -14,16 +15,6 @@
 namespace nfsedge {
 
 namespace {
-
-std::string Hex(std::string_view bytes, size_t max) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
-    out += kDigits[static_cast<unsigned char>(bytes[i]) >> 4];
-    out += kDigits[static_cast<unsigned char>(bytes[i]) & 15];
-  }
-  return out;
-}
 
 std::string Mib(uint64_t bytes) {
   char buf[32];
@@ -71,8 +62,15 @@ void Operations::Handle(const std::string& command, const std::string& argument,
   } else if (command == "warm" && !argument.empty()) {
     StartWarm(argument, std::move(reply));
   } else if (command == "reload" && argument.empty()) {
-    Status s = deps_.reload();
-    if (s.ok()) reply->Line("config reloaded from " + deps_.config->source);
+    ReloadOutcome outcome;
+    Status s = deps_.reload(&outcome);
+    if (s.ok()) {
+      reply->Line("config reloaded from " + deps_.config->source);
+      for (const std::string& k : outcome.applied) reply->Line("applied: " + k);
+      for (const std::string& k : outcome.restart) {
+        reply->Line("needs a restart (the value in force stays): " + k);
+      }
+    }
     reply->Finish(s);
   } else {
     reply->Finish(InvalidArgument("unknown command or bad arguments: '" + command +
@@ -122,9 +120,14 @@ void Operations::Status_(std::shared_ptr<ControlReply> reply) {
     }
     std::vector<FileTraffic> top = deps_.meter->TopFiles(10);
     reply->Line(top.empty() ? "top files by traffic: none yet"
-                            : "top files by traffic (handle, read, written):");
-    for (const FileTraffic& f : top) {
-      reply->Line("  " + Hex(f.fh, 32) + "  " + Mib(f.read_bytes) + "  " + Mib(f.write_bytes));
+                            : "top files by traffic (read, written, path or handle):");
+    std::vector<std::string> handles;
+    for (const FileTraffic& f : top) handles.push_back(f.fh);
+    const std::vector<std::string> paths =
+        ClientPaths(handles, *deps_.meta, *deps_.handles, *deps_.exports);
+    for (size_t i = 0; i < top.size(); ++i) {
+      reply->Line("  " + Mib(top[i].read_bytes) + "  " + Mib(top[i].write_bytes) + "  " +
+                  paths[i]);
     }
     reply->Finish(Status::Ok());
   };

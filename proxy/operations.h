@@ -29,6 +29,7 @@
 
 #include "cache/block_cache.h"
 #include "cache/disk_tier.h"
+#include "cache/handle_registry.h"
 #include "proxy/call_meter.h"
 #include "proxy/config.h"
 #include "proxy/control.h"
@@ -46,11 +47,19 @@ namespace nfsedge {
 using FlushDone = std::function<void(const Status& status, const std::string& report)>;
 using FlushFn = std::function<void(FlushDone done)>;
 
+// What a reload did: live keys whose value changed and were applied, and
+// keys whose new value waits for a restart (proxy/config_reload.h).
+struct ReloadOutcome {
+  std::vector<std::string> applied;
+  std::vector<std::string> restart;
+};
+
 struct OperationsDeps {
   event_base* base = nullptr;
   const Config* config = nullptr;  // the config in force (reload replaces it)
   const ExportTable* exports = nullptr;
   MetadataCache* meta = nullptr;
+  const HandleRegistry* handles = nullptr;
   BlockCache* blocks = nullptr;  // null: no data cache
   DiskTier* disk = nullptr;      // null: no disk tier
   ReadPath* read_path = nullptr;
@@ -59,7 +68,7 @@ struct OperationsDeps {
   const RpcClient* nfs_client = nullptr;
   const CallMeter* meter = nullptr;
   Prefetcher::LearnFn learn;
-  std::function<Status()> reload;
+  std::function<Status(ReloadOutcome*)> reload;
 };
 
 class Operations {

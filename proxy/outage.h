@@ -55,6 +55,9 @@ class OutageDetector {
   void SetProbe(RpcCaller* probe) { probe_ = probe; }
   // `fn(out)` runs after the state changes.
   void SetListener(std::function<void(bool out)> fn) { listener_ = std::move(fn); }
+  // Sets how long calls wait without a reply before the upstream is out
+  // (config reload); applies from the next Poll().
+  void SetAfter(Duration after) { after_ = after; }
 
   // What a watched caller reports; public for tests of the rule itself.
   void CallStarted();
@@ -74,7 +77,7 @@ class OutageDetector {
   void SetOut(bool out, const std::string& why);
 
   const Clock& clock_;
-  const Duration after_;
+  Duration after_;
   std::vector<std::unique_ptr<Watched>> watched_;
   RpcCaller* probe_ = nullptr;
   std::function<void(bool)> listener_;

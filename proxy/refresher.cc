@@ -18,6 +18,12 @@ void Refresher::Start() {
   if (options_.window > Duration::zero()) timer_.ArmPeriodic(options_.period);
 }
 
+void Refresher::SetWindow(Duration window) {
+  options_.window = window;
+  timer_.Cancel();
+  Start();
+}
+
 void Refresher::Tick() {
   if (in_flight_ >= options_.max_in_flight) return;
   for (const std::string& handle :

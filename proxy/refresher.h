@@ -34,6 +34,9 @@ class Refresher {
   Refresher(event_base* base, MetadataCache& cache, HandleRegistry& handles,
             const ExportTable& exports, RpcCaller& upstream, RefresherOptions options);
   void Start();
+  // Sets the window (config reload); zero stops refresh-ahead, a window
+  // after zero starts it. REQUIRES: Start() was called.
+  void SetWindow(Duration window);
   uint64_t sent() const { return sent_; }
 
  private:
@@ -43,7 +46,7 @@ class Refresher {
   HandleRegistry& handles_;
   const ExportTable& exports_;
   RpcCaller& upstream_;
-  const RefresherOptions options_;
+  RefresherOptions options_;
   Timer timer_;
   uint32_t in_flight_ = 0;
   uint64_t sent_ = 0;

@@ -169,6 +169,17 @@ std::map<std::string, UpstreamScheduler::ClientQueue>::iterator UpstreamSchedule
   return best;
 }
 
+void UpstreamScheduler::SetOptions(const SchedulerOptions& options) {
+  options_ = options;
+  cc_.SetOptions(options.congestion);
+  // Only once round trips were measured: before that the transport keeps
+  // its own timeout, as at start.
+  if (hooks_.set_retransmit_timeout && cc_.stats().samples > 0) {
+    hooks_.set_retransmit_timeout(cc_.rto());
+  }
+  Pump();
+}
+
 void UpstreamScheduler::Pump() {
   if (pumping_) {
     pump_again_ = true;

@@ -95,6 +95,11 @@ class UpstreamScheduler {
   // (Cancelled). Calls already sent are the transport's to end.
   void Shutdown(const Status& why);
 
+  // Replaces the options (config reload): the congestion controller's
+  // bounds, the write cap, the background share and the queue bound; calls
+  // that a higher cap now admits are sent at once.
+  void SetOptions(const SchedulerOptions& options);
+
   SchedulerStats stats() const;
   // One line of counters for the log ("stats scheduler ...").
   std::string StatsLine() const;
@@ -135,7 +140,7 @@ class UpstreamScheduler {
   const Clock& clock_;
   RpcCaller& metadata_;
   RpcCaller& bulk_;
-  const SchedulerOptions options_;
+  SchedulerOptions options_;
   const SchedulerHooks hooks_;
   std::array<std::unique_ptr<Facade>, kCallClasses> facades_;
   CongestionController cc_;

@@ -56,6 +56,15 @@ void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   stats_.recovered++;
 }
 
+void WritePath::SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
+                          uint32_t max_background) {
+  options_.max_bytes = max_bytes;
+  options_.max_file_bytes = max_file_bytes;
+  options_.flush_delay = flush_delay;
+  options_.max_background = max_background;
+  AdmitBlocked();
+}
+
 void WritePath::FlushAll() {
   std::vector<std::string> held;
   for (const auto& [fh, f] : files_) {

@@ -172,6 +172,10 @@ class WritePath {
   bool Hold(std::string_view fh, bool stable, std::function<void()> then);
   // Learns the server's preferred and largest write sizes.
   void LearnFsinfo(std::string_view results);
+  // New buffer bounds, flush delay and background WRITEs (a reload). Writes
+  // waiting for room that the new bounds admit go in at once.
+  void SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
+                 uint32_t max_background);
   // Puts journal record `r`, found at start, back into the buffer of its
   // file on `exp`, to be sent upstream like write-behind data; reads and
   // attributes of the file wait for it (Hold).
@@ -249,7 +253,7 @@ class WritePath {
   RpcCaller& background_caller_;
   ScheduleFn schedule_;
   LearnFn learn_;
-  const WritePathOptions options_;
+  WritePathOptions options_;
   std::array<char, 8> verifier_;
   uint32_t write_size_;
   uint32_t max_write_;

@@ -381,6 +381,18 @@ int RpcClient::PickConnection() const {
   return best;
 }
 
+void RpcClient::SetLimits(const ClientOptions& limits) {
+  options_.max_in_flight = limits.max_in_flight;
+  options_.max_queued = limits.max_queued;
+  options_.timeout = limits.timeout;
+  options_.reconnect_min = limits.reconnect_min;
+  options_.reconnect_max = limits.reconnect_max;
+  for (Conn& c : conns_) {
+    c.backoff = std::clamp(c.backoff, limits.reconnect_min, limits.reconnect_max);
+  }
+  Pump();
+}
+
 void RpcClient::Pump() {
   while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
     int i = PickConnection();

@@ -110,6 +110,11 @@ class RpcClient : public RpcCaller {
   // kMaxRetransmits times; 0 (the default) = never. The overall deadline
   // (ClientOptions::timeout) still applies.
   void SetRetransmitTimeout(Duration rto) { rto_ = rto; }
+  // Replaces the limits (config reload) with those of `limits`:
+  // max_in_flight and max_queued (calls a higher max_in_flight admits are
+  // sent at once), timeout (calls made from now on), reconnect_min and
+  // reconnect_max (the next reconnect). Other fields of `limits` are ignored.
+  void SetLimits(const ClientOptions& limits);
 
   size_t in_flight() const { return in_flight_; }
   size_t queued() const { return queue_.size(); }
@@ -174,7 +179,7 @@ class RpcClient : public RpcCaller {
   int MakeSocket(Conn& c);
 
   event_base* base_;
-  const ClientOptions options_;
+  ClientOptions options_;
   std::vector<Conn> conns_;
   std::vector<std::unique_ptr<ConnArg>> conn_args_;
   std::unordered_map<uint32_t, Pending> pending_;

@@ -85,6 +85,7 @@ void ServerConnection::CheckIdle() {
   if (closed_) return;
   auto keep = shared_from_this();  // Close() below must not free us mid-call
   const Duration timeout = server_->options_.idle_timeout;
+  if (timeout <= Duration::zero()) return;  // turned off by a reload
   const Duration idle = SteadyClock::now() - last_activity_;
   if (in_flight_ > 0) {
     idle_.Arm(timeout);  // busy: a reply will count as traffic
@@ -274,6 +275,13 @@ StatusOr<uint16_t> RpcServer::Listen(const SockAddr& addr) {
 }
 
 void RpcServer::StopListening() { listeners_.clear(); }
+
+void RpcServer::SetLimits(const ServerOptions& limits) {
+  options_.max_connections = limits.max_connections;
+  options_.max_connections_per_client = limits.max_connections_per_client;
+  options_.max_calls_per_connection = limits.max_calls_per_connection;
+  options_.idle_timeout = limits.idle_timeout;
+}
 
 void RpcServer::CloseAll() {
   auto conns = connections_;  // Close() erases from the map

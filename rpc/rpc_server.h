@@ -135,6 +135,12 @@ class RpcServer {
   StatusOr<uint16_t> Listen(const SockAddr& addr);
   // Stops accepting new connections; existing ones go on.
   void StopListening();
+  // Replaces the limits (config reload) with those of `limits`:
+  // max_connections and max_connections_per_client (for connections
+  // accepted from now on), max_calls_per_connection (at each connection's
+  // next read) and idle_timeout (new connections; open ones at their next
+  // idle check; zero: never closed). Other fields of `limits` are ignored.
+  void SetLimits(const ServerOptions& limits);
   // Closes every connection now.
   void CloseAll();
 
@@ -150,7 +156,7 @@ class RpcServer {
   void Remove(ServerConnection* conn);
 
   event_base* base_;
-  const ServerOptions options_;
+  ServerOptions options_;
   CallHandler* handler_;
   std::vector<ListenerPtr> listeners_;
   std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> connections_;

@@ -318,6 +318,37 @@ TEST_F(DiskTierTest, SizeLimitIsKept) {
   EXPECT_EQ(tier_->stats().entries, 5u);
 }
 
+TEST_F(DiskTierTest, SetMaxBytesEvictsDownToALowerBoundAndLetsAHigherOneFill) {
+  Open();
+  tier_->Put("probe", 0, Full(kV1, 'p'));
+  const uint64_t charge = tier_->stats().bytes;
+  tier_->DropAll();
+  for (uint64_t i = 0; i < 10; i++) tier_->Put("fh", i, Full(kV1, 'a'));
+  ASSERT_EQ(tier_->stats().entries, 10u);
+  const uint64_t evicted = tier_->stats().evictions;
+
+  tier_->SetMaxBytes(3 * charge);  // the three most recently used stay
+  EXPECT_EQ(tier_->stats().entries, 3u);
+  EXPECT_LE(tier_->stats().bytes, 3 * charge);
+  EXPECT_EQ(tier_->stats().evictions, evicted + 7);
+  for (uint64_t i = 0; i < 7; i++) EXPECT_FALSE(tier_->MayContain("fh", i)) << i;
+  for (uint64_t i = 7; i < 10; i++) EXPECT_TRUE(tier_->MayContain("fh", i)) << i;
+  tier_->Put("fh", 10, Full(kV1, 'a'));
+  EXPECT_EQ(tier_->stats().entries, 3u) << "the lower bound holds for later puts";
+
+  tier_->SetMaxBytes(6 * charge);  // growth evicts nothing, then fills
+  EXPECT_EQ(tier_->stats().entries, 3u);
+  for (uint64_t i = 11; i < 20; i++) tier_->Put("fh", i, Full(kV1, 'a'));
+  EXPECT_EQ(tier_->stats().entries, 6u);
+  Close();
+  // The blocks evicted by the new bound were deleted from the store.
+  WithRawDb([](rocksdb::DB* db) {
+    std::string v;
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), BlockKey("fh", 2), &v).IsNotFound());
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), BlockKey("fh", 19), &v).ok());
+  });
+}
+
 TEST_F(DiskTierTest, DropFileDeletesOnlyThatFile) {
   Open();
   for (uint64_t i = 0; i < 10; i++) tier_->Put("gone", i, Full(kV1, 'g'));

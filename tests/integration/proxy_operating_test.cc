@@ -1,8 +1,9 @@
 // proxy_operating_test: nfsedge as an administrator runs it: /metrics over
 // HTTP moves with the calls clients make; SIGHUP and `nfsedge reload`
-// apply a changed config on the same client connection and reject a bad one
-// (the old config stays, the reason is logged); the control socket's
-// status, warm and drop-cache commands.
+// apply a changed config on the same client connection (export rules,
+// limits, cache sizes; keys that need a restart are logged and kept) and
+// reject a bad one (the old config stays, the reason is logged); the control
+// socket's status (top files by path), warm and drop-cache commands.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -227,6 +228,120 @@ TEST_F(OperatingTest, SighupAppliesANewConfigOnTheSameConnectionAndRejectsABadOn
   std::string text = HttpGet("/metrics");
   EXPECT_EQ(Sample(text, "nfsedge_config_reloads_total{result=\"ok\"}"), 2);
   EXPECT_EQ(Sample(text, "nfsedge_config_reloads_total{result=\"rejected\"}"), 2);
+}
+
+// Returns true iff a TCP connection to 127.0.0.1:`port` is accepted and then
+// closed by the proxy within `wait_s` seconds without a byte sent (a refused
+// connection).
+bool ClosedOnAccept(uint16_t port, int wait_s) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{wait_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  bool closed = false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    char b;
+    closed = read(fd, &b, 1) == 0;
+  }
+  close(fd);
+  return closed;
+}
+
+TEST_F(OperatingTest, SighupAppliesLimitsAndCacheSizesAndWarnsAboutRestartKeys) {
+  ASSERT_TRUE(WriteFile(export_ + "/big", std::string(1 << 20, 'b')).ok());
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(c->Create(mnt.fh, "f" + std::to_string(i), Sattr()).ok());
+  }
+  LookupResult big = c->Lookup(mnt.fh, "big");
+  ASSERT_TRUE(big.ok());
+  ASSERT_TRUE(c->ReadAll(big.fh, 0, 1 << 20).ok());
+  const std::string attr_entries = "nfsedge_cache_entries{cache=\"attr\",tier=\"memory\"}";
+  const std::string attr_evictions =
+      "nfsedge_cache_evictions_total{cache=\"attr\",tier=\"memory\"}";
+  const std::string data_bytes = "nfsedge_cache_bytes{cache=\"data\",tier=\"memory\"}";
+  const std::string refused =
+      "nfsedge_client_connection_events_total{event=\"refused_per_client\"}";
+  std::string text = HttpGet("/metrics");
+  ASSERT_GE(Sample(text, attr_entries), 30) << text;
+  ASSERT_GE(Sample(text, data_bytes), 1 << 20);
+  EXPECT_EQ(Sample(text, attr_evictions), 0);
+  EXPECT_FALSE(ClosedOnAccept(proxy_->nfs_port(), 1)) << "a second connection is welcome";
+  EXPECT_EQ(Sample(HttpGet("/metrics"), refused), 0);
+
+  // Smaller caches, one connection per client, and a port that can only
+  // change at a restart.
+  ProxyProcess::Options next = options_;
+  next.extra_toml += "[cache]\nmax_attr_entries = 5\nmemory_bytes = \"256K\"\n";
+  next.extra_server_toml += "max_connections_per_client = 1\n";
+  next.nfs_port = options_.nfs_port + 1;
+  WriteConfig(ProxyProcess::RenderConfig(next));
+  ASSERT_EQ(kill(proxy_->pid(), SIGHUP), 0);
+  Deadline applied(Millis(10000));
+  while (ReadAll(proxy_->log_path()).find("config reloaded from") == std::string::npos &&
+         !applied.Expired()) {
+    usleep(20000);
+  }
+  const std::string log = ReadAll(proxy_->log_path());
+  EXPECT_NE(log.find("config reload applied: server.max_connections_per_client "
+                     "cache.max_attr_entries cache.memory_bytes"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("WARN config reload: server.nfs_port changed in the file and needs a "
+                     "restart"),
+            std::string::npos)
+      << log;
+
+  text = HttpGet("/metrics");
+  EXPECT_LE(Sample(text, attr_entries), 5) << text;
+  EXPECT_GE(Sample(text, attr_evictions), 25);
+  EXPECT_LE(Sample(text, data_bytes), 256 << 10);
+  EXPECT_GT(Sample(text, data_bytes), 0) << "the most recent blocks stay";
+  // The connection made before the reload stays, on the port in force.
+  EXPECT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok) << "connection kept";
+  EXPECT_TRUE(c->Lookup(mnt.fh, "f29").ok());
+  // A second connection from the same address is now refused.
+  EXPECT_TRUE(ClosedOnAccept(proxy_->nfs_port(), 10));
+  EXPECT_GE(Sample(HttpGet("/metrics"), refused), 1);
+  EXPECT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok);
+
+  // `nfsedge reload` names the key still waiting for a restart.
+  auto [code, out] = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("needs a restart (the value in force stays): server.nfs_port"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("applied:"), std::string::npos) << "nothing else changed: " << out;
+  EXPECT_EQ(Sample(HttpGet("/metrics"), "nfsedge_config_reloads_total{result=\"ok\"}"), 2);
+}
+
+TEST_F(OperatingTest, StatusNamesTopFilesByPath) {
+  ASSERT_TRUE(MakeDirs(export_ + "/docs").ok());
+  ASSERT_TRUE(WriteFile(export_ + "/docs/report.txt", std::string(300000, 'r')).ok());
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+  LookupResult dir = c->Lookup(mnt.fh, "docs");
+  ASSERT_TRUE(dir.ok());
+  LookupResult file = c->Lookup(dir.fh, "report.txt");
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE(c->ReadAll(file.fh, 0, 300000).ok());
+
+  auto [code, status] = RunNfsedge("status --socket " + socket_);
+  EXPECT_EQ(code, 0) << status;
+  EXPECT_NE(status.find("top files by traffic (read, written, path or handle):"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("0.3 MiB  0.0 MiB  " + export_ + "/docs/report.txt\n"),
+            std::string::npos)
+      << status;
 }
 
 TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {

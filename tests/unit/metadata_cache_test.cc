@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cache/clock.h"
+#include "proxy/client_paths.h"
 #include "rpc/xdr_codec.h"
 
 namespace nfsedge {
@@ -353,6 +354,36 @@ TEST_F(MetadataCacheTest, ExpiredEntriesAnswerDuringAnOutageOnlyWhereAllowed) {
   EXPECT_FALSE(cache_.ServeStale(stale));
   EXPECT_FALSE(answer(NFSPROC3_GETATTR, &ga, stale, user_));
   EXPECT_EQ(cache_.stale_answers(NFSPROC3_GETATTR), 1u);
+}
+
+TEST_F(MetadataCacheTest, ClientPathsFollowRememberedNamesUpToAnExportRoot) {
+  std::string root = "root-fh", dir = "dir-fh", file = "file-fh", orphan = "orphan-fh";
+  const fattr3 d = Attr(NF3DIR, 4096, kWall0 - 100);
+  const fattr3 f = Attr(NF3REG, 10, kWall0 - 100, 0644);
+  LearnLookup(root, "projects", d, &dir, &d);
+  LearnLookup(dir, "plan.txt", d, &file, &f);
+  std::string elsewhere = "unmounted-dir-fh";
+  LearnLookup(elsewhere, "lost.txt", d, &orphan, &f);
+  ExportTable exports({MakeConfig(10, 10)});
+  HandleRegistry registry(100);
+  registry.Add(root, 0, /*root=*/true);
+  registry.Add(dir, 0);
+  registry.Add(file, 0);
+
+  std::vector<std::string> paths =
+      ClientPaths({file, dir, root, orphan, "never-seen"}, cache_, registry, exports);
+  ASSERT_EQ(paths.size(), 5u);
+  EXPECT_EQ(paths[0], "/e/projects/plan.txt");
+  EXPECT_EQ(paths[1], "/e/projects");
+  EXPECT_EQ(paths[2], "/e");
+  EXPECT_EQ(paths[3], HexBytes(orphan, 32) + " .../lost.txt") << "the chain of names breaks";
+  EXPECT_EQ(paths[4], HexBytes("never-seen", 32));
+
+  // A reload that shrinks the name bound forgets the names: handles again.
+  CacheConfig smaller;
+  smaller.max_name_entries = 0;
+  cache_.SetLimits(smaller);
+  EXPECT_EQ(ClientPaths({file}, cache_, registry, exports)[0], HexBytes(file, 32));
 }
 
 }  // namespace

@@ -71,6 +71,24 @@ class RpcClientTest : public ::testing::Test {
       if (!s.ok()) results_[tag] = "refused: " + s.ToString();
     });
   }
+  // Waits until the server holds `n` calls, and a little longer for more
+  // that should not come.
+  void WaitHeld(size_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      size_t held;
+      loop_.RunSync([&] { held = handler_.held.size(); });
+      if (held >= n) break;
+      usleep(10000);
+    }
+    usleep(50000);
+  }
+  // Answers every call the server holds.
+  void ReleaseAll() {
+    loop_.RunSync([&] {
+      for (auto& c : handler_.held) c->ReplySuccess("released");
+      handler_.held.clear();
+    });
+  }
   // Waits until `tag` has a result; returns it.
   std::string Wait(int tag) {
     for (int i = 0; i < 500; ++i) {
@@ -204,6 +222,30 @@ TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
   EXPECT_EQ(Wait(1), "early");
 }
 
+TEST_F(RpcClientTest, SetLimitsSendsWhatAHigherCapAdmits) {
+  StartServer();
+  ClientOptions o;
+  o.max_in_flight = 1;
+  StartClient(o);
+  loop_.Start();
+  for (int i = 0; i < 4; ++i) Send("hold", i);
+  WaitHeld(1);
+  loop_.RunSync([&] { EXPECT_EQ(handler_.held.size(), 1u); });
+  ClientOptions more;
+  more.max_in_flight = 3;
+  more.max_queued = 1;
+  loop_.RunSync([&] { client_->SetLimits(more); });
+  WaitHeld(3);
+  loop_.RunSync([&] {
+    EXPECT_EQ(handler_.held.size(), 3u);
+    EXPECT_EQ(client_->queued(), 1u);
+  });
+  Send("beyond the new queue bound", 9);
+  EXPECT_NE(Wait(9).find("refused"), std::string::npos);
+  ReleaseAll();
+  EXPECT_EQ(Wait(0), "released");
+}
+
 TEST_F(RpcClientTest, InFlightIsCappedAndQueueIsBounded) {
   StartServer();
   ClientOptions o;
@@ -212,13 +254,7 @@ TEST_F(RpcClientTest, InFlightIsCappedAndQueueIsBounded) {
   StartClient(o);
   loop_.Start();
   for (int i = 0; i < 5; ++i) Send("hold", i);
-  for (int i = 0; i < 1000; ++i) {
-    size_t n;
-    loop_.RunSync([&] { n = handler_.held.size(); });
-    if (n == 2) break;
-    usleep(10000);
-  }
-  usleep(50000);
+  WaitHeld(2);
   loop_.RunSync([&] {
     EXPECT_EQ(handler_.held.size(), 2u);  // only two on the wire
     EXPECT_EQ(client_->in_flight(), 2u);
@@ -226,10 +262,7 @@ TEST_F(RpcClientTest, InFlightIsCappedAndQueueIsBounded) {
   });
   Send("one too many", 9);
   EXPECT_NE(Wait(9).find("refused"), std::string::npos);
-  loop_.RunSync([&] {
-    for (auto& c : handler_.held) c->ReplySuccess("released");
-    handler_.held.clear();
-  });
+  ReleaseAll();
   EXPECT_EQ(Wait(0), "released");
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,34 @@ TEST_F(SchedulerTest, WritesInFlightNeverExceedTheCap) {
     if (n[0] == 'w') writes.push_back(n);
   }
   EXPECT_TRUE(std::is_sorted(writes.begin(), writes.end()));
+}
+
+TEST_F(SchedulerTest, SetOptionsMovesTheWriteCapAndTheQueueBound) {
+  SchedulerOptions o;
+  o.max_writes_in_flight = 1;
+  o.max_queued = 100;
+  o.congestion.initial_window = 64 << 20;  // the window does not limit here
+  Make(o);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w" + std::to_string(i), "a").ok());
+  }
+  EXPECT_EQ(bulk_.Writes(), 1u);
+  o.max_writes_in_flight = 4;  // a reload raises the cap: waiting WRITEs go at once
+  scheduler_->SetOptions(o);
+  EXPECT_EQ(bulk_.Writes(), 4u);
+  o.max_writes_in_flight = 2;  // lowered: nothing is recalled, no new one goes
+  o.max_queued = 1;
+  scheduler_->SetOptions(o);
+  bulk_.Answer();
+  EXPECT_EQ(bulk_.Writes(), 3u) << "four in flight, one answered, cap 2: none sent";
+  const auto queued = scheduler_->stats().queued;
+  EXPECT_EQ(std::accumulate(queued.begin(), queued.end(), uint64_t{0}), 2u);
+  EXPECT_EQ(Submit(CallClass::kClientData, kRead, "r", "a").code(),
+            StatusCode::kResourceExhausted)
+      << "the lower queue bound refuses";
+  Drain();
+  EXPECT_EQ(bulk_.max_writes, 4u);
+  EXPECT_EQ(answered_.size(), 6u);
 }
 
 TEST_F(SchedulerTest, RefusesBeyondTheQueueBound) {

@@ -564,6 +564,32 @@ TEST_F(ServerLimitsTest, IdleConnectionIsClosedButNotABusyOrActiveOne) {
   EXPECT_EQ(Stats().idle_closed, 2u);
 }
 
+TEST_F(ServerLimitsTest, SetLimitsAppliesToNewConnectionsAndKeepsOpenOnes) {
+  ServerOptions so;
+  so.max_connections_per_client = 3;
+  so.idle_timeout = std::chrono::seconds(1);
+  StartServer(so);
+  BlockingClient a(port_), b(port_);
+  ASSERT_TRUE(Answers(a, 1));
+  ASSERT_TRUE(Answers(b, 2));
+  ServerOptions lower;
+  lower.max_connections_per_client = 1;  // idle_timeout zero: never closed
+  loop_.RunSync([&] { server_->SetLimits(lower); });
+  BlockingClient refused(port_);
+  EXPECT_TRUE(refused.WaitClosed());
+  // The two open before the change go on, and no longer time out.
+  EXPECT_FALSE(a.WaitClosed(std::chrono::milliseconds(1500)));
+  EXPECT_TRUE(Answers(a, 3));
+  EXPECT_TRUE(Answers(b, 4));
+  EXPECT_EQ(Stats().connections_refused_per_client, 1u);
+  EXPECT_EQ(Stats().idle_closed, 0u);
+  ServerOptions higher;
+  higher.max_connections_per_client = 4;
+  loop_.RunSync([&] { server_->SetLimits(higher); });
+  BlockingClient welcome(port_);
+  EXPECT_TRUE(Answers(welcome, 5));
+}
+
 TEST_F(ServerLimitsTest, ZeroIdleTimeoutNeverCloses) {
   StartServer(ServerOptions{});  // idle_timeout zero
   BlockingClient c(port_);

@@ -507,6 +507,21 @@ TEST_F(WritePathTest, BufferLimitsMakeWritersWait) {
   EXPECT_EQ(wp_->stats().buffered_bytes, 8192u);
 }
 
+TEST_F(WritePathTest, RaisedLimitsAdmitWaitingWriters) {
+  options_.max_file_bytes = 8192;
+  options_.max_bytes = 16384;
+  Make();
+  Write(1, 0, std::string(8192, 'a'), UNSTABLE);
+  Write(2, 8192, std::string(8192, 'b'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1}));
+  wp_->SetLimits(1 << 20, 1 << 20, options_.flush_delay, options_.max_background);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2})) << "room now: the waiting write goes in";
+  // A lower bound makes the next write wait.
+  wp_->SetLimits(16384, 8192, options_.flush_delay, options_.max_background);
+  Write(3, 16384, std::string(100, 'c'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+}
+
 TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
   Write(1, 0, std::string(1000, 'a'), UNSTABLE);
   Advance(options_.flush_delay);
