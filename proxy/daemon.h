@@ -62,6 +62,10 @@ class Daemon {
   MetricsRegistry& metrics() { return metrics_; }
   // Installs the write path's flush for `nfsedge flush`.
   void SetFlush(FlushFn flush);
+  // `nfsedge flush`: sends every buffered write upstream, then reports once
+  // the buffer (and the edge journal) is empty, or what is left after
+  // upstream.call_timeout_ms.
+  void FlushWrites(FlushDone done);
 
   uint16_t nfs_port() const { return nfs_port_; }
   uint16_t mount_port() const { return mount_port_; }

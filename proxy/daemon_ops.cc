@@ -2,6 +2,7 @@
 // control socket, config reload, service manager notifications.
 #include <csignal>
 #include <initializer_list>
+#include <sstream>
 #include <utility>
 
 #include "proxy/config_reload.h"
@@ -386,6 +387,7 @@ Status Daemon::StartOperations() {
                   const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); };
   d.reload = [this](ReloadOutcome* outcome) { return Reload(outcome); };
   ops_ = std::make_unique<Operations>(std::move(d));
+  SetFlush([this](FlushDone done) { FlushWrites(std::move(done)); });
   if (!config_.control.socket.empty()) {
     Operations* ops = ops_.get();
     control_ = std::make_unique<ControlServer>(
@@ -413,6 +415,59 @@ Status Daemon::StartOperations() {
 }
 
 void Daemon::SetFlush(FlushFn flush) { ops_->SetFlush(std::move(flush)); }
+
+void Daemon::FlushWrites(FlushDone done) {
+  if (!write_path_) {
+    done(Status::Ok(), "nothing buffered");
+    return;
+  }
+  struct Flush {
+    uint64_t bytes;
+    size_t files;
+    MonoTime start, deadline;
+    FlushDone done;
+  };
+  const MonoTime now = clock_.MonoNow();
+  auto f = std::make_shared<Flush>(
+      Flush{write_path_->stats().buffered_bytes, write_path_->buffered_files(), now,
+            now + std::chrono::milliseconds(config_.upstream.call_timeout_ms),
+            std::move(done)});
+  write_path_->FlushAll();
+  // Polled: the write path calls nobody back when it becomes empty.
+  auto check = std::make_shared<std::function<void()>>();
+  *check = [this, f, check] {
+    const uint64_t left = write_path_->stats().buffered_bytes;
+    const uint64_t journal = journal_ ? journal_->stats().records : 0;
+    const double secs =
+        std::chrono::duration<double>(clock_.MonoNow() - f->start).count();
+    std::ostringstream report;
+    if (left == 0 && journal == 0) {
+      report << "flushed " << f->files << " files, " << f->bytes << " bytes, in " << secs
+             << " s: the upstream has every write made stable";
+      f->done(Status::Ok(), report.str());
+      *check = nullptr;  // breaks the cycle
+      return;
+    }
+    if (clock_.MonoNow() >= f->deadline) {
+      report << left << " bytes in " << write_path_->buffered_files()
+             << " files still buffered after " << secs << " s (" << journal
+             << " journal records); the upstream is slow or refusing them (see the log)";
+      f->done(Status(StatusCode::kTimeout, report.str()), std::string());
+      *check = nullptr;
+      return;
+    }
+    timeval tv{0, 50000};
+    auto* heap = new std::function<void()>(*check);
+    event_base_once(
+        base_.get(), -1, EV_TIMEOUT,
+        [](evutil_socket_t, short, void* arg) {
+          std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
+          (*fn)();
+        },
+        heap, &tv);
+  };
+  (*check)();
+}
 
 void Daemon::ApplyLimits() {
   const Config& c = config_;

@@ -65,6 +65,12 @@ void WritePath::SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration 
   AdmitBlocked();
 }
 
+size_t WritePath::buffered_files() const {
+  size_t n = 0;
+  for (const auto& [fh, f] : files_) n += !f->pieces.empty();
+  return n;
+}
+
 void WritePath::FlushAll() {
   std::vector<std::string> held;
   for (const auto& [fh, f] : files_) {

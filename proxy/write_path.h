@@ -187,6 +187,8 @@ class WritePath {
   const std::array<char, 8>& verifier() const { return verifier_; }
   uint32_t write_size() const { return write_size_; }
   const WritePathStats& stats() const { return stats_; }
+  // Files with bytes in the buffer now.
+  size_t buffered_files() const;
 
  private:
   struct Piece;

@@ -1,5 +1,6 @@
 #include "harness/proxy_process.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,6 +58,18 @@ std::string ControlSocketPath(const ProxyProcess::Options& o) {
 }
 
 }  // namespace
+
+std::pair<int, std::string> RunNfsedge(const std::string& args) {
+  std::string cmd = ProxyProcess::DefaultBinary() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 std::string ProxyProcess::DefaultBinary() {
   const char* env = std::getenv("NFSEDGE_BINARY");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/status.h"
@@ -30,6 +31,10 @@ struct ProxyExport {
   uint32_t anon_gid = 65534;
   std::string extra_toml;  // Raw lines for this table (e.g. "acregmin = 0").
 };
+
+// Runs `nfsedge <args>` (ProxyProcess::DefaultBinary()) and returns its exit
+// code and output (both streams), e.g. a command over the control socket.
+std::pair<int, std::string> RunNfsedge(const std::string& args);
 
 class ProxyProcess {
  public:

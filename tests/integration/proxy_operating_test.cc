@@ -59,18 +59,6 @@ double Sample(const std::string& text, const std::string& series) {
   return -1;
 }
 
-// Runs `nfsedge <args>` and returns its exit code and output (both streams).
-std::pair<int, std::string> RunNfsedge(const std::string& args) {
-  std::string cmd = ProxyProcess::DefaultBinary() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

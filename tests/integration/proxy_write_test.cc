@@ -332,5 +332,21 @@ TEST_F(WriteTest, EdgeJournalAcknowledgesLocallyAndReplaysAfterKillNine) {
   EXPECT_EQ(rr.data, data.substr(0, 65536));
 }
 
+TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "f");
+  const std::string data = Content(12, 100000);
+  for (size_t off = 0; off < data.size(); off += 25000) {
+    ASSERT_TRUE(c->Write(fh, off, data.substr(off, 25000), Stable::kUnstable).ok());
+  }
+  ASSERT_NE(ReadFile(Disk() + "/f"), data) << "buffered for a minute";
+  auto [code, out] = RunNfsedge("flush --socket " + popts_.work_dir + "/control.sock");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("flushed 1 files, 100000 bytes"), std::string::npos) << out;
+  EXPECT_EQ(ReadFile(Disk() + "/f"), data) << "stable upstream once flush returns";
+}
+
 }  // namespace
 }  // namespace nfsedge::itest
