@@ -472,14 +472,27 @@ void Daemon::BeginShutdown() {
   server_->StopListening();
   shutdown_deadline_ = SteadyClock::now() + std::chrono::seconds(config_.server.shutdown_grace);
   NFSEDGE_LOG(kInfo) << "shutting down: " << server_->calls_in_flight() << " calls in flight";
+  if (write_path_ && write_path_->stats().buffered_bytes > 0) {
+    // Buffered writes go upstream now, within the grace period.
+    NFSEDGE_LOG(kInfo) << "shutting down: flushing " << write_path_->stats().buffered_bytes
+                       << " bytes of buffered writes upstream";
+    write_path_->FlushAll();
+  }
   shutdown_timer_.ArmPeriodic(std::chrono::milliseconds(20));
   CheckShutdown();
 }
 
 void Daemon::CheckShutdown() {
   size_t left = server_->calls_in_flight();
-  if (left > 0 && SteadyClock::now() < shutdown_deadline_) return;
+  const uint64_t buffered = write_path_ ? write_path_->stats().buffered_bytes : 0;
+  if ((left > 0 || buffered > 0) && SteadyClock::now() < shutdown_deadline_) return;
   if (left > 0) NFSEDGE_LOG(kWarn) << "giving up on " << left << " calls in flight";
+  if (buffered > 0) {
+    NFSEDGE_LOG(kWarn) << "stopping with " << buffered
+                       << " bytes of buffered writes not yet stable upstream: write-behind "
+                          "clients see a new verifier and send them again; journaled writes "
+                          "are sent at the next start";
+  }
   shutdown_timer_.Cancel();
   server_->CloseAll();
   scheduler_->Shutdown(Status(StatusCode::kCancelled, "shutting down"));

@@ -49,7 +49,8 @@ LinkShape Runner::LinkFor(const WorkloadInfo& w) const {
 }
 
 harness::ProxyProcess::Options Runner::ProxyOptions(const std::string& work_dir, uint16_t nfs_port,
-                                                    uint16_t mount_port, bool always_revalidate) {
+                                                    uint16_t mount_port, bool always_revalidate,
+                                                    bool write_back) {
   harness::ProxyProcess::Options p;
   p.work_dir = work_dir;
   p.binary = ProxyBinary();
@@ -63,8 +64,10 @@ harness::ProxyProcess::Options Runner::ProxyOptions(const std::string& work_dir,
   p.extra_toml = "[[export]]\npath = \"" + path + "\"\nupstream_path = \"" + path +
                  "\"\nclients = [\"127.0.0.0/8\"]\naccess = \"rw\"\nroot_squash = false\n";
   if (always_revalidate) p.extra_toml += "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
-  // The disk tier of the data cache, fresh for every run.
-  p.extra_toml = "[cache]\ndisk_dir = \"" + work_dir + "/cache\"\n\n" + p.extra_toml;
+  if (write_back) p.extra_toml += "write_back = true\n";
+  // The disk tier of the data cache and the edge journal, fresh for every run.
+  p.extra_toml = "[cache]\ndisk_dir = \"" + work_dir + "/cache\"\n[write]\njournal_dir = \"" +
+                 work_dir + "/journal\"\n\n" + p.extra_toml;
   return p;
 }
 
@@ -141,13 +144,15 @@ Status Runner::RunWorkload(const WorkloadInfo& w, Mode mode, const std::string& 
   std::unique_ptr<harness::ProxyProcess> proxy;
   harness::TcpEndpoint nfs = Loopback(emu.port(0)), mount = Loopback(emu.port(1));
   const harness::ProxyProcess::Options proxy_options =
-      ProxyOptions(log_dir + "/nfsedge", emu.port(0), emu.port(1), w.always_revalidate);
+      ProxyOptions(log_dir + "/nfsedge", emu.port(0), emu.port(1), w.always_revalidate,
+                   w.write_back);
   if (mode == Mode::kProxied) {
     auto p = harness::ProxyProcess::Start(proxy_options);
     if (!p.ok()) return Status::Error("nfsedge: " + p.status().message());
     proxy = std::move(p).value();
     nfs.port = proxy->nfs_port();
     mount.port = proxy->mount_port();
+    ctx.write_back = w.write_back;
     ctx.restart_proxy = [&]() -> Status {
       harness::ExitStatus exit = proxy->Stop();
       CollectProxyStats(*proxy, result);

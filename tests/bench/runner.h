@@ -74,9 +74,11 @@ class Runner {
   std::string ProxyBinary() const { return options_.build_dir + "/proxy/nfsedge"; }
   // nfsedge's options for an upstream on 127.0.0.1 at these ports, one
   // export (ganesha's, same path) with the default cache lifetimes, or with
-  // every lifetime 0 iff `always_revalidate`.
+  // every lifetime 0 iff `always_revalidate`, and the edge journal iff
+  // `write_back`.
   harness::ProxyProcess::Options ProxyOptions(const std::string& work_dir, uint16_t nfs_port,
-                                              uint16_t mount_port, bool always_revalidate);
+                                              uint16_t mount_port, bool always_revalidate,
+                                              bool write_back = false);
   // WAN emulator options: targets ganesha NFS, ganesha MOUNT, echo (rpc=0).
   WanEmulator::Options WanOptions(const std::string& work_dir, const LinkShape& link) const;
 

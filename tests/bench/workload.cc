@@ -31,6 +31,10 @@ const std::vector<WorkloadInfo>& AllWorkloads() {
        LinkKind::kDefault, false, &PrepareTreewalk, &RunTreewalk},
       {"stablewrite", "copy a file with FILE_SYNC writes, K in flight (Juszczak's biods)",
        LinkKind::kDefault, false, nullptr, &RunStableWrite},
+      {"stablewrite-journal",
+       "stablewrite with the edge journal (write_back): FILE_SYNC answered from the proxy's "
+       "disk",
+       LinkKind::kDefault, false, nullptr, &RunStableWrite, true},
       {"unstablewrite", "sequential UNSTABLE writes, 8 in flight, then COMMIT", LinkKind::kBulk,
        false, nullptr, &RunUnstableWrite},
       {"unstablewrite-small",

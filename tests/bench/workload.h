@@ -95,6 +95,9 @@ struct WorkloadContext {
   // Proxied runs: stops nfsedge and starts it again with the same config
   // (its disk cache survives; clients must mount again). Empty when direct.
   std::function<Status()> restart_proxy;
+  // Proxied through an export with the edge journal: stable writes reach the
+  // upstream after the proxy's flush delay, not before their reply.
+  bool write_back = false;
 };
 
 struct WorkloadReport {
@@ -144,6 +147,8 @@ struct WorkloadInfo {
   // nullptr: none.
   Status (*prepare)(const WorkloadContext& ctx);
   Status (*run)(const WorkloadContext& ctx, WorkloadReport* report);
+  // Proxied runs: the export has the edge journal (write_back = true).
+  bool write_back = false;
 };
 
 // All workloads, in run order.

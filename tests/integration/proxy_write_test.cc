@@ -348,5 +348,20 @@ TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {
   EXPECT_EQ(ReadFile(Disk() + "/f"), data) << "stable upstream once flush returns";
 }
 
+TEST_F(WriteTest, CleanShutdownFlushesBufferedWritesFirst) {
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "s");
+  const std::string data = Content(13, 80000);
+  for (size_t off = 0; off < data.size(); off += 20000) {
+    ASSERT_TRUE(c->Write(fh, off, data.substr(off, 20000), Stable::kUnstable).ok());
+  }
+  ASSERT_NE(ReadFile(Disk() + "/s"), data) << "buffered for a minute";
+  EXPECT_TRUE(proxy_->Stop().success());
+  EXPECT_EQ(ReadFile(Disk() + "/s"), data) << "SIGTERM sends buffered writes upstream first";
+  EXPECT_NE(ReadFile(proxy_->log_path()).find("flushing 80000 bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nfsedge::itest
