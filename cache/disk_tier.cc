@@ -162,6 +162,11 @@ rocksdb::Options StoreOptions() {
   o.keep_log_file_num = 2;
   o.max_log_file_size = 1 << 20;
   o.compression = rocksdb::kNoCompression;  // file data is often compressed already
+  // RocksDB holds recent writes in memory (write buffers) until it flushes
+  // them: bounded here, 2 x 8 MiB, outside cache.memory_bytes
+  // (docs/robustness.md, "Load": memory).
+  o.write_buffer_size = 8 << 20;
+  o.max_write_buffer_number = 2;
   o.level_compaction_dynamic_level_bytes = true;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = rocksdb::NewLRUCache(8 << 20);  // the memory tier caches the data
@@ -368,7 +373,13 @@ bool DiskTier::Store::Write(const std::string& key, const Block& b, uint64_t seq
   rocksdb::WriteBatch batch;
   batch.Put(key, value);
   batch.Put(IndexKey(key), EncodeRecord(seq, value.size(), b.version));
-  return db_->Write(write_, &batch).ok();
+  const rocksdb::Status s = db_->Write(write_, &batch);
+  if (!s.ok()) {
+    // A full or failing disk: reads go on from memory and the upstream.
+    NFSEDGE_LOG(kWarn) << "disk tier: cannot write a block (" << s.ToString()
+                       << "); the block is not kept on disk";
+  }
+  return s.ok();
 }
 
 bool DiskTier::Store::Delete(const std::string& key) {

@@ -41,6 +41,8 @@ rocksdb::Options StoreOptions() {
   o.paranoid_checks = true;
   o.max_background_jobs = 1;
   o.max_open_files = 64;
+  o.write_buffer_size = 4 << 20;  // small records; bounds its memory
+  o.max_write_buffer_number = 2;
   o.keep_log_file_num = 2;
   o.max_log_file_size = 1 << 20;
   o.write_buffer_size = 8 << 20;

@@ -206,6 +206,10 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
   o.max_background_jobs = 1;
   o.keep_log_file_num = 2;
   o.compression = rocksdb::kNoCompression;
+  // Records live until their bytes are stable upstream: the write buffers
+  // (memory) stay small, flushed to disk beyond 2 x 8 MiB.
+  o.write_buffer_size = 8 << 20;
+  o.max_write_buffer_number = 2;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) {

@@ -8,56 +8,44 @@
 //   (d) in those two runs, two instances at once on separate directories; and
 //       close-to-open between two mounts of the guest (two kernel NFS clients).
 //
-// main() moves the process into a private network namespace, creates the tap device
-// there (host side 10.213.0.1/30, guest 10.213.0.2) and checks that a guest can run; if
-// it cannot (uml_client.sh exits 77: linux.uml missing...), every test skips with the
-// reason. ganesha and nfsedge both listen on 10.213.0.1; nfsedge's upstream is ganesha.
+// main() (kernel_test::GuestTestMain, tests/kernel/uml_guest.h) moves the process into a
+// private network namespace, creates the tap device there (host side 10.213.0.1/30, guest
+// 10.213.0.2) and checks that a guest can run; if it cannot (uml_client.sh exits 77:
+// linux.uml missing...), every test skips with the reason. ganesha and nfsedge both
+// listen on 10.213.0.1; nfsedge's upstream is ganesha.
 //
 // Single-threaded: the tests and main() run on one thread.
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "conformance/fsx_runner.h"
 #include "conformance/tree_walk.h"
 #include "harness/files.h"
-#include "harness/private_network.h"
-#include "harness/subprocess.h"
 #include "harness/testbed.h"
-
-#ifndef NFSEDGE_UML_CLIENT_SCRIPT
-#define NFSEDGE_UML_CLIENT_SCRIPT "tests/kernel/uml_client.sh"
-#endif
+#include "kernel/uml_guest.h"
 
 namespace nfsedge::fsx_test {
 namespace {
 
-using harness::ExitStatus;
-using harness::Millis;
-
-constexpr char kTap[] = "nfsedge-tap0";
-constexpr char kHostAddress[] = "10.213.0.1";  // host side of the tap
-constexpr char kGuestNetwork[] = "10.213.0.0/30";
-constexpr uint16_t kGaneshaNfsPort = 20490;
-constexpr uint16_t kGaneshaMountPort = 20048;
-constexpr uint16_t kProxyNfsPort = 30490;
-constexpr uint16_t kProxyMountPort = 30048;
-// uml_client.sh -T: 150 s, or NFSEDGE_FSX_KERNEL_TIMEOUT seconds for longer runs.
-int GuestTimeoutSeconds() {
-  const char* env = std::getenv("NFSEDGE_FSX_KERNEL_TIMEOUT");
-  return env != nullptr && *env != '\0' ? std::atoi(env) : 150;
-}
-constexpr int kCannotRun = 77;  // uml_client.sh: no guest here
+using kernel_test::CannotRunReason;
+using kernel_test::Env;
+using kernel_test::GuestArgs;
+using kernel_test::GuestOutput;
+using kernel_test::kCannotRun;
+using kernel_test::kGaneshaMountPort;
+using kernel_test::kGaneshaNfsPort;
+using kernel_test::kHostAddress;
+using kernel_test::kProxyMountPort;
+using kernel_test::kProxyNfsPort;
+using kernel_test::RunScript;
+using kernel_test::Target;
 
 // Options that shape every guest run's sequence (the --mem run takes the same ones).
 // NFSEDGE_FSX_KERNEL_STEPS overrides the step count (longer runs by hand).
@@ -70,90 +58,6 @@ const std::vector<std::string>& Shape() {
         "--max-write", "600000"};
   }();
   return shape;
-}
-
-struct Environment {
-  std::string skip_reason;  // non-empty: no guest can run here
-  std::string error;        // non-empty: setting up failed (a test failure, not a skip)
-};
-Environment& Env() {
-  static Environment env;
-  return env;
-}
-
-std::string ScriptPath() {
-  const char* env = std::getenv("NFSEDGE_UML_CLIENT");
-  return env && *env ? env : NFSEDGE_UML_CLIENT_SCRIPT;
-}
-
-// The lines of `log` between uml_client.sh's output markers.
-std::string GuestOutput(const std::string& log) {
-  std::string out, line;
-  std::istringstream in(log);
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line == "@@OUT-BEGIN") {
-      inside = true;
-    } else if (line == "@@OUT-END") {
-      inside = false;
-    } else if (inside) {
-      out += line + "\n";
-    }
-  }
-  return out;
-}
-
-std::string CannotRunReason(const std::string& log) {
-  size_t at = log.find("cannot run: ");
-  if (at == std::string::npos) return "uml_client.sh exited 77:\n" + log;
-  size_t end = log.find('\n', at);
-  return "no kernel-client guest here: " + log.substr(at + 12, end - at - 12);
-}
-
-struct ScriptRun {
-  ExitStatus exit;
-  std::string log;
-  double seconds = 0;
-};
-
-harness::StatusOr<ScriptRun> RunScript(const std::vector<std::string>& args,
-                                       const std::string& log_path) {
-  std::vector<std::string> argv = {"/bin/bash", ScriptPath()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto start = std::chrono::steady_clock::now();
-  auto p = harness::Subprocess::Start({.argv = argv, .log_path = log_path, .env = {}});
-  if (!p.ok()) return p.status();
-  std::optional<ExitStatus> exit = (*p)->WaitForExit(Millis(1000LL * (GuestTimeoutSeconds() + 50)));
-  if (!exit) {
-    (*p)->Stop(Millis(5000));
-    return harness::Status::Error("uml_client.sh did not end in time:\n" +
-                                  harness::TailOfFile(log_path, 40));
-  }
-  ScriptRun run;
-  run.exit = *exit;
-  run.log = harness::ReadFile(log_path);
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run;
-}
-
-// From main(): can a guest run here? Builds the cached initramfs, creates the tap.
-void PrepareGuest(const std::string& log_dir) {
-  for (const char* step : {"-C", "-P"}) {
-    auto run = RunScript({step, "-t", kTap}, log_dir + "/prepare.log");
-    if (!run.ok()) {
-      Env().error = run.status().message();
-      return;
-    }
-    if (run->exit.exited && run->exit.code == kCannotRun) {
-      Env().skip_reason = CannotRunReason(run->log);
-      return;
-    }
-    if (!run->exit.success()) {
-      Env().error =
-          std::string("uml_client.sh ") + step + ": " + run->exit.ToString() + "\n" + run->log;
-      return;
-    }
-  }
 }
 
 // The guest script: nfsedge-fsx for each seed at once, each in /mnt/fsx-<seed>; prints
@@ -191,21 +95,8 @@ class FsxKernelTest : public ::testing::Test {
     ASSERT_FALSE(ec) << "copy " << FsxStaticBinary() << ": " << ec.message();
     ASSERT_EQ(::chmod((in_dir_ + "/nfsedge-fsx").c_str(), 0755), 0);
 
-    harness::Testbed::Options o;
-    o.name = "fsx-kernel";
-    o.ganesha.exports = {{.path = export_dir_}};
-    o.ganesha.bind_address = kHostAddress;
-    o.ganesha.nfs_port = kGaneshaNfsPort;
-    o.ganesha.mount_port = kGaneshaMountPort;
-    o.proxy.listen = kHostAddress;
-    o.proxy.nfs_port = kProxyNfsPort;
-    o.proxy.mount_port = kProxyMountPort;
-    o.proxy.log_level = "info";
-    harness::ProxyExport pe;
-    pe.path = pe.upstream_path = export_dir_;
-    pe.clients = {kGuestNetwork};
-    o.proxy.exports = {pe};
-    auto bed = harness::Testbed::Start(o);
+    auto bed = harness::Testbed::Start(
+        kernel_test::BedOptions("fsx-kernel", export_dir_, kHostAddress, /*proxy=*/true));
     ASSERT_TRUE(bed.ok()) << bed.status().message();
     bed_ = std::move(bed).value();
   }
@@ -221,22 +112,12 @@ class FsxKernelTest : public ::testing::Test {
                           const std::vector<uint64_t>& seeds, const std::string& name,
                           std::string script = "",
                           const std::vector<std::string>& model_options = {}) {
-    std::vector<std::string> args = {
-        "-s", kHostAddress,
-        "-n", std::to_string(proxy ? kProxyNfsPort : kGaneshaNfsPort),
-        "-m", std::to_string(proxy ? kProxyMountPort : kGaneshaMountPort),
-        "-e", export_dir_,
-        "-i", in_dir_,
-        "-t", kTap,
-        "-T", std::to_string(GuestTimeoutSeconds())};
-    if (!mount_options.empty()) {
-      args.push_back("-o");
-      args.push_back(mount_options);
-    }
+    std::vector<std::string> args =
+        GuestArgs(proxy ? Target::kProxy : Target::kGanesha, export_dir_, in_dir_, mount_options,
+                  script.empty() ? GuestScript(seeds) : script);
     if (const char* v = std::getenv("NFSEDGE_FSX_UML_VERBOSE"); v != nullptr && *v == '1') {
-      args.push_back("-v");  // the whole guest console into the log
+      args.insert(args.end() - 1, "-v");  // the whole guest console into the log
     }
-    args.push_back(script.empty() ? GuestScript(seeds) : script);
     auto run = RunScript(args, dir_.Sub(name + ".log"));
     EXPECT_TRUE(run.ok()) << run.status().message();
     if (!run.ok()) return "";
@@ -352,18 +233,8 @@ INSTANTIATE_TEST_SUITE_P(
 }  // namespace
 }  // namespace nfsedge::fsx_test
 
+// NFSEDGE_FSX_KERNEL_TIMEOUT: the guest timeout in seconds for longer runs by hand.
 int main(int argc, char** argv) {
-  using nfsedge::fsx_test::Env;
-  ::testing::InitGoogleTest(&argc, argv);
-  // Namespaces first: unshare(CLONE_NEWNS) needs a single-threaded process.
-  nfsedge::harness::Status entered = nfsedge::harness::PrivateNetwork::Enter();
-  static nfsedge::harness::TempDir setup_dir("fsx-kernel-setup");
-  if (!entered.ok()) {
-    Env().skip_reason = "cannot enter a private network namespace: " + entered.message();
-  } else if (!setup_dir.ok()) {
-    Env().error = "cannot create a temporary directory";
-  } else {
-    nfsedge::fsx_test::PrepareGuest(setup_dir.path());
-  }
-  return RUN_ALL_TESTS();
+  return nfsedge::kernel_test::GuestTestMain(argc, argv,
+                                             {.timeout_env = "NFSEDGE_FSX_KERNEL_TIMEOUT"});
 }

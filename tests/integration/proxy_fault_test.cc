@@ -8,7 +8,9 @@
 // - the WAN emulator between proxy and ganesha stopped (SIGSTOP) for a few
 //   seconds: cached reads are answered during the cut, uncached calls wait
 //   and complete once it returns, and a CREATE retransmitted by the client
-//   (same XID, new connection) is not run twice.
+//   (same XID, new connection) is not run twice;
+// - the disk tier's file system full (a small tmpfs): reads stay correct,
+//   the failed writes are logged and counted.
 //
 // The writers behave as NFSv3 clients must: a write is retried until it is
 // answered; UNSTABLE data is kept until a COMMIT returns the verifier every
@@ -16,10 +18,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -799,6 +805,51 @@ TEST_F(FaultTest, SlowUpstreamServesCachedCallsAtOnceAndUncachedOnesOnce) {
               LastLine(log, "stats upstream ").c_str(), LastLine(log, "stats outage ").c_str());
   EXPECT_EQ(log.find("upstream outage began"), std::string::npos) << "slow is not out";
   EXPECT_EQ(Counter(log, "stats upstream ", "timeouts"), 0);
+}
+
+// The disk tier's directory on a full file system (a 4 MiB tmpfs mounted by
+// the test, in its private mount namespace): RocksDB keeps blocks in its
+// memtable until that is 64 MiB, so 72 MiB are read to make a flush fail;
+// from then on the store refuses writes. Reads stay correct, the failure is
+// logged and counted (`stats data ... errors`), the proxy keeps running.
+TEST_F(FaultTest, FullDiskTierKeepsReadsCorrectAndCountsErrors) {
+  char small[] = "/tmp/nfsedge-full-XXXXXX";
+  ASSERT_NE(mkdtemp(small), nullptr);
+  ASSERT_EQ(mount("tmpfs", small, "tmpfs", 0, "size=4m"), 0) << std::strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() {
+      umount2(dir.c_str(), MNT_DETACH);
+      rmdir(dir.c_str());
+    }
+  } unmount{small};
+  StartBed("", std::string("memory_bytes = \"4M\"\nreadahead_max_bytes = 0\ndisk_dir = \"") +
+               small + "/cache\"\n");
+  ASSERT_NE(proxy_, nullptr);
+  const std::string big = Content(3, 72 << 20);
+  const std::string other = Content(4, 4 << 20);
+  ASSERT_TRUE(WriteFile(Disk() + "/big", big).ok());
+  ASSERT_TRUE(WriteFile(Disk() + "/other", other).ok());
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  MntResult m = c->Mnt("/export");
+  ASSERT_TRUE(m.ok());
+  OpenAndRead(*c, m.fh, "big", big);
+  // Keep reading (correctly) until the failed flush shows in the log.
+  const std::string line = "disk tier: cannot write a block";
+  bool logged = false;
+  for (int round = 0; round < 30 && !logged && !HasFailure(); ++round) {
+    OpenAndRead(*c, m.fh, round % 2 ? "other" : "big", round % 2 ? other : big);
+    logged = ReadFile(proxy_->log_path()).find(line) != std::string::npos;
+  }
+  EXPECT_TRUE(logged) << "no log line for the failed writes";
+  OpenAndRead(*c, m.fh, "other", other);
+  const std::string log = WaitForCounter("stats data ", "errors", 1);
+  std::printf("proxy: %s\n", LastLine(log, "stats data ").c_str());
+  EXPECT_GT(Counter(log, "stats data ", "errors"), 0) << "the failed writes are counted";
+  ASSERT_TRUE(proxy_->IsRunning());
+  ExitStatus e = proxy_->Stop();
+  EXPECT_TRUE(e.success()) << e.ToString();
 }
 
 }  // namespace

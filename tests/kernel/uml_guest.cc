@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <system_error>
 
 #include "harness/files.h"
 #include "harness/private_network.h"
@@ -20,13 +23,28 @@ namespace {
 using harness::ExitStatus;
 using harness::Millis;
 
-// The script, including its own timeout (-T).
-constexpr Millis kScriptTimeout = Millis(1000LL * (kGuestTimeoutSeconds + 50));
-
 // uml_client.sh exit codes other than the guest command's.
 constexpr int kUmountFailed = 97;
 constexpr int kGuestHung = 98;
 constexpr int kMountFailed = 99;
+
+// The script, including its own timeout (-T).
+Millis ScriptTimeout() { return Millis(1000LL * (Env().guest_timeout_seconds + 50)); }
+
+// Sets Env().guest_timeout_seconds from the environment variable `name` if that is set.
+harness::Status ReadGuestTimeout(const char* name) {
+  const char* env = name != nullptr ? std::getenv(name) : nullptr;
+  if (env == nullptr || *env == '\0') return harness::Status::OK();
+  const std::string_view text(env);
+  int seconds = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds <= 0) {
+    return harness::Status::Error(std::string(name) + "=" + env +
+                                  ": not a positive number of seconds");
+  }
+  Env().guest_timeout_seconds = seconds;
+  return harness::Status::OK();
+}
 
 std::string ScriptPath() {
   const char* env = std::getenv("NFSEDGE_UML_CLIENT");
@@ -108,7 +126,7 @@ harness::StatusOr<ScriptRun> RunScript(const std::vector<std::string>& args,
   auto start = std::chrono::steady_clock::now();
   auto p = harness::Subprocess::Start({.argv = argv, .log_path = log_path, .env = {}});
   if (!p.ok()) return p.status();
-  std::optional<ExitStatus> exit = (*p)->WaitForExit(kScriptTimeout);
+  std::optional<ExitStatus> exit = (*p)->WaitForExit(ScriptTimeout());
   if (!exit) {
     (*p)->Stop(Millis(5000));
     return harness::Status::Error("uml_client.sh did not end in time:\n" +
@@ -131,7 +149,7 @@ std::vector<std::string> GuestArgs(Target target, const std::string& export_dir,
       "-m", std::to_string(proxy ? kProxyMountPort : kGaneshaMountPort),
       "-e", export_dir,
       "-t", kTap,
-      "-T", std::to_string(kGuestTimeoutSeconds)};
+      "-T", std::to_string(Env().guest_timeout_seconds)};
   if (!in_dir.empty()) args.insert(args.end(), {"-i", in_dir});
   if (!mount_options.empty()) args.insert(args.end(), {"-o", mount_options});
   args.push_back(command);
@@ -165,13 +183,16 @@ std::string Join(const std::vector<std::string>& lines) {
   return out;
 }
 
-int GuestTestMain(int argc, char** argv) {
+int GuestTestMain(int argc, char** argv, const GuestTestOptions& options) {
   ::testing::InitGoogleTest(&argc, argv);
   // Namespaces first: unshare(CLONE_NEWNS) needs a single-threaded process.
   harness::Status entered = harness::PrivateNetwork::Enter();
   static harness::TempDir setup_dir("kernel-setup");
+  harness::Status timeout = ReadGuestTimeout(options.timeout_env);
   if (!entered.ok()) {
     Env().skip_reason = "cannot enter a private network namespace: " + entered.message();
+  } else if (!timeout.ok()) {
+    Env().error = timeout.message();
   } else if (!setup_dir.ok()) {
     Env().error = "cannot create a temporary directory";
   } else {

@@ -28,7 +28,8 @@ inline constexpr uint16_t kGaneshaNfsPort = 20490;
 inline constexpr uint16_t kGaneshaMountPort = 20048;
 inline constexpr uint16_t kProxyNfsPort = 30490;
 inline constexpr uint16_t kProxyMountPort = 30048;
-inline constexpr int kGuestTimeoutSeconds = 150;  // uml_client.sh -T
+// uml_client.sh -T unless GuestTestMain was given a timeout variable that is set.
+inline constexpr int kDefaultGuestTimeoutSeconds = 150;
 
 // uml_client.sh exit code: no guest can run here (the reason is in its output).
 inline constexpr int kCannotRun = 77;
@@ -37,6 +38,8 @@ inline constexpr int kCannotRun = 77;
 struct Environment {
   std::string skip_reason;  // non-empty: no guest can run here
   std::string error;        // non-empty: setting up failed (a test failure, not a skip)
+  // uml_client.sh -T of every guest run; RunScript allows the script 50 s more.
+  int guest_timeout_seconds = kDefaultGuestTimeoutSeconds;
 };
 Environment& Env();
 
@@ -78,9 +81,17 @@ harness::Testbed::Options BedOptions(const std::string& name, const std::string&
 // "  line\n" for each of `lines`, for failure messages.
 std::string Join(const std::vector<std::string>& lines);
 
+// What differs between the binaries whose main() is GuestTestMain.
+struct GuestTestOptions {
+  // An environment variable that, when set and non-empty, gives the guest timeout in
+  // seconds (a positive integer; anything else is a setup error), for longer runs by
+  // hand. nullptr: always kDefaultGuestTimeoutSeconds.
+  const char* timeout_env = nullptr;
+};
+
 // The main() of a kernel-client test binary: sets up Env() (see above), then runs the
 // tests.
-int GuestTestMain(int argc, char** argv);
+int GuestTestMain(int argc, char** argv, const GuestTestOptions& options = {});
 
 }  // namespace nfsedge::kernel_test
 
