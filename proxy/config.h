@@ -146,7 +146,7 @@ struct CacheConfig {
 // Tree-walk prefetch (proxy/prefetcher.h).
 struct PrefetchConfig {
   bool enabled = true;
-  uint32_t max_in_flight = 16;
+  uint32_t max_in_flight = 64;
   uint32_t max_queue = 16384;
   uint32_t depth = 16;
   uint64_t small_file_bytes = 256 << 10;
