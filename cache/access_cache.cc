@@ -22,12 +22,14 @@ void AccessCache::Put(std::string_view handle, const CredKey& cred, uint32_t ask
   if (options_.max_entries == 0) return;
   const MonoTime now = clock_.MonoNow();
   Entry fresh{asked, granted & asked, PermId::FromFattr(attr),
-              now + ComputeLifetime(l, clock_.WallNow(), ChangeId::FromFattr(attr).LastChange())};
+              now + ComputeLifetime(l, clock_.WallNow(), ChangeId::FromFattr(attr).LastChange()),
+              NfsTime{attr.ctime.seconds, attr.ctime.nseconds}};
   std::string key = Key(handle, cred);
   if (Entry* old = lru_.Peek(key)) {
     // Keep what the old entry knew about bits not asked now, but never let
     // them outlive the old entry's own expiry.
-    if (now < old->expires && old->perm == fresh.perm && (old->asked & ~asked) != 0) {
+    if (now < old->expires && old->perm == fresh.perm && old->ctime == fresh.ctime &&
+        (old->asked & ~asked) != 0) {
       fresh.granted |= old->granted & old->asked & ~asked;
       fresh.asked |= old->asked;
       fresh.expires = std::min(fresh.expires, old->expires);
@@ -52,6 +54,26 @@ void AccessCache::SetMaxEntries(size_t max_entries) {
 std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredKey& cred,
                                             uint32_t requested, const PermId& now,
                                             bool allow_expired) {
+  return Find(handle, cred, requested, now, nullptr, allow_expired);
+}
+
+std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredKey& cred,
+                                            uint32_t requested, const fattr3& now,
+                                            bool allow_expired) {
+  const NfsTime ctime{now.ctime.seconds, now.ctime.nseconds};
+  return Find(handle, cred, requested, PermId::FromFattr(now), &ctime, allow_expired);
+}
+
+bool AccessCache::Allows(std::string_view handle, const CredKey& cred, uint32_t bits,
+                         const fattr3& now, bool allow_expired) {
+  if (bits == 0) return false;  // no evidence of anything
+  std::optional<uint32_t> granted = Lookup(handle, cred, bits, now, allow_expired);
+  return granted.has_value() && *granted == bits;
+}
+
+std::optional<uint32_t> AccessCache::Find(std::string_view handle, const CredKey& cred,
+                                          uint32_t requested, const PermId& now,
+                                          const NfsTime* unchanged, bool allow_expired) {
   std::string key = Key(handle, cred);
   Entry* e = lru_.Peek(key);
   if (e == nullptr) {
@@ -63,7 +85,8 @@ std::optional<uint32_t> AccessCache::Lookup(std::string_view handle, const CredK
     stats_.stale++;
     return std::nullopt;
   }
-  if (clock_.MonoNow() >= e->expires && !allow_expired) {
+  if (clock_.MonoNow() >= e->expires && !allow_expired &&
+      (unchanged == nullptr || !(*unchanged == e->ctime))) {
     stats_.stale++;
     return std::nullopt;
   }

@@ -81,6 +81,17 @@ class AccessCache {
   bool Allows(std::string_view handle, const CredKey& cred, uint32_t bits, const PermId& now,
               bool allow_expired = false);
 
+  // The same, given the object's fresh attributes `now`: an entry past its
+  // lifetime still answers while `now` shows the ctime the object had when
+  // the upstream answered the ACCESS (attributes revalidated since, and
+  // nothing about the object changed: its mode, owner, group and ACL all
+  // move the ctime), as a Linux client keeps its access cache until the
+  // attributes change.
+  std::optional<uint32_t> Lookup(std::string_view handle, const CredKey& cred, uint32_t requested,
+                                 const fattr3& now, bool allow_expired = false);
+  bool Allows(std::string_view handle, const CredKey& cred, uint32_t bits, const fattr3& now,
+              bool allow_expired = false);
+
   // Drops the entry for (handle, cred), e.g. after the upstream refused an
   // operation the cache thought allowed.
   void Invalidate(std::string_view handle, const CredKey& cred);
@@ -99,7 +110,10 @@ class AccessCache {
     uint32_t granted;
     PermId perm;
     MonoTime expires;
+    NfsTime ctime;  // the object's, when the upstream answered
   };
+  std::optional<uint32_t> Find(std::string_view handle, const CredKey& cred, uint32_t requested,
+                               const PermId& now, const NfsTime* unchanged, bool allow_expired);
   static std::string Key(std::string_view handle, const CredKey& cred);
   void EvictToLimit();
 

@@ -125,7 +125,7 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   std::optional<fattr3> dir_attr = attrs_.Get(dir);
   if (!dir_attr || dir_attr->type != NF3DIR) return std::nullopt;
   // DESIGN rule 6: listing needs READ and LOOKUP on the directory.
-  if (!access_.Allows(dir, cred, ACCESS3_READ | ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr))) {
+  if (!access_.Allows(dir, cred, ACCESS3_READ | ACCESS3_LOOKUP, *dir_attr)) {
     return std::nullopt;
   }
   const DirPage* page = dirs_.Lookup(DirPageKey{std::string(dir), true, cookie, ToCookieVerf(verf), 0},

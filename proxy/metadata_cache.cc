@@ -128,7 +128,7 @@ std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const vo
       std::optional<fattr3> attr = Attrs(Bytes(a->object), stale);
       if (!attr) return std::nullopt;
       std::optional<uint32_t> granted =
-          access_.Lookup(Bytes(a->object), cred, a->access, PermId::FromFattr(*attr), stale);
+          access_.Lookup(Bytes(a->object), cred, a->access, *attr, stale);
       if (!granted) return std::nullopt;
       ACCESS3res res{};
       res.status = NFS3_OK;
@@ -150,7 +150,7 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
   std::optional<fattr3> dir_attr = Attrs(dir, stale);
   if (!dir_attr) return std::nullopt;
   // DESIGN rule 6: only with evidence that this credential may search dir.
-  if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*dir_attr), stale)) {
+  if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, *dir_attr, stale)) {
     return std::nullopt;
   }
   std::optional<NameHit> hit = names_.Lookup(dir, a.what.name, ChangeId::FromFattr(*dir_attr));
@@ -174,12 +174,12 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
 
 bool MetadataCache::HasSearchEvidence(std::string_view dir, const CredKey& cred) {
   std::optional<fattr3> a = attrs_.Get(dir);
-  return a && access_.Allows(dir, cred, ACCESS3_LOOKUP, PermId::FromFattr(*a));
+  return a && access_.Allows(dir, cred, ACCESS3_LOOKUP, *a);
 }
 
 bool MetadataCache::HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask) {
   std::optional<fattr3> a = attrs_.Get(fh);
-  return a && access_.Lookup(fh, cred, mask, PermId::FromFattr(*a)).has_value();
+  return a && access_.Lookup(fh, cred, mask, *a).has_value();
 }
 
 void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {

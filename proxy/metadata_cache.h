@@ -105,7 +105,7 @@ class MetadataCache {
   // With `allow_expired` (ServeStale), an expired ACCESS result counts.
   bool Allows(std::string_view fh, const CredKey& cred, uint32_t bits, const fattr3& attr,
               bool allow_expired = false) {
-    return access_.Allows(fh, cred, bits, PermId::FromFattr(attr), allow_expired);
+    return access_.Allows(fh, cred, bits, attr, allow_expired);
   }
 
   // Handles of attributes used since their fill that expire within

@@ -198,5 +198,22 @@ TEST_F(AccessCacheTest, Counters) {
   EXPECT_EQ(cache_.stats().misses, 2u);
 }
 
+// Past its lifetime, an ACCESS result still answers for attributes that
+// were revalidated and show the ctime the object had when the upstream
+// answered: nothing about the object changed. Not with another ctime, and
+// not without the attributes (PermId alone).
+TEST_F(AccessCacheTest, ExpiredResultAnswersWhileTheCtimeIsUnchanged) {
+  const fattr3 dir = Dir(0755);
+  cache_.Put("d", alice_, kLookup | kRead, kLookup | kRead, dir, kDir);
+  clock_.Advance(seconds(120));
+  EXPECT_FALSE(cache_.Lookup("d", alice_, kLookup, PermId::FromFattr(dir)));
+  EXPECT_EQ(cache_.Lookup("d", alice_, kLookup, dir), kLookup);
+  EXPECT_TRUE(cache_.Allows("d", alice_, kLookup | kRead, dir));
+  fattr3 changed = dir;
+  changed.ctime.seconds += 1;  // e.g. a chmod and back, or an ACL change
+  EXPECT_FALSE(cache_.Lookup("d", alice_, kLookup, changed));
+  EXPECT_FALSE(cache_.Lookup("d", bob_, kLookup, dir)) << "per credential still";
+}
+
 }  // namespace
 }  // namespace nfsedge
