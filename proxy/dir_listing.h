@@ -22,6 +22,11 @@
 
 namespace nfsedge {
 
+// The sizes of the READDIRPLUS calls the proxy makes by itself (tree-walk
+// prefetch, bulk revalidation): large pages, few round trips.
+inline constexpr uint32_t kListingDircount = 32 << 10;
+inline constexpr uint32_t kListingMaxcount = 256 << 10;
+
 // The limits a READDIRPLUS page was fetched with.
 struct ListingLimits {
   uint32_t dircount = 0;

@@ -91,6 +91,7 @@ void MetadataCache::SetLimits(const CacheConfig& config) {
   dirs_.SetMaxBytes(config.max_dir_bytes);
   max_children_ = config.max_name_entries;
   while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
+  while (parent_of_.size() > max_children_) parent_of_.Erase(parent_of_.Oldest()->key);
 }
 
 bool MetadataCache::ServeStale(const Export& exp) const {
@@ -442,6 +443,13 @@ void MetadataCache::RememberChild(std::string_view dir, std::string_view name,
   if (max_children_ == 0) return;
   last_child_.Put(ChildKey(dir, name), std::string(child));
   while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
+  parent_of_.Put(child, std::string(dir));
+  while (parent_of_.size() > max_children_) parent_of_.Erase(parent_of_.Oldest()->key);
+}
+
+std::optional<std::string> MetadataCache::ParentOf(std::string_view child) {
+  if (std::string* d = parent_of_.Peek(child)) return *d;
+  return std::nullopt;
 }
 
 std::string MetadataCache::KnownChild(const diropargs3& d) {

@@ -73,6 +73,9 @@ class MetadataCache {
   // Sets the bounds of the attribute, ACCESS, name and directory caches
   // from `config` (config reload); a lower bound evicts down to it at once.
   void SetLimits(const CacheConfig& config);
+  // The directory `child` was last seen in (a LOOKUP or listing), if
+  // remembered: a hint for bulk revalidation, not proof it is still there.
+  std::optional<std::string> ParentOf(std::string_view child);
   // Returns true iff answers on `exp` may now come from expired entries:
   // the upstream is out and the export has serve_stale_on_outage.
   bool ServeStale(const Export& exp) const;
@@ -186,6 +189,7 @@ class MetadataCache {
   DirCache dirs_;
   size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
+  LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in
   const OutageDetector* outage_ = nullptr;
   std::array<uint64_t, kNfsProcCount> stale_answers_{};
 };

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "proxy/dir_listing.h"
 #include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
@@ -10,8 +11,6 @@ namespace nfsedge {
 namespace {
 
 // Asked of the upstream per listing page: large pages cost fewer round trips.
-constexpr uint32_t kListDircount = 32 << 10;
-constexpr uint32_t kListMaxcount = 256 << 10;
 
 }  // namespace
 
@@ -124,8 +123,8 @@ void Prefetcher::SendList(const Job& job) {
   if (job.verf.size() == NFS3_COOKIEVERFSIZE) {
     std::memcpy(tmp.cookieverf, job.verf.data(), NFS3_COOKIEVERFSIZE);
   }
-  tmp.dircount = kListDircount;
-  tmp.maxcount = kListMaxcount;
+  tmp.dircount = kListingDircount;
+  tmp.maxcount = kListingMaxcount;
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args), &tmp, &wire);
   auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args),

@@ -22,6 +22,7 @@
 #include "proxy/metadata_cache.h"
 #include "proxy/nfs_procs.h"
 #include "proxy/read_path.h"
+#include "proxy/refresher.h"
 #include "rpc/event_loop.h"
 #include "rpc/xdr_codec.h"
 #include "test_loop.h"
@@ -246,6 +247,12 @@ class PrefetcherTest : public ::testing::Test {
         out.count = a->count;
         break;
       }
+      case NFSPROC3_GETATTR: {
+        XdrValue<GETATTR3args> a(Proc(xdr_GETATTR3args));
+        EXPECT_TRUE(a.Decode(s.args));
+        out.fh = Bytes(a->object);
+        break;
+      }
       default:
         ADD_FAILURE() << "unexpected upstream procedure " << s.proc;
     }
@@ -287,6 +294,12 @@ class PrefetcherTest : public ::testing::Test {
         ok.data.data_val = piece.data();
         ok.data.data_len = static_cast<u_int>(piece.size());
         return Xdr(Proc(xdr_READ3res), res);
+      }
+      case NFSPROC3_GETATTR: {
+        GETATTR3res res{};
+        res.status = NFS3_OK;
+        res.GETATTR3res_u.resok.obj_attributes = objects_[s.fh];
+        return Xdr(Proc(xdr_GETATTR3res), res);
       }
       case NFSPROC3_READDIRPLUS: {
         auto it = pages_.find({s.fh, s.cookie});
@@ -631,6 +644,63 @@ TEST_F(PrefetcherTest, NoReadPathNoData) {
   AnswerAll();
   EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-SMALL"}), 0u);
   EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-SMALL"}), 1u);
+}
+
+// Refresh-ahead (proxy/refresher.h): used entries about to expire that
+// share a directory are revalidated by one READDIRPLUS of it, which brings
+// them all; an entry alone in its directory by a GETATTR.
+TEST_F(PrefetcherTest, RefreshAheadListsADirectoryInsteadOfAGetattrPerEntry) {
+  std::unique_ptr<Page> page = RootPage();
+  const std::string root = "FH-ROOT", sub = "FH-SUB";
+  READDIRPLUS3args list{};
+  list.dir = Fh(root);
+  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &list, page->Results(), exp_, CredKeyOf(user_));
+  pages_[{"FH-ROOT", 0}] = std::move(page);
+  objects_["FH-LONE"] = Attr(NF3REG, 5, 500);
+  LOOKUP3args look{};
+  look.what.dir = Fh(sub);
+  look.what.name = const_cast<char*>("lone");
+  LOOKUP3res found{};
+  found.status = NFS3_OK;
+  const std::string lone = "FH-LONE";
+  found.LOOKUP3res_u.resok.object = Fh(lone);
+  found.LOOKUP3res_u.resok.obj_attributes = PostOp(objects_["FH-LONE"]);
+  found.LOOKUP3res_u.resok.dir_attributes = PostOp(objects_["FH-SUB"]);
+  meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &look, Xdr(Proc(xdr_LOOKUP3res), found), exp_,
+              CredKeyOf(user_));
+  // Clients use three entries: candidates for refresh-ahead.
+  for (const char* fh : {"FH-SMALL", "FH-BIG", "FH-LONE"}) {
+    ASSERT_TRUE(meta_.FreshAttributes(fh)) << fh;
+  }
+
+  ASSERT_EQ(meta_.ParentOf("FH-SMALL").value_or("none"), "FH-ROOT");
+  ASSERT_EQ(meta_.ParentOf("FH-LONE").value_or("none"), "FH-SUB");
+  HandleRegistry handles(100);
+  for (const char* fh : {"FH-ROOT", "FH-SUB", "FH-SMALL", "FH-BIG", "FH-LONE"}) {
+    handles.Add(fh, 0, std::string(fh) == "FH-ROOT");
+  }
+  ExportTable exports({MakeExportConfig()});
+  RefresherOptions o;
+  o.window = std::chrono::hours(1);  // every used entry is due
+  o.period = std::chrono::milliseconds(1);
+  {
+    Refresher r(base_.get(), meta_, handles, exports, up_, o);
+    r.Start();
+    for (int i = 0; i < 2000 && up_.calls.size() < 2; ++i) {
+      event_base_loop(base_.get(), EVLOOP_ONCE);
+    }
+    EXPECT_EQ(Asked(), (std::multiset<ProcFh>{{NFSPROC3_READDIRPLUS, "FH-ROOT"},
+                                              {NFSPROC3_GETATTR, "FH-LONE"}}));
+    EXPECT_EQ(r.listings(), 1u);
+    // The answers refresh the entries: they are not asked again.
+    for (size_t i = 0; i < up_.calls.size(); ++i) {
+      answered_.insert(i);
+      up_.Answer(i, Respond(i));
+    }
+    for (int i = 0; i < 50; ++i) event_base_loop(base_.get(), EVLOOP_ONCE);
+    EXPECT_EQ(up_.calls.size(), 2u);
+  }
+  Drain();
 }
 
 }  // namespace
