@@ -44,6 +44,9 @@ Daemon::~Daemon() {
   nfs_bulk_upstream_.reset();
   nfs_upstream_.reset();
   sigterm_.reset();
+  // Timers that never ran (a flush delay pending at exit): their closures.
+  for (auto& [p, free] : pending_once_) free();
+  pending_once_.clear();
   sigint_.reset();
   sigusr1_.reset();
 }
@@ -202,17 +205,8 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   wo.max_transfer = max_transfer;
   wo.flush_delay = std::chrono::milliseconds(w.flush_delay_ms);
   wo.max_background = w.max_background;
-  auto schedule = [base = base_.get()](Duration delay, std::function<void()> fn) {
-    auto* heap = new std::function<void()>(std::move(fn));
-    timeval tv = ToTimeval(delay);
-    auto run = [](evutil_socket_t, short, void* arg) {
-      std::unique_ptr<std::function<void()>> f(static_cast<std::function<void()>*>(arg));
-      (*f)();
-    };
-    if (event_base_once(base, -1, EV_TIMEOUT, run, heap, &tv) != 0) {
-      delete heap;
-      NFSEDGE_LOG(kError) << "write path: cannot arm a timer";
-    }
+  auto schedule = [this](Duration delay, std::function<void()> fn) {
+    RunLater(delay, std::move(fn));
   };
   NfsService* nfs = nfs_.get();
   // Client writes and background flushes, each in its scheduler class.
@@ -457,6 +451,27 @@ int Daemon::Run() {
   LogStats();
   NFSEDGE_LOG(kInfo) << "nfsedge stopped";
   return 0;
+}
+
+void Daemon::RunLater(Duration delay, std::function<void()> fn) {
+  struct Once {
+    Daemon* daemon;
+    std::function<void()> fn;
+  };
+  auto* once = new Once{this, std::move(fn)};
+  timeval tv = ToTimeval(delay);
+  auto run = [](evutil_socket_t, short, void* arg) {
+    std::unique_ptr<Once> o(static_cast<Once*>(arg));
+    o->daemon->pending_once_.erase(arg);
+    o->fn();
+  };
+  if (event_base_once(base_.get(), -1, EV_TIMEOUT, run, once, &tv) != 0) {
+    delete once;
+    NFSEDGE_LOG(kError) << "cannot arm a timer";
+    return;
+  }
+  // Freed at the end if it never runs (a timer still pending at exit).
+  pending_once_[once] = [once] { delete once; };
 }
 
 void Daemon::BeginShutdown() {

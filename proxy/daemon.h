@@ -12,7 +12,9 @@
 #ifndef NFSEDGE_PROXY_DAEMON_H_
 #define NFSEDGE_PROXY_DAEMON_H_
 
+#include <functional>
 #include <memory>
+#include <unordered_map>
 
 #include "cache/clock.h"
 #include "cache/handle_registry.h"
@@ -60,6 +62,9 @@ class Daemon {
   Status Reload(ReloadOutcome* outcome = nullptr);
   // The metrics registry: components add their collectors here.
   MetricsRegistry& metrics() { return metrics_; }
+  // Runs `fn` once, `delay` from now, on the loop (freed at exit if it never
+  // ran).
+  void RunLater(Duration delay, std::function<void()> fn);
   // Installs the write path's flush for `nfsedge flush`.
   void SetFlush(FlushFn flush);
   // `nfsedge flush`: sends every buffered write upstream, then reports once
@@ -129,6 +134,7 @@ class Daemon {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<RpcClient> mount_upstream_;
   std::unique_ptr<NfsService> nfs_;
+  std::unordered_map<void*, std::function<void()>> pending_once_;  // RunLater()
   std::unique_ptr<WriteJournal> journal_;  // write_back exports only
   std::unique_ptr<WritePath> write_path_;
   std::unique_ptr<MountService> mount_;

@@ -456,15 +456,7 @@ void Daemon::FlushWrites(FlushDone done) {
       *check = nullptr;
       return;
     }
-    timeval tv{0, 50000};
-    auto* heap = new std::function<void()>(*check);
-    event_base_once(
-        base_.get(), -1, EV_TIMEOUT,
-        [](evutil_socket_t, short, void* arg) {
-          std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
-          (*fn)();
-        },
-        heap, &tv);
+    RunLater(std::chrono::milliseconds(50), *check);
   };
   (*check)();
 }

@@ -182,7 +182,8 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   if (it == files_.end()) return;
   const File& f = *it->second;
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
-      !f.barriers.empty() || f.error != NFS3_OK || f.window || f.flush_scheduled ||
+      !f.barriers.empty() || (f.error != NFS3_OK && f.error != NFS3ERR_STALE) || f.window ||
+      f.flush_scheduled ||
       f.retry_scheduled || f.blocked > 0) {
     return;
   }

@@ -112,6 +112,10 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     if (!Hold(fh, false, forward)) forward();
     return;
   }
+  if (stale_.Peek(fh) != nullptr) {
+    reply(WriteError(NFS3ERR_STALE));
+    return;
+  }
   File& f = FileFor(fh, exp);
   if (f.error != NFS3_OK) {
     nfsstat3 e = f.error;
@@ -233,6 +237,10 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   if (!exp.config().write_behind) {
     stats_.forwarded++;
     if (!Hold(fh, true, forward)) forward();
+    return;
+  }
+  if (stale_.Peek(fh) != nullptr) {
+    reply(CommitError(NFS3ERR_STALE));
     return;
   }
   File& f = FileFor(fh, exp);
@@ -695,6 +703,16 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
 void WritePath::Failed(File& f, nfsstat3 status) {
   stats_.errors++;
   f.error = status;
+  if (status == NFS3ERR_STALE) {
+    // The file is gone (typically removed with writes still buffered): its
+    // handle stays stale for good, so later WRITEs and COMMITs get STALE
+    // at once, and the file's state need not be kept for them.
+    constexpr size_t kMaxStale = 4096;
+    stale_.Put(f.fh, true);
+    while (stale_.size() > kMaxStale) stale_.Erase(stale_.Oldest()->key);
+    NFSEDGE_LOG(kDebug) << "write path: buffered writes of a removed file (NFS3ERR_STALE)";
+    return;
+  }
   NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
                      << " on a buffered write; answered to the file's next WRITE or COMMIT";
 }

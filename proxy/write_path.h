@@ -80,6 +80,7 @@
 #include <vector>
 
 #include "cache/clock.h"
+#include "cache/lru_map.h"
 #include "cache/write_journal.h"
 #include "proxy/exports.h"
 #include "proxy/nfs_procs.h"
@@ -263,6 +264,8 @@ class WritePath {
   uint32_t background_ = 0;  // background WRITEs in flight
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
   std::deque<std::unique_ptr<Blocked>> blocked_;
+  // Handles the upstream called stale under buffered writes (bounded).
+  LruMap<bool> stale_;
   // Journal record -> references from pieces (0: dead, waiting for the
   // older ones), in sequence order.
   std::map<uint64_t, uint32_t> journal_refs_;

@@ -161,7 +161,22 @@ TEST_F(LoadTest, ManyConnectionsMixedWorkloadNoErrorsAllVerifiedMemoryBounded) {
               static_cast<unsigned long long>(idle >> 10),
               static_cast<unsigned long long>(hwm >> 10),
               static_cast<unsigned long long>(bound >> 10));
-  EXPECT_LE(hwm, bound);
+  // AddressSanitizer's shadow memory and quarantine multiply what the proxy
+  // holds: the bound is for real builds.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  constexpr bool kSanitized = true;
+#else
+  constexpr bool kSanitized = false;
+#endif
+#else
+  constexpr bool kSanitized = false;
+#endif
+  if (!kSanitized) {
+    EXPECT_LE(hwm, bound);
+  }
   ExitStatus e = bed_->Stop();
   EXPECT_TRUE(e.success()) << e.ToString();
 }

@@ -538,6 +538,27 @@ TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
   EXPECT_EQ(replies_[2].second.status, NFS3_OK) << "reported once";
 }
 
+// A file removed with writes still buffered: the flush meets STALE, which
+// every later WRITE or COMMIT of the handle gets at once; nothing of the
+// file is kept for it.
+TEST_F(WritePathTest, StaleFlushMakesTheHandleStaleForGood) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  WRITE3res fail{};
+  fail.status = NFS3ERR_STALE;
+  std::string out;
+  ASSERT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &fail, &out));
+  bg_.Answer(0, out);
+  EXPECT_EQ(wp_->buffered_files(), 0u);
+  Write(2, 1000, std::string(10, 'b'), UNSTABLE);
+  Write(3, 0, std::string(10, 'c'), FILE_SYNC);
+  Commit(4);
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4}));
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(replies_[i].second.status, NFS3ERR_STALE);
+  EXPECT_EQ(bg_.calls.size() + up_.calls.size(), 1u) << "nothing more sent upstream";
+}
+
 TEST_F(WritePathTest, CommitErrorReachesTheWaitingClient) {
   Write(1, 0, std::string(1000, 'a'), UNSTABLE);
   Commit(2);
