@@ -93,28 +93,27 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
   constexpr int kMaxPages = 16;
   if (page >= kMaxPages) return false;
   std::string copy = dir;
-  READDIRPLUS3args args{};
-  args.dir.data.data_val = copy.data();
-  args.dir.data.data_len = static_cast<u_int>(copy.size());
-  args.cookie = cookie;
-  std::copy(verf.begin(), verf.end(), args.cookieverf);
-  args.dircount = kListingDircount;
-  args.maxcount = kListingMaxcount;
+  // The arguments point into `copy`: made again where it lives.
+  auto make_args = [cookie, verf](std::string& d) {
+    READDIRPLUS3args a{};
+    a.dir.data.data_val = d.data();
+    a.dir.data.data_len = static_cast<u_int>(d.size());
+    a.cookie = cookie;
+    std::copy(verf.begin(), verf.end(), a.cookieverf);
+    a.dircount = kListingDircount;
+    a.maxcount = kListingMaxcount;
+    return a;
+  };
+  READDIRPLUS3args args = make_args(copy);
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args), &args, &wire);
   const Export* e = &exp;
   Status s = upstream_.Call(
       kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, AnonCred(exp), wire,
-      [this, copy, e, cookie, verf, page](StatusOr<RpcReply> r) mutable {
+      [this, copy, e, make_args, page](StatusOr<RpcReply> r) mutable {
         in_flight_--;
         if (!Succeeded(r)) return;
-        READDIRPLUS3args a{};
-        a.dir.data.data_val = copy.data();
-        a.dir.data.data_len = static_cast<u_int>(copy.size());
-        a.cookie = cookie;
-        std::copy(verf.begin(), verf.end(), a.cookieverf);
-        a.dircount = kListingDircount;
-        a.maxcount = kListingMaxcount;
+        READDIRPLUS3args a = make_args(copy);
         cache_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &a, r->results(), *e,
                      CredKey::AuthNone());
         XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));

@@ -103,6 +103,14 @@ std::string WriteOk(uint32_t count, stable_how committed, const Verf& verf, cons
   return out;
 }
 
+std::string WriteFail(nfsstat3 status) {
+  WRITE3res res{};
+  res.status = status;
+  std::string out;
+  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &res, &out));
+  return out;
+}
+
 std::string CommitOk(const Verf& verf, const fattr3& after) {
   COMMIT3res res{};
   res.status = NFS3_OK;
@@ -526,11 +534,7 @@ TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
   Write(1, 0, std::string(1000, 'a'), UNSTABLE);
   Advance(options_.flush_delay);
   ASSERT_EQ(bg_.calls.size(), 1u);
-  WRITE3res fail{};
-  fail.status = NFS3ERR_NOSPC;
-  std::string out;
-  ASSERT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &fail, &out));
-  bg_.Answer(0, out);
+  bg_.Answer(0, WriteFail(NFS3ERR_NOSPC));
   Write(2, 1000, std::string(10, 'b'), UNSTABLE);
   ASSERT_EQ(replies_.size(), 2u);
   EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
@@ -545,11 +549,7 @@ TEST_F(WritePathTest, StaleFlushMakesTheHandleStaleForGood) {
   Write(1, 0, std::string(1000, 'a'), UNSTABLE);
   Advance(options_.flush_delay);
   ASSERT_EQ(bg_.calls.size(), 1u);
-  WRITE3res fail{};
-  fail.status = NFS3ERR_STALE;
-  std::string out;
-  ASSERT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &fail, &out));
-  bg_.Answer(0, out);
+  bg_.Answer(0, WriteFail(NFS3ERR_STALE));
   EXPECT_EQ(wp_->buffered_files(), 0u);
   Write(2, 1000, std::string(10, 'b'), UNSTABLE);
   Write(3, 0, std::string(10, 'c'), FILE_SYNC);
