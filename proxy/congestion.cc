@@ -1,6 +1,7 @@
 #include "proxy/congestion.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace nfsedge {
 
@@ -15,11 +16,24 @@ constexpr uint64_t kCallEpoch = 64;
 // Delivery-rate samples are remembered this long (at least ten round trips).
 constexpr Duration kRateWindow = std::chrono::seconds(2);
 
+// Least time a transfer sample counts (against clock granularity).
+constexpr Duration kMinTransfer = std::chrono::microseconds(50);
+
 // Largest growth per round once a queue has been seen.
 constexpr double kGain = 0.125;
 // Least drop of the rate when the queue is above the target; a queue of our
 // own then shrinks by about this fraction of the round trip.
 constexpr double kMinDrop = 0.1;
+// An application-limited round still grows when its rate samples reached
+// this share of the pacing rate: the pacer held its calls back.
+constexpr double kPacerLimited = 0.5;
+// A long round's probing step grows by this factor for each round in a row
+// that found no queue; it stops at kGain.
+constexpr double kQuietStep = 4;
+// A pacing rate below this share of the rate delivered with a queue is
+// below the link's.
+constexpr double kNearLink = 0.99;
+constexpr int kMaxQuietRounds = 8;
 
 }  // namespace
 
@@ -34,20 +48,27 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
                                                           bool bulk) {
   now_ = now;
   if (in_flight_ == 0) delivered_time_ = now;
-  // Before any delivery rate is known, pace as the least window per round
-  // trip: a slow link is not flooded, a fast one is found by doubling.
-  if (bulk && pacing_rate_ <= 0 && have_base_) {
-    pacing_rate_ = static_cast<double>(options_.min_window) /
-                   Seconds(base_rtt_ + options_.queue_delay_target);
-    UpdateWindow();
+  // Small calls (probes, metadata) do not keep the link busy: a data call
+  // sent while only they are in flight starts a transfer on an idle link.
+  if (bulk && bulk_in_flight_ == 0) {
+    busy_delivered_ = delivered_;
+    busy_since_ = now;
   }
+  if (bulk && round_start_ == MonoTime{}) round_start_ = now;  // the first round
+  // Before any delivery rate is known, calls go unpaced: the first round's
+  // replies measure the link, and a fast link is not held back while it is
+  // found (a slow one meets one round of queue).
   Ticket t;
   t.bytes = bytes;
   t.delivered = delivered_;
   t.delivered_time = delivered_time_;
   t.app_limited = app_limited_until_ != 0;
   t.bulk = bulk;
+  t.sent_time = now;
+  t.busy_delivered = busy_delivered_;
+  t.busy_since = busy_since_;
   in_flight_ += bytes;
+  if (bulk) bulk_in_flight_ += bytes;
   largest_call_ = std::max(largest_call_, bytes);
   if (++sends_this_epoch_ >= kCallEpoch) {
     largest_call_prev_ = largest_call_;
@@ -59,6 +80,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
 
 void CongestionController::OnFailure(const Ticket& t) {
   in_flight_ -= std::min(in_flight_, t.bytes);
+  if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
 }
 
 void CongestionController::SetAppLimited() {
@@ -90,12 +112,19 @@ void CongestionController::UpdateBaseRtt(Duration rtt, MonoTime now) {
   }
 }
 
-void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now) {
+void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
+                                   Duration service, std::optional<Duration> transfer_service) {
   now_ = now;
   in_flight_ -= std::min(in_flight_, t.bytes);
+  if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
   delivered_ += t.bytes;
   delivered_time_ = now;
-  Duration rtt = std::max(Duration::zero(), now - sent);
+  service = std::max(Duration::zero(), service);
+  // A correction never takes a round trip below the base: the base stays
+  // what the path itself gave.
+  if (have_base_) service = std::min(service, std::max(Duration::zero(), now - sent - base_rtt_));
+  if (t.bulk) service_ = service;
+  Duration rtt = std::max(Duration::zero(), now - sent - service);
   last_rtt_ = rtt;
   counters_.samples++;
   // RFC 6298.
@@ -109,12 +138,27 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now)
   }
   UpdateBaseRtt(rtt, now);
   round_min_rtt_ = round_min_rtt_ ? std::min(*round_min_rtt_, rtt) : rtt;
+  if (t.bulk) round_min_bulk_ = round_min_bulk_ ? std::min(*round_min_bulk_, rtt) : rtt;
 
-  // BBR's delivery rate sample: what was answered since this call was sent,
-  // over the time that took.
-  double interval = Seconds(now - t.delivered_time);
-  if (t.bulk && interval > 0) {
-    double rate = static_cast<double>(delivered_ - t.delivered) / interval;
+  if (t.bulk) {
+    // BBR's delivery rate sample: what was answered since this call was
+    // sent, over the time that took.
+    double rate = 0;
+    double interval = Seconds(now - t.delivered_time);
+    if (interval > 0) rate = static_cast<double>(delivered_ - t.delivered) / interval;
+    // The transfer sample, for a call sent on an idle link: what was
+    // answered since, over the time the link spent on it (less the base
+    // round trip and the server's own time), and never less than the pacer
+    // took to send it. Every byte counted left after the idle moment, so
+    // the link carried them all within that time: the sample does not
+    // exceed its rate.
+    if (t.busy_since == t.sent_time) {
+      Duration transfer = now - t.busy_since - base_rtt_ -
+                          std::max(Duration::zero(), transfer_service.value_or(service));
+      transfer = std::max({transfer, sent - t.sent_time, base_rtt_ / 4, kMinTransfer});
+      rate = std::max(rate,
+                      static_cast<double>(delivered_ - t.busy_delivered) / Seconds(transfer));
+    }
     if (!t.app_limited || rate > BottleneckRate()) {
       rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
       round_rate_ = std::max(round_rate_, rate);
@@ -122,7 +166,14 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now)
   }
   if (t.app_limited) round_app_limited_ = true;
   if (app_limited_until_ != 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
-  if (t.delivered >= round_end_delivered_) OnRoundEnd(now);
+  // Rounds are counted by data calls: small calls answered while one large
+  // call is on the wire do not end its round.
+  if (t.bulk && t.delivered >= round_end_delivered_) OnRoundEnd(now);
+}
+
+double CongestionController::LongRoundShare(Duration round_length) const {
+  if (round_length <= Duration::zero()) return 1;
+  return Seconds(options_.queue_delay_target / 2) / Seconds(round_length);
 }
 
 double CongestionController::BottleneckRate() const {
@@ -142,17 +193,28 @@ void CongestionController::OnRoundEnd(MonoTime now) {
   const double bw = BottleneckRate();
   round_++;
   round_rate_ = 0;
-  const Duration round_min = *round_min_rtt_;
+  // A round's data calls judge its queue when it has any: small calls sent
+  // early in a long round (one large call) did not see the queue it built.
+  const Duration round_min = round_min_bulk_.value_or(*round_min_rtt_);
   round_min_rtt_.reset();
+  round_min_bulk_.reset();
   const bool app_limited = round_app_limited_;
   round_app_limited_ = false;
+  const Duration round_length = now - round_start_;
+  round_start_ = now;
   if (pacing_rate_ <= 0) {
     if (bw <= 0) return;  // nothing sent in bulk yet: nothing to control
     pacing_rate_ = bw;
   }
 
+  // The pacer, not the application, held the calls back when they went out
+  // at about the pacing rate.
+  const bool pacer_limited = recent_rate >= kPacerLimited * pacing_rate_;
   const Duration target = options_.queue_delay_target;
   const Duration queue = round_min - base_rtt_;
+  // A queue of half the target or more: the link was full, and the
+  // round's delivery rate is what it carries.
+  if (queue >= target / 2 && recent_rate > 0) queue_rate_ = recent_rate;
   if (hold_round_) {
     // This round's replies were mostly sent before the last drop: wait
     // for the next to judge it.
@@ -181,27 +243,78 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     drop_min_ = round_min;
     drop_time_ = now;
   }
+  bool quiet = false;
   if (queue > target) {
     seen_queue_ = true;
     // At least kMinDrop, so that the drop changes the calls in flight and
     // its effect on the delay can be seen.
-    double factor = std::clamp(Seconds(base_rtt_ + target) / Seconds(base_rtt_ + queue), 0.5,
-                               1.0 - kMinDrop);
+    // A round much longer than the queue (large calls, each a long
+    // transfer) drains that queue with a smaller drop.
+    // So does a large call on the wire longer than this round lasted (the
+    // first round, of a small call, before the first large one).
+    Duration horizon = round_length;
+    const uint64_t largest = std::max({largest_call_, largest_call_prev_, bulk_in_flight_});
+    if (recent_rate > 0) {
+      horizon = std::max(horizon, std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                                      static_cast<double>(largest) / recent_rate)));
+    }
+    double factor = Seconds(base_rtt_ + target) / Seconds(base_rtt_ + queue);
+    if (horizon > queue) factor = std::max(factor, 1.0 - Seconds(queue) / Seconds(horizon));
+    factor = std::clamp(factor, 0.5, 1.0 - std::min(kMinDrop, LongRoundShare(horizon)));
     double basis = recent_rate > 0 ? std::min(pacing_rate_, recent_rate) : pacing_rate_;
     pacing_rate_ = basis * factor;
     drop_factor_ = factor;
     hold_round_ = true;
     counters_.decreases++;
-  } else if (queue < target / 2 && !app_limited) {
+  } else if (queue < target / 2 && (!app_limited || pacer_limited)) {
     // Doubling until the first queue; then growth that slows as the delay
     // approaches half the target (LEDBAT's proportional step).
+    // In a long round (large calls), below the rate the link carried when
+    // it last had a queue, the rate returns to it by up to kGain a round;
+    // at or above it (and in the start-up), it probes for more by a step
+    // kept to what builds half the target's queue by the round's end,
+    // multiplied by kQuietStep for each round in a row that found no queue
+    // at all (the pacer, not the link, was the limit).
+    const bool long_round = LongRoundShare(round_length) < kGain;
+    const bool below_link = long_round && pacing_rate_ < kNearLink * queue_rate_;
     double gain = 2.0;
-    if (seen_queue_) gain = 1.0 + kGain * (1.0 - Seconds(queue) / Seconds(target / 2));
+    if (seen_queue_ || long_round) {
+      // Doubling is for short rounds: a long round's step, start-up or
+      // not, stops at kGain (a larger one would fill the queue in a round).
+      double step = kGain;
+      if (long_round && !below_link) {
+        step = std::min(step, LongRoundShare(round_length) * std::pow(kQuietStep, quiet_rounds_));
+      }
+      gain = 1.0 + step * (1.0 - Seconds(queue) / Seconds(target / 2));
+    }
     // Never far beyond what was delivered: a rate that was not measured
-    // would only build a queue.
-    if (bw > 0) pacing_rate_ = std::min(pacing_rate_ * gain, bw * gain);
+    // would only build a queue. Without a queue, never below what this
+    // round delivered.
+    if (bw > 0) {
+      double next = std::min(pacing_rate_ * gain, bw * gain);
+      // In a long round that the pacer held back, what was delivered falls
+      // short of the pacing rate by the pacer's own gaps, not the link's:
+      // without a queue, the step is from the pacing rate.
+      if (long_round && pacer_limited && queue < target / 4) next = pacing_rate_ * gain;
+      // Below the rate the link carried with a queue, and no queue now:
+      // the queue of the last drop has drained, back to that rate at once.
+      if (below_link) next = queue_rate_;
+      // (With some queue, the round's rate is the link's, or above it when
+      // the server's time is overestimated: no floor then.)
+      const bool floor = seen_queue_ && queue < target / 4;
+      pacing_rate_ = floor ? std::max(next, recent_rate) : next;
+    }
     counters_.increases++;
+    quiet = long_round && !below_link && queue < target / 4;
+  } else if (queue >= target / 2 && LongRoundShare(round_length) < kGain) {
+    // Between half the target and the target in a long round (large calls):
+    // the next call would keep that queue all through its transfer, so the
+    // rate eases off by what brings it back to a quarter of the target by
+    // the round's end.
+    pacing_rate_ *= 1.0 - Seconds(queue - target / 4) / Seconds(round_length);
   }
+  // Probing speeds up only while the rounds that grew show no queue at all.
+  quiet_rounds_ = quiet ? std::min(quiet_rounds_ + 1, kMaxQuietRounds) : 0;
   UpdateWindow();
 }
 
@@ -211,7 +324,8 @@ void CongestionController::UpdateWindow() {
   // rather than a pacing rate that may be probing above it.
   double rate = pacing_rate_;
   if (seen_queue_ && BottleneckRate() > 0) rate = std::min(rate, BottleneckRate());
-  double w = rate * Seconds(base_rtt_ + options_.queue_delay_target) +
+  // Calls in the server's hands (its own time per call) are in flight too.
+  double w = rate * Seconds(base_rtt_ + service_ + options_.queue_delay_target) +
              2.0 * static_cast<double>(std::max(largest_call_, largest_call_prev_));
   w = std::clamp(w, static_cast<double>(options_.min_window),
                  static_cast<double>(options_.max_window));

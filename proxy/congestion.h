@@ -7,33 +7,60 @@
 //  - round trips, from the moment a call's last byte left the proxy to its
 //    reply; their minimum over `base_rtt_window` is the path's base RTT, and
 //    anything above it is queueing delay;
-//  - a delivery rate (bytes answered per second, BBR's sample per reply of
-//    a data call), whose maximum over the last two seconds (at least ten
-//    round trips) estimates the bottleneck's rate.
+//  - a delivery rate (bytes answered per second), whose maximum over the
+//    last two seconds (at least ten round trips) estimates the bottleneck's
+//    rate. Each reply of a data call gives the larger of two samples: BBR's
+//    (bytes answered since the call was sent, over that time), and the
+//    transfer sample: bytes answered since the link was last idle (nothing
+//    in flight) over that time less the base RTT and the server's own time,
+//    so that one large call at a time, whose BBR sample counts a whole
+//    round trip, still measures the link.
 //
 // What it decides, once per round trip ("round"), from the smallest round
-// trip of that round:
+// trip of that round (of its data calls, if it had any):
 //  - queueing delay below half the target: the pacing rate grows (x2 until
 //    the first queue is seen, then by up to 12.5% per round, less as the
 //    delay nears half the target; not beyond the delivery rate x that gain),
-//    unless the round was limited by the application rather than the rate;
+//    and, once a queue was seen, never below the rate a round without a
+//    queue (below a quarter of the target) delivered.
+//    A round limited by the application grows only if its calls went out
+//    at half the pacing rate or more (the pacer, not the application, was
+//    the limit: one call at a time, paced). In a long round (large calls:
+//    half the target is less than 12.5% of the round), below the rate the
+//    link delivered when it last had a queue the rate returns to that rate
+//    at once (the queue of the last drop has drained); at or above it, and
+//    in the start-up, a step moves the queue by at most half the target by
+//    the round's end, x4 for each round in a row that grew without a queue
+//    (up to 12.5%, in the start-up too), so a rate far below the link
+//    finds it within a few rounds;
 //  - queueing delay above the target: the rate drops below the measured
-//    delivery rate in proportion, (base + target) / (base + delay), at
-//    least by 10% and at most by half, so the queue the proxy built drains
+//    delivery rate in proportion, (base + target) / (base + delay), or, in
+//    a round much longer than the delay (large calls), by the share the
+//    queue takes of the round or of the largest recent call's time on the
+//    wire, if longer; at least by 10% (less in a round much longer than the
+//    target) and at most by half, so the queue the proxy built drains
 //    within about a round; the round after a drop is not judged (its calls
 //    left before the drop);
-//  - in between: the rate holds.
+//  - in between: the rate holds, except in a long round, where it eases
+//    off by what brings the queue back to a quarter of the target by the
+//    round's end (the next large call would keep it all through).
 // The window (bytes handed upstream and not yet answered) follows the rate:
-// rate x (base RTT + target) plus two of the largest recent calls, so that a
-// pacer below always has the next call ready while one is on the wire.
+// rate x (base RTT + the server's time per call + target) plus two of the
+// largest recent calls, so that a pacer below always has the next call
+// ready while one is on the wire.
+//
+// Pacing starts with the first queue: until a round has shown a queue above
+// the target, applied_pacing_rate() is 0 and the window alone bounds what is
+// sent, so a fast link that the sender never fills is not held back while
+// its rate is being found (a slow one meets one round of queue, from the
+// first calls, before their replies set the rate).
 //
 // A longer path is told apart from a queue: a queue of the proxy's own
 // drains after the rate drops, by about (1 - factor) x the time since. When
 // the smallest round trip has not come down half that much after two drops
 // in a row, the path itself changed: the base RTT is re-seated there, and
 // the rate restored to the delivery rate measured, instead of waiting for
-// the windowed minimum to expire. Before any delivery is measured, data
-// calls are paced at min_window per (base RTT + target).
+// the windowed minimum to expire.
 //
 // Retransmission timeout: RFC 6298 from the same samples, clamped to
 // [rto_floor, rto_ceiling].
@@ -91,6 +118,9 @@ class CongestionController {
     MonoTime delivered_time;   // when the last of those was answered
     bool app_limited = false;
     bool bulk = true;  // a data call: gives delivery-rate samples
+    MonoTime sent_time;         // handed upstream
+    uint64_t busy_delivered = 0;  // bytes answered when no data call was last in flight
+    MonoTime busy_since;          // when that was
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -103,8 +133,15 @@ class CongestionController {
   // count as bytes in flight and give round trips, but no delivery rate.
   Ticket OnSend(uint64_t bytes, MonoTime now, bool bulk = true);
   // A reply for `t`'s call arrived at `now`; its last byte left at `sent`.
+  // `service` is the part of the round trip that is the server's own work
+  // for this kind of call (a FILE_SYNC write's least fsync), not queueing:
+  // it is taken off the round trip and, unless `transfer_service` says
+  // otherwise (a first sample, whose server time is not known yet), off the
+  // transfer time.
   // REQUIRES: sent <= now
-  void OnReply(const Ticket& t, MonoTime sent, MonoTime now);
+  void OnReply(const Ticket& t, MonoTime sent, MonoTime now,
+               Duration service = Duration::zero(),
+               std::optional<Duration> transfer_service = std::nullopt);
   // The call ended without a usable reply (error, timeout): no sample.
   void OnFailure(const Ticket& t);
   // The sender has nothing more to send although the window has room: the
@@ -121,6 +158,17 @@ class CongestionController {
   // Bytes per second the sender should not exceed; 0 = not paced (no
   // measurement yet).
   double pacing_rate() const { return pacing_rate_; }
+  // The rate the sender should pace at: 0 (not paced) until the path has
+  // shown a queue above the target, then pacing_rate(). Pacing only
+  // matters once the link, not the sender, is the limit; before that it
+  // would only hold a fast link back while its rate is being found.
+  // Before that, the calls in flight beyond the window (one large call
+  // sent alone) are still paced at pacing_rate(), so the first large call
+  // on a slow link does not fill its queue. To be read after OnSend and
+  // after OnReply.
+  double applied_pacing_rate() const {
+    return seen_queue_ || in_flight_ > window_ ? pacing_rate_ : 0;
+  }
   Duration rto() const;
   CongestionStats stats() const;
 
@@ -131,6 +179,9 @@ class CongestionController {
   // The largest delivery rate sample of the last kRateWindow (or ten
   // smoothed round trips, if longer).
   double BottleneckRate() const;
+  // Half the queue delay target as a share of a round of `round_length`:
+  // the change of rate that, kept for the round, moves the queue by that.
+  double LongRoundShare(Duration round_length) const;
 
   CongestionOptions options_;
 
@@ -138,6 +189,8 @@ class CongestionController {
   uint64_t window_;
   double pacing_rate_ = 0;
   bool seen_queue_ = false;  // leaves the doubling start-up
+  int quiet_rounds_ = 0;     // rounds in a row that grew without a queue
+  double queue_rate_ = 0;    // delivery rate of the last round with a queue
 
   // Round trips.
   std::optional<Duration> srtt_, rttvar_;
@@ -154,6 +207,10 @@ class CongestionController {
   uint64_t delivered_ = 0;
   MonoTime delivered_time_;
   uint64_t app_limited_until_ = 0;  // delivered count; 0 = not limited
+  uint64_t bulk_in_flight_ = 0;     // bytes of data calls in flight
+  Duration service_{};              // server time of the last data call
+  uint64_t busy_delivered_ = 0;     // delivered_ when bulk_in_flight_ was last 0
+  MonoTime busy_since_;
   static constexpr int kRateSamples = 64;
   struct RateSample {
     MonoTime at;
@@ -169,7 +226,9 @@ class CongestionController {
   // The current round.
   uint64_t round_end_delivered_ = 0;
   uint64_t round_ = 0;
+  MonoTime round_start_;
   std::optional<Duration> round_min_rtt_;
+  std::optional<Duration> round_min_bulk_;  // of data calls only
   bool round_app_limited_ = false;
   bool hold_round_ = false;
   // Route-change detection: the smallest round trip when the rate last

@@ -20,6 +20,10 @@ constexpr uint32_t kProcCommit = 21;
 // Bytes of RPC and NFS headers around a call and its reply.
 constexpr uint64_t kCallOverhead = 200;
 
+// An interactive call handed upstream this close to a data call's last
+// byte met the same queue on the path.
+constexpr Duration kMetaNear = std::chrono::milliseconds(60);
+
 // Returns the big-endian uint32 that ends `args` (READ's count, READDIR's
 // count, READDIRPLUS's maxcount), or 0.
 uint64_t TrailingCount(std::string_view args) {
@@ -243,6 +247,9 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
   const bool write = IsWrite(prog, proc);
   if (write) writes_in_flight_++;
   RpcCaller& lane = cls == CallClass::kInteractive ? metadata_ : bulk_;
+  if (cls != CallClass::kInteractive && hooks_.set_pacing_rate) {
+    hooks_.set_pacing_rate(cc_.applied_pacing_rate());
+  }
   std::weak_ptr<bool> alive = alive_;
   Status s = lane.Call(prog, vers, proc, cred, args,
                        [this, alive, t, now, proc, write, done = std::move(done)](
@@ -274,16 +281,51 @@ void UpstreamScheduler::OnReply(uint32_t proc, const CongestionController::Ticke
     // Normalize: this procedure's least round trip above the least of any.
     Duration rtt = now - sent;
     Duration& mine = proc_min_rtt_[proc];
-    if (mine == Duration::zero() || rtt < mine) mine = std::max(rtt, Duration(1));
+    // A procedure's first round trip is all taken for server time: its
+    // transfer sample is then measured without that correction (it would
+    // leave nothing of it).
+    const bool first = mine == Duration::zero();
+    if (first || rtt < mine) mine = std::max(rtt, Duration(1));
     Duration least = mine;
     for (Duration d : proc_min_rtt_) {
       if (d != Duration::zero()) least = std::min(least, d);
     }
-    cc_.OnReply(t, sent + (mine - least), now);
+    Duration service = mine - least;
+    if (!t.bulk) {
+      meta_[next_meta_++ % kMetaSamples] = MetaSample{submitted, rtt - mine};
+    } else {
+      // When an interactive call met the path's queue at about the moment
+      // this call's last byte joined it, the rest of its round trip is the
+      // server's: the least of those bounds the correction.
+      if (std::optional<Duration> queue = MetaQueueNear(sent)) {
+        Duration server = std::max(Duration::zero(), rtt - least - *queue);
+        Duration& known = proc_service_[proc];
+        if (known == Duration::zero() || server < known) known = std::max(server, Duration(1));
+      }
+      if (proc_service_[proc] != Duration::zero()) {
+        service = std::min(service, proc_service_[proc]);
+      }
+    }
+    cc_.OnReply(t, sent, now, service,
+                first ? std::optional<Duration>(Duration::zero()) : std::nullopt);
   }
-  if (hooks_.set_pacing_rate) hooks_.set_pacing_rate(cc_.pacing_rate());
+  if (hooks_.set_pacing_rate) hooks_.set_pacing_rate(cc_.applied_pacing_rate());
   if (hooks_.set_retransmit_timeout) hooks_.set_retransmit_timeout(cc_.rto());
   Pump();
+}
+
+std::optional<Duration> UpstreamScheduler::MetaQueueNear(MonoTime at) const {
+  std::optional<Duration> best;
+  Duration best_gap = kMetaNear;
+  for (const MetaSample& m : meta_) {
+    if (m.sent == MonoTime{}) continue;
+    Duration gap = m.sent > at ? m.sent - at : at - m.sent;
+    if (gap <= best_gap) {
+      best_gap = gap;
+      best = m.queue;
+    }
+  }
+  return best;
 }
 
 SchedulerStats UpstreamScheduler::stats() const {

@@ -22,9 +22,15 @@
 // Every reply is a round-trip sample for the controller (from the moment
 // the call's last byte left, RpcReply::sent_at, when the transport says so),
 // normalized per procedure so that a server's own work (a FILE_SYNC write's
-// fsync) is not taken for queueing; COMMIT gives no sample. After each reply
-// the scheduler passes the controller's pacing rate and retransmission
-// timeout to the transport through SchedulerHooks.
+// fsync) is not taken for queueing: the procedure's least round trip above
+// the least of any, bounded by what remains of a data call's round trip
+// once the queue that an interactive call met at about the same moment is
+// taken off (a standing queue that every WRITE meets is not server time);
+// a procedure's first sample is all server time, but its transfer sample
+// is not corrected. COMMIT gives no sample. Before each bulk call and after
+// each reply the scheduler passes the controller's applied pacing rate (and
+// after each reply the retransmission timeout) to the transport through
+// SchedulerHooks.
 //
 // Thread-safety: none; everything runs on the event loop's thread. Callbacks
 // are never run from inside Call().
@@ -37,6 +43,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cache/clock.h"
@@ -135,6 +142,9 @@ class UpstreamScheduler {
               std::string_view args, ReplyCallback done, uint64_t bytes);
   void OnReply(uint32_t proc, const CongestionController::Ticket& t, MonoTime submitted,
                const StatusOr<RpcReply>& r);
+  // Returns the queueing delay met by the interactive call handed upstream
+  // nearest to `at` (within kMetaNear), if one was answered.
+  std::optional<Duration> MetaQueueNear(MonoTime at) const;
   bool WriteCapped() const { return writes_in_flight_ >= options_.max_writes_in_flight; }
 
   const Clock& clock_;
@@ -152,6 +162,21 @@ class UpstreamScheduler {
   double background_credit_ = 0;
   // Smallest round trip seen per NFS procedure, to normalize samples.
   std::array<Duration, 32> proc_min_rtt_{};
+  // A data procedure's server time (its least round trip less the base
+  // less the queue that an interactive call sent at about the same moment
+  // met on the same path), once measured; 0 = not yet. Bounds the
+  // correction above, which alone would take a standing queue that every
+  // call of the procedure meets for server time.
+  std::array<Duration, 32> proc_service_{};
+  // Queueing delay met by recent interactive calls: when each was handed
+  // upstream, and its round trip less its procedure's least.
+  struct MetaSample {
+    MonoTime sent;
+    Duration queue{};
+  };
+  static constexpr size_t kMetaSamples = 16;
+  std::array<MetaSample, kMetaSamples> meta_{};
+  size_t next_meta_ = 0;
   bool pumping_ = false, pump_again_ = false;
   bool shut_down_ = false;
   SchedulerStats stats_;

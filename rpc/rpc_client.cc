@@ -432,7 +432,9 @@ void RpcClient::PaceOut() {
   if (tokens_at_ != SteadyClock::time_point{}) {
     tokens_ += pacing_rate_ * std::chrono::duration<double>(now - tokens_at_).count();
   }
-  tokens_ = std::min(tokens_, quantum);
+  // While calls wait, a timer that fired late does not cost the rate: up to
+  // a second quantum of the time is made up.
+  tokens_ = std::min(tokens_, paced_.empty() ? quantum : 2 * quantum);
   tokens_at_ = now;
   while (!paced_.empty()) {
     PacedWrite& w = paced_.front();
