@@ -1,0 +1,78 @@
+// ReadPath and writes through the proxy: a write the upstream answered
+// drops the file's cached blocks even under the same version (a server's
+// timestamps are coarser than its writes), and READ replies that left
+// before it are not stored.
+
+#include "read_path_fixture.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace read_path_test;  // NOLINT: test file, the fixture's names throughout.
+
+
+// 4d. A write the upstream answered drops the file's blocks even when the
+// version it leaves is the one they carry (the server's timestamps did not
+// tick between the two): the next READ fetches the new bytes.
+TEST_F(ReadPathTest, AnsweredWriteDropsBlocksOfTheSameVersion) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 6000), 0, 6000);
+  const size_t calls = up_.calls.size();
+  // Same size, same times, other bytes: only the write through the proxy
+  // tells.
+  SetFile(Content(10000, 7), file().attr.mtime.seconds);
+  rp_->NoteWrite(file_);
+  ExpectData(ReadNow(0, 6000), 0, 6000);
+  EXPECT_GT(up_.calls.size(), calls) << "the old blocks must not be served";
+}
+
+// 4e. A READ the upstream answered before a write, whose reply comes after
+// the write's, is not stored (its data predates the write): the waiting
+// client READ fetches again and gets the written bytes.
+TEST_F(ReadPathTest, FetchOvertakenByAWriteIsNotStored) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome out;
+  Read(0, 3000, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  const std::string before = Respond(up_.calls[0]);  // executed before the write
+  SetFile(Content(10000, 8), file().attr.mtime.seconds);
+  rp_->NoteWrite(file_);
+  hold_ = false;
+  up_.Answer(0, before);
+  Drain();
+  ExpectData(out, 0, 3000);
+  EXPECT_EQ(rp_->stats().overtaken, 1u);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+}
+
+// 4f. The same for a READ forwarded as is: its reply is not learned when it
+// left before the write was answered; one that left after is.
+TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 0;
+  a.count = 2 * kBlock;
+  FakeUpstream::Seen seen{
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+  const auto sent = std::chrono::steady_clock::now();
+  const std::string old_reply = Respond(seen);
+  SetFile(Content(10000, 9), file().attr.mtime.seconds);
+  rp_->NoteWrite(file_);
+  rp_->LearnForwarded(a, old_reply, sent);
+  EXPECT_EQ(rp_->stats().overtaken, 1u);
+  ExpectData(ReadNow(10, 100), 10, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "nothing was cached: fetched";
+
+  const size_t calls = up_.calls.size();
+  rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
+  ExpectData(ReadNow(kBlock, 100), kBlock, 100);
+  EXPECT_EQ(up_.calls.size(), calls) << "a reply sent after the write is learned";
+}
+
+// 5. Upstream READ sizes follow FSINFO, whatever the client asks.
+
+}  // namespace
+}  // namespace nfsedge
