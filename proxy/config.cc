@@ -253,6 +253,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("max_queue", 16, 1 << 24, &c.prefetch.max_queue);
     r.Uint("depth", 0, 1024, &c.prefetch.depth);
     r.Bytes("small_file_bytes", 0, 1 << 20, &c.prefetch.small_file_bytes);
+    r.Uint("walk_idle_ms", 100, 600000, &c.prefetch.walk_idle_ms);
     r.RejectUnknownKeys();
   }
   if (const toml::table* w = table("write")) {

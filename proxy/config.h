@@ -150,6 +150,7 @@ struct PrefetchConfig {
   uint32_t max_queue = 16384;
   uint32_t depth = 16;
   uint64_t small_file_bytes = 256 << 10;
+  uint32_t walk_idle_ms = 5000;  // a walk without a client call for this long has stopped
 };
 
 // Upstream scheduler and congestion control (proxy/scheduler.h,

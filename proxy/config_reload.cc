@@ -70,6 +70,7 @@ std::vector<ReloadKey> MakeReloadKeys() {
       NFSEDGE_KEY("prefetch.max_queue", kRestart, prefetch.max_queue),
       NFSEDGE_KEY("prefetch.depth", kRestart, prefetch.depth),
       NFSEDGE_KEY("prefetch.small_file_bytes", kRestart, prefetch.small_file_bytes),
+      NFSEDGE_KEY("prefetch.walk_idle_ms", kRestart, prefetch.walk_idle_ms),
 
       NFSEDGE_KEY("scheduler.queue_delay_target_ms", kLive, scheduler.queue_delay_target_ms),
       NFSEDGE_KEY("scheduler.base_rtt_window_s", kLive, scheduler.base_rtt_window_s),

@@ -59,15 +59,15 @@ void Daemon::LogStats() {
     procs << " " << FindNfsProc(i)->name << "=" << st.calls << "/" << st.cache_answers << "/"
           << st.local_errors << "/" << st.upstream_errors;
   }
-  NFSEDGE_LOG(kInfo) << "stats nfs calls/cache_answers/refused/upstream_errors:" << procs.str();
+  NFSEDGE_LOG_ASKED(kInfo) << "stats nfs calls/cache_answers/refused/upstream_errors:" << procs.str();
   const DrcStats d = nfs_->drc_stats();
-  NFSEDGE_LOG(kInfo) << "stats drc entries=" << d.entries << " recorded=" << d.recorded
+  NFSEDGE_LOG_ASKED(kInfo) << "stats drc entries=" << d.entries << " recorded=" << d.recorded
                      << " replayed=" << d.replayed << " joined=" << d.joined
                      << " evicted=" << d.evicted;
   const AttrCacheStats& a = cache_.attrs().stats();
   const AccessCacheStats& x = cache_.access().stats();
   const NameCacheStats& n = cache_.names().stats();
-  NFSEDGE_LOG(kInfo) << "stats cache attr entries=" << cache_.attrs().size() << " hits=" << a.hits
+  NFSEDGE_LOG_ASKED(kInfo) << "stats cache attr entries=" << cache_.attrs().size() << " hits=" << a.hits
                      << " misses=" << a.misses << " expired=" << a.expired
                      << " evictions=" << a.evictions << "; access entries="
                      << cache_.access().size() << " hits=" << x.hits << " misses=" << x.misses
@@ -77,17 +77,17 @@ void Daemon::LogStats() {
                      << " dirs_dropped=" << n.dirs_dropped << "; handles=" << handles_.size()
                      << "; refresh_ahead=" << refresher_->sent();
   const ClientStats& u = nfs_upstream_->stats();
-  NFSEDGE_LOG(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
+  NFSEDGE_LOG_ASKED(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies
                      << " timeouts=" << u.timeouts << " resent=" << u.resent
                      << " reconnects=" << u.reconnects << " refused=" << u.refused;
   const ClientStats& b = nfs_bulk_upstream_->stats();
-  NFSEDGE_LOG(kInfo) << "stats upstream_bulk calls=" << b.calls << " replies=" << b.replies
+  NFSEDGE_LOG_ASKED(kInfo) << "stats upstream_bulk calls=" << b.calls << " replies=" << b.replies
                      << " timeouts=" << b.timeouts << " resent=" << b.resent
                      << " retransmits=" << b.retransmits << " reconnects=" << b.reconnects
                      << " refused=" << b.refused << "; nfs retransmits=" << u.retransmits;
-  NFSEDGE_LOG(kInfo) << scheduler_->StatsLine();
+  NFSEDGE_LOG_ASKED(kInfo) << scheduler_->StatsLine();
   const OutageStats& o = outage_->stats();
-  NFSEDGE_LOG(kInfo) << "stats outage out=" << outage_->out() << " outages=" << o.outages
+  NFSEDGE_LOG_ASKED(kInfo) << "stats outage out=" << outage_->out() << " outages=" << o.outages
                      << " probes=" << o.probes << " stale_answers getattr="
                      << cache_.stale_answers(NFSPROC3_GETATTR)
                      << " access=" << cache_.stale_answers(NFSPROC3_ACCESS)
@@ -97,9 +97,10 @@ void Daemon::LogStats() {
   LogWriteStats();
   if (prefetcher_) {
     const PrefetchStats& p = prefetcher_->stats();
-    NFSEDGE_LOG(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
+    NFSEDGE_LOG_ASKED(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
                        << " lists=" << p.lists << " access=" << p.access << " files=" << p.files
-                       << " errors=" << p.errors;
+                       << " errors=" << p.errors << " walks=" << p.walks
+                       << " walks_stopped=" << p.walks_stopped << " discarded=" << p.discarded;
   }
 }
 
@@ -179,7 +180,7 @@ void Daemon::LogDataStats() {
        << (rtt ? std::chrono::duration_cast<std::chrono::microseconds>(*rtt).count() : -1)
        << " delivery_rate=" << static_cast<uint64_t>(path_->delivery_rate())
        << " bdp=" << path_->bdp();
-  NFSEDGE_LOG(kInfo) << line.str();
+  NFSEDGE_LOG_ASKED(kInfo) << line.str();
 }
 
 Status Daemon::StartWritePath(uint32_t max_transfer) {
@@ -247,7 +248,7 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
 void Daemon::LogWriteStats() {
   if (!write_path_) return;
   const WritePathStats& w = write_path_->stats();
-  NFSEDGE_LOG(kInfo) << "stats write stable=" << w.stable_writes
+  NFSEDGE_LOG_ASKED(kInfo) << "stats write stable=" << w.stable_writes
                      << " buffered=" << w.buffered_writes << " forwarded=" << w.forwarded
                      << " client_commits=" << w.client_commits
                      << " upstream_writes=" << w.upstream_writes
@@ -265,7 +266,7 @@ void Daemon::LogWriteStats() {
                      << " write_size=" << write_path_->write_size();
   if (journal_) {
     const WriteJournalStats& j = journal_->stats();
-    NFSEDGE_LOG(kInfo) << "stats journal records=" << j.records << " bytes=" << j.bytes
+    NFSEDGE_LOG_ASKED(kInfo) << "stats journal records=" << j.records << " bytes=" << j.bytes
                        << " appends=" << j.appends << " removes=" << j.removes
                        << " syncs=" << j.syncs << " errors=" << j.errors
                        << " recovered=" << j.recovered;
@@ -363,9 +364,10 @@ Status Daemon::Start() {
     po.max_queue = config_.prefetch.max_queue;
     po.max_depth = config_.prefetch.depth;
     po.small_file_bytes = config_.prefetch.small_file_bytes;
+    po.walk_idle = std::chrono::milliseconds(config_.prefetch.walk_idle_ms);
     NfsService* nfs = nfs_.get();
     prefetcher_ = std::make_unique<Prefetcher>(
-        cache_, read_path_.get(), scheduler_->Caller(CallClass::kBackground),
+        clock_, cache_, read_path_.get(), scheduler_->Caller(CallClass::kBackground),
         [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
               const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
         po);

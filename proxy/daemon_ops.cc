@@ -216,14 +216,18 @@ void Daemon::AddCollectors() {
     const PrefetchStats& p = prefetcher_->stats();
     CountEach(w, "nfsedge_prefetch_events_total",
               "Tree-walk prefetch: jobs queued and dropped (queue full), listings, ACCESS calls, "
-              "small files read, failed calls.",
+              "small files read, failed calls, walks started and stopped, jobs of stopped walks "
+              "discarded.",
               {}, "event",
               {{"queued", p.queued},
                {"dropped", p.dropped},
                {"list", p.lists},
                {"access", p.access},
                {"file", p.files},
-               {"error", p.errors}});
+               {"error", p.errors},
+               {"walk", p.walks},
+               {"walk_stopped", p.walks_stopped},
+               {"discarded", p.discarded}});
     w.Gauge("nfsedge_prefetch_queue", "Prefetch jobs waiting.", {},
             static_cast<double>(prefetcher_->queued()));
     w.Gauge("nfsedge_prefetch_in_flight", "Prefetch calls in flight.", {},
@@ -373,6 +377,7 @@ Status Daemon::StartOperations() {
   d.base = base_.get();
   d.config = &config_;
   d.exports = &exports_;
+  d.clock = &clock_;
   d.meta = &cache_;
   d.handles = &handles_;
   d.blocks = blocks_.get();

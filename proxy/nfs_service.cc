@@ -150,6 +150,12 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   }
   // A retransmitted mutation gets the first call's reply (DESIGN rule 7).
   if (IsNonIdempotent(p, args->get()) && !drc_.Admit(call)) return;
+  if (prefetcher_ && prefetcher_->walks() > 0 && !(p.flags & kMutating)) {
+    // A client call in a walked tree keeps the walk going.
+    std::vector<const nfs_fh3*> fhs;
+    p.arg_handles(args->get(), &fhs);
+    if (!fhs.empty()) prefetcher_->OnClientCall(HandleBytes(*fhs.front()));
+  }
   Serve(p, call, args, *exp, exp->MapCredential(call->header().cred));
 }
 
@@ -443,7 +449,7 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
   XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
   if (res.Decode(results) && res->status == NFS3_OK) {
     const auto* a = static_cast<const READDIRPLUS3args*>(args);
-    prefetcher_->OnListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred, 0);
+    prefetcher_->OnClientListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred);
   }
 }
 

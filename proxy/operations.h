@@ -58,6 +58,7 @@ struct OperationsDeps {
   event_base* base = nullptr;
   const Config* config = nullptr;  // the config in force (reload replaces it)
   const ExportTable* exports = nullptr;
+  const Clock* clock = nullptr;
   MetadataCache* meta = nullptr;
   const HandleRegistry* handles = nullptr;
   BlockCache* blocks = nullptr;  // null: no data cache

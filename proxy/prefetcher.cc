@@ -10,21 +10,112 @@ namespace nfsedge {
 
 namespace {
 
-// Asked of the upstream per listing page: large pages cost fewer round trips.
+// Directories remembered as listed in full (per credential and export), to
+// see a walk begin.
+constexpr size_t kMaxListed = 4096;
 
 }  // namespace
 
-Prefetcher::Prefetcher(MetadataCache& meta, ReadPath* read_path, RpcCaller& upstream,
-                       LearnFn learn, const PrefetchOptions& options)
-    : meta_(meta),
+Prefetcher::Prefetcher(const Clock& clock, MetadataCache& meta, ReadPath* read_path,
+                       RpcCaller& upstream, LearnFn learn, const PrefetchOptions& options)
+    : clock_(clock),
+      meta_(meta),
       read_path_(read_path),
       upstream_(upstream),
       learn_(std::move(learn)),
       options_(options) {}
 
-void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, const Export& exp,
-                           const OpaqueAuth& cred, uint32_t depth) {
+void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& ok,
+                                 const Export& exp, const OpaqueAuth& cred) {
   if (!options_.enabled) return;
+  const MonoTime now = clock_.MonoNow();
+  WalkDir at;
+  const std::string who =
+      std::string(CredKeyOf(cred).bytes()) + ":" + std::to_string(exp.id()) + ":";
+  const size_t walker = std::hash<std::string>{}(who);
+  const WalkDir* known = walk_dirs_.Find(dir);
+  if (known && Active(known->walk)) {
+    at = *known;
+  } else if (ok.reply.eof) {
+    // The last page: the client has read the directory in full.
+    std::optional<std::string> parent = meta_.ParentOf(dir);
+    const MonoTime* parent_listed = parent ? listed_.Peek(who + *parent) : nullptr;
+    const bool below = parent_listed && now - *parent_listed <= options_.walk_idle;
+    // A directory of this client's own walk, which stopped.
+    const bool resumed = known != nullptr && known->walker == walker;
+    listed_.Put(who + std::string(dir), now);
+    while (listed_.size() > kMaxListed) listed_.Erase(listed_.Oldest()->key);
+    if (below) {
+      // A directory right below one listed just before: a walk, from the
+      // parent, whose listing is asked again for the rest of its subtree.
+      at = WalkDir{StartWalk(*parent), 1, walker};
+      Job up;
+      up.kind = Kind::kList;
+      up.fh = *parent;
+      up.exp = &exp;
+      up.cred = cred;
+      up.walk = at.walk;
+      walk_dirs_.Put(*parent, WalkDir{at.walk, 0, walker});
+      Queue(std::move(up));
+    } else if (resumed) {
+      at = WalkDir{StartWalk(dir), 0, walker};
+    } else {
+      return;  // one listing is not a walk (yet)
+    }
+  } else {
+    return;
+  }
+  walks_[at.walk].last = now;
+  walk_dirs_.Put(dir, at);
+  while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
+  OnListing(dir, ok, exp, cred, at.depth, at.walk);
+}
+
+void Prefetcher::OnClientCall(std::string_view fh) {
+  if (walks_.empty()) return;
+  const WalkDir* d = walk_dirs_.Peek(fh);
+  if (!d) {
+    std::optional<std::string> parent = meta_.ParentOf(fh);
+    if (parent) d = walk_dirs_.Peek(*parent);
+  }
+  if (d && Active(d->walk)) walks_[d->walk].last = clock_.MonoNow();
+}
+
+uint64_t Prefetcher::StartWalk(std::string_view root) {
+  const MonoTime now = clock_.MonoNow();
+  for (auto it = walks_.begin(); it != walks_.end();) {
+    if (now - it->second.last > options_.walk_idle) {
+      stats_.walks_stopped++;
+      it = walks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const uint64_t id = next_walk_++;
+  walks_[id].last = now;
+  stats_.walks++;
+  NFSEDGE_LOG(kDebug) << "prefetch: walk " << id << " from a directory of " << root.size()
+                      << "-byte handle";
+  return id;
+}
+
+bool Prefetcher::Active(uint64_t walk) {
+  if (walk == 0) return true;
+  auto it = walks_.find(walk);
+  if (it == walks_.end()) return false;
+  if (clock_.MonoNow() - it->second.last <= options_.walk_idle) return true;
+  stats_.walks_stopped++;
+  walks_.erase(it);
+  return false;
+}
+
+void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, const Export& exp,
+                           const OpaqueAuth& cred, uint32_t depth, uint64_t walk) {
+  if (!options_.enabled) return;
+  std::optional<size_t> walker;  // the walk's directories are remembered
+  if (walk != 0) {
+    if (const WalkDir* d = walk_dirs_.Peek(dir)) walker = d->walker;
+  }
   for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
     if (!e->name_handle.handle_follows || !e->name_attributes.attributes_follow) continue;
     std::string_view name(e->name ? e->name : "");
@@ -37,11 +128,16 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
     base.fh.assign(h.data.data_val, h.data.data_len);
     base.exp = &exp;
     base.cred = cred;
+    base.walk = walk;
     if (a.type == NF3DIR || a.type == NF3REG) Queue(base);
     if (a.type == NF3DIR && depth < options_.max_depth) {
       Job list = base;
       list.kind = Kind::kList;
       list.depth = depth + 1;
+      if (walker) {
+        walk_dirs_.Put(list.fh, WalkDir{walk, list.depth, *walker});
+        while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
+      }
       Queue(std::move(list));
     } else if (a.type == NF3REG && read_path_ && a.size > 0 &&
                a.size <= options_.small_file_bytes) {
@@ -56,14 +152,22 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
   Pump();
 }
 
+std::string Prefetcher::SeenKey(const Job& job) {
+  return std::to_string(static_cast<int>(job.kind)) + ":" +
+         std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
+}
+
 void Prefetcher::Queue(Job job, bool front) {
+  if (queue_.size() >= options_.max_queue) {
+    // Room first from the work of walks that stopped.
+    std::erase_if(queue_, [this](const Job& j) { return Drop(j); });
+  }
   if (queue_.size() >= options_.max_queue) {
     stats_.dropped++;  // not remembered: a later listing may queue it again
     return;
   }
   if (!front) {
-    std::string seen = std::to_string(static_cast<int>(job.kind)) + ":" +
-                       std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
+    std::string seen = SeenKey(job);
     if (seen_.Find(seen)) return;
     seen_.Put(seen, true);
     while (seen_.size() > options_.max_seen) seen_.Erase(seen_.Oldest()->key);
@@ -76,10 +180,18 @@ void Prefetcher::Queue(Job job, bool front) {
   }
 }
 
+bool Prefetcher::Drop(const Job& job) {
+  if (Active(job.walk)) return false;
+  stats_.discarded++;
+  if (job.kind != Kind::kList || job.cookie == 0) seen_.Erase(SeenKey(job));
+  return true;
+}
+
 void Prefetcher::Pump() {
   while (in_flight_ < options_.max_in_flight && !queue_.empty()) {
     Job job = std::move(queue_.front());
     queue_.pop_front();
+    if (Drop(job)) continue;
     Send(std::move(job));
   }
 }
@@ -110,8 +222,8 @@ void Prefetcher::SendAccess(const Job& job) {
   tmp.access = kAllAccessBits;
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), &tmp, &wire);
-  auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args),
-                                      sizeof(ACCESS3args));
+  auto box =
+      std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), sizeof(ACCESS3args));
   if (!box->Decode(wire)) return;
   if (Call(job, NFSPROC3_ACCESS, std::move(wire), box)) stats_.access++;
 }
@@ -137,15 +249,14 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
                       std::shared_ptr<XdrBox> args) {
   const NfsProc* p = FindNfsProc(proc);
   Status s = upstream_.Call(
-      kNfsProgram, kNfsVersion, proc, job.cred, wire,
-      [this, p, job, args](StatusOr<RpcReply> r) {
+      kNfsProgram, kNfsVersion, proc, job.cred, wire, [this, p, job, args](StatusOr<RpcReply> r) {
         if (!Succeeded(r)) {
           stats_.errors++;
           Finished();
           return;
         }
         learn_(*p, args->get(), &*r, *job.exp, job.cred);
-        if (p->proc == NFSPROC3_READDIRPLUS) {
+        if (p->proc == NFSPROC3_READDIRPLUS && Active(job.walk)) {
           XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
           if (res.Decode(r->results()) && res->status == NFS3_OK) {
             const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
@@ -157,7 +268,7 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
               next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);
               Queue(std::move(next), /*front=*/true);
             }
-            OnListing(job.fh, ok, *job.exp, job.cred, job.depth);
+            OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
           } else {
             stats_.errors++;
           }

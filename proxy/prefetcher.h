@@ -1,11 +1,18 @@
-// Prefetcher: tree-walk prefetch. When a client lists a directory
-// (READDIRPLUS), the proxy walks ahead of it in the background: for every
-// entry it asks ACCESS (all bits) for the client's credential, reads the
-// data of small regular files into the data cache, and lists the
-// subdirectories in turn (READDIRPLUS, whole directory, cookie by cookie),
-// down to a configured depth. When the client then walks the tree (LOOKUP,
-// GETATTR, ACCESS, READ of each entry, as tar, cp -r, rsync or find do), the
-// answers are local.
+// Prefetcher: tree-walk prefetch. When a client walks a directory tree
+// (it lists a directory in full, then, within walk_idle, a directory right
+// below it: as tar, cp -r, rsync, find or ls -R do), the proxy walks ahead of
+// it in the background from the upper of the two: for every entry it asks
+// ACCESS (all bits) for the client's credential, reads the data of small
+// regular files into the data cache, and lists the subdirectories in turn
+// (READDIRPLUS, whole directory, cookie by cookie), down to a configured
+// depth. When the client then reaches those entries (LOOKUP, GETATTR,
+// ACCESS, READ), the answers are local. A single listing (ls) starts nothing.
+//
+// The walk stops when the client's walk stops: every client call on a
+// directory of the walk, or on an object listed in one, keeps it going;
+// after walk_idle without one, the walk ends and its queued work is dropped
+// (and forgotten, so a later walk does it). A client that comes back to a
+// directory of its own ended walk and lists it starts a new walk there.
 //
 // Everything the prefetcher learns goes through the same learning path as a
 // client's reply (metadata cache, handle registry, data cache), so the same
@@ -31,7 +38,9 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <unordered_map>
 
+#include "cache/clock.h"
 #include "cache/lru_map.h"
 #include "proxy/exports.h"
 #include "proxy/metadata_cache.h"
@@ -45,21 +54,26 @@ struct PrefetchOptions {
   bool enabled = true;
   uint32_t max_in_flight = 16;
   uint32_t max_queue = 16384;
-  // Directory levels below the one a client listed.
+  // Directory levels below the walk's root.
   uint32_t max_depth = 16;
   // Regular files up to this size have their data prefetched; 0 = none.
   uint64_t small_file_bytes = 256 << 10;
   // Objects remembered as prefetched (per credential).
   size_t max_seen = 200000;
+  // A walk without a client call in it for this long has stopped.
+  Duration walk_idle = std::chrono::seconds(5);
 };
 
 struct PrefetchStats {
   uint64_t queued = 0;
-  uint64_t dropped = 0;  // queue full
-  uint64_t lists = 0;    // READDIRPLUS calls sent
-  uint64_t access = 0;   // ACCESS calls sent
-  uint64_t files = 0;    // small files whose data was fetched
-  uint64_t errors = 0;   // calls without a usable reply
+  uint64_t dropped = 0;        // queue full
+  uint64_t lists = 0;          // READDIRPLUS calls sent
+  uint64_t access = 0;         // ACCESS calls sent
+  uint64_t files = 0;          // small files whose data was fetched
+  uint64_t errors = 0;         // calls without a usable reply
+  uint64_t walks = 0;          // walks started
+  uint64_t walks_stopped = 0;  // walks ended by the client's silence
+  uint64_t discarded = 0;      // queued jobs of stopped walks dropped
 };
 
 class Prefetcher {
@@ -70,19 +84,30 @@ class Prefetcher {
                                      const Export& exp, const OpaqueAuth& cred)>;
 
   // `read_path` may be null (no data cache: no data prefetch).
-  Prefetcher(MetadataCache& meta, ReadPath* read_path, RpcCaller& upstream, LearnFn learn,
-             const PrefetchOptions& options);
+  Prefetcher(const Clock& clock, MetadataCache& meta, ReadPath* read_path, RpcCaller& upstream,
+             LearnFn learn, const PrefetchOptions& options);
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  // A listing of `dir` (READDIRPLUS results) reached `cred` on `exp` at
-  // `depth` levels below the client's own listing (0 = the client's):
-  // queues work for its entries.
+  // A client with `cred` got a page of the listing of `dir` on `exp`
+  // (READDIRPLUS results, from the upstream or the cache): continues the walk
+  // `dir` belongs to, or starts one (see above).
+  void OnClientListing(std::string_view dir, const READDIRPLUS3resok& ok, const Export& exp,
+                       const OpaqueAuth& cred);
+  // A client call on object `fh` (LOOKUP: its directory): keeps the walk it
+  // belongs to going.
+  void OnClientCall(std::string_view fh);
+
+  // Queues work for the entries of a listing of `dir` (READDIRPLUS
+  // results) `depth` levels below the walk's root, as part of `walk`
+  // (0 = work that never stops: tests and callers that manage it).
   void OnListing(std::string_view dir, const READDIRPLUS3resok& ok, const Export& exp,
-                 const OpaqueAuth& cred, uint32_t depth);
+                 const OpaqueAuth& cred, uint32_t depth, uint64_t walk = 0);
 
   size_t queued() const { return queue_.size(); }
   uint32_t in_flight() const { return in_flight_; }
+  // Walks going on (not yet found stopped).
+  size_t walks() const { return walks_.size(); }
   const PrefetchStats& stats() const { return stats_; }
 
  private:
@@ -93,15 +118,33 @@ class Prefetcher {
     const Export* exp = nullptr;
     OpaqueAuth cred;
     uint32_t depth = 0;
-    uint64_t cookie = 0;   // kList: where to continue
-    std::string verf;      // kList: cookie verifier (8 bytes) when cookie != 0
-    uint64_t size = 0;     // kData
-    ChangeId version;      // kData
+    uint64_t cookie = 0;  // kList: where to continue
+    std::string verf;     // kList: cookie verifier (8 bytes) when cookie != 0
+    uint64_t size = 0;    // kData
+    ChangeId version;     // kData
+    uint64_t walk = 0;    // 0 = part of no walk
+  };
+  struct Walk {
+    MonoTime last;  // the client's latest call in it
+  };
+  // Where a directory stands in a walk.
+  struct WalkDir {
+    uint64_t walk = 0;
+    uint32_t depth = 0;
+    size_t walker = 0;  // hash of the walker's credential and export
   };
 
   // Queues `job` unless it was seen already for its credential. `front`
   // puts it first (the next page of a directory being listed).
   void Queue(Job job, bool front = false);
+  static std::string SeenKey(const Job& job);
+  // Returns true iff `job` belongs to a walk that stopped: it is counted
+  // and forgotten (a later walk may queue it again).
+  bool Drop(const Job& job);
+  // Returns true iff `walk` goes on; ends it (and counts it) if the client
+  // has been silent in it for walk_idle.
+  bool Active(uint64_t walk);
+  uint64_t StartWalk(std::string_view root);
   void Pump();
   void Send(Job job);
   void SendList(const Job& job);
@@ -110,6 +153,7 @@ class Prefetcher {
   bool Call(const Job& job, uint32_t proc, std::string wire, std::shared_ptr<XdrBox> args);
   void Finished();
 
+  const Clock& clock_;
   MetadataCache& meta_;
   ReadPath* read_path_;
   RpcCaller& upstream_;
@@ -118,6 +162,10 @@ class Prefetcher {
   std::deque<Job> queue_;
   uint32_t in_flight_ = 0;
   LruMap<bool> seen_;  // kind + credential + handle
+  std::unordered_map<uint64_t, Walk> walks_;
+  uint64_t next_walk_ = 1;
+  LruMap<WalkDir> walk_dirs_;  // directory handle -> its walk
+  LruMap<MonoTime> listed_;    // credential + export + directory -> listed in full at
   PrefetchStats stats_;
 };
 

@@ -154,7 +154,7 @@ LogMessage::~LogMessage() {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     o = s.options;
-    if (o.repeat_burst > 0) {
+    if (o.repeat_burst > 0 && limited_) {
       Sink::Site& site = s.sites[std::string(file_) + ":" + std::to_string(line_)];
       if (now_ms - site.window_start_ms >= int64_t{o.repeat_window_s} * 1000) {
         site.window_start_ms = now_ms;

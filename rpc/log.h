@@ -10,6 +10,8 @@
 // one NFSEDGE_LOG statement per `repeat_window_s` seconds; the lines held
 // back are counted and reported with the next line that site logs
 // ("(N similar messages suppressed)"). A burst of 0 turns the limit off.
+// Lines logged on request (NFSEDGE_LOG_ASKED: the counters on SIGUSR1 and
+// at exit) are never held back.
 //
 // Thread-safety: logging is safe from any thread. The level is read with
 // relaxed atomics; SetLogLevel and ConfigureLogging may be called at any
@@ -53,9 +55,11 @@ std::string FormatLogLine(LogFormat format, LogLevel level, const char* file, in
 
 class LogMessage {
  public:
+  // `limited` = false: the line is never held back by the repeat limit
+  // (lines an administrator asked for, like the counters on SIGUSR1).
   explicit LogMessage(LogLevel level, const char* file = __builtin_FILE(),
-                      int line = __builtin_LINE())
-      : level_(level), file_(file), line_(line) {}
+                      int line = __builtin_LINE(), bool limited = true)
+      : level_(level), file_(file), line_(line), limited_(limited) {}
   ~LogMessage();
   std::ostream& stream() { return out_; }
 
@@ -63,6 +67,7 @@ class LogMessage {
   LogLevel level_;
   const char* file_;
   int line_;
+  bool limited_;
   std::ostringstream out_;
 };
 
@@ -79,5 +84,12 @@ struct LogVoidify {
       ? (void)0                                                                        \
       : ::nfsedge::LogVoidify() &                                                      \
             ::nfsedge::LogMessage(::nfsedge::LogLevel::level, __FILE__, __LINE__).stream()
+
+// Like NFSEDGE_LOG, without the repeat limit: for lines logged on request.
+#define NFSEDGE_LOG_ASKED(level)                                                            \
+  (::nfsedge::LogLevel::level < ::nfsedge::GetLogLevel())                                   \
+      ? (void)0                                                                             \
+      : ::nfsedge::LogVoidify() &                                                           \
+            ::nfsedge::LogMessage(::nfsedge::LogLevel::level, __FILE__, __LINE__, false).stream()
 
 #endif  // NFSEDGE_RPC_LOG_H_

@@ -26,6 +26,7 @@
 #include "harness/files.h"
 #include "harness/raw_rpc.h"
 #include "integration_env.h"
+#include "proxy_counters.h"
 
 namespace nfsedge::itest::fault {
 
@@ -45,23 +46,6 @@ constexpr const char* kLifetimes2 = "acregmin = 2\nacregmax = 2\nacdirmin = 2\na
 
 inline std::string Content(int seed, size_t size) { return Pattern(size, 1000u + seed); }
 inline std::string WriterFile(int w) { return "w" + std::to_string(w); }
-
-// Returns the value of ` key=N` on the last line of `log` starting with
-// `prefix`, or -1.
-inline int64_t Counter(const std::string& log, const std::string& prefix, const std::string& key) {
-  const size_t line = log.rfind(prefix);
-  if (line == std::string::npos) return -1;
-  const size_t at = log.find(" " + key + "=", line);
-  if (at == std::string::npos || at > log.find('\n', line)) return -1;
-  return std::stoll(log.substr(at + key.size() + 2));
-}
-
-// Returns the last line of `log` starting with `prefix` (from the prefix on).
-inline std::string LastLine(const std::string& log, const std::string& prefix) {
-  const size_t at = log.rfind(prefix);
-  if (at == std::string::npos) return "";
-  return log.substr(at, log.find('\n', at) - at);
-}
 
 // One client writing its own file from offset 0 to the end, FILE_SYNC or
 // UNSTABLE + COMMIT, through whatever faults the test makes. `stable()` is

@@ -184,6 +184,19 @@ TEST(Log, RepeatsFromOneSiteAreLimitedAndCounted) {
   EXPECT_EQ(out.find("suppressed"), std::string::npos) << "reported with that site's next line";
 }
 
+// Lines asked for (counters on SIGUSR1) are never held back.
+TEST(Log, AskedLinesAreNotLimited) {
+  LogOptions o;
+  o.repeat_burst = 2;
+  o.repeat_window_s = 3600;
+  ConfigureLogging(o);
+  StderrCapture cap;
+  for (int i = 0; i < 10; ++i) NFSEDGE_LOG_ASKED(kInfo) << "asked " << i;
+  std::string out = cap.Finish();
+  ConfigureLogging(LogOptions());
+  EXPECT_EQ(Count(out, "asked "), 10u) << out;
+}
+
 TEST(Log, SuppressedCountIsReportedWhenTheWindowReopens) {
   LogOptions o;
   o.repeat_burst = 1;

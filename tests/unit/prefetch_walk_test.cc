@@ -1,0 +1,151 @@
+// Tree-walk prefetch follows the client's walk: a walk starts when a client
+// lists a directory right below one it listed just before, goes on while the
+// client keeps calling in it, and stops (its queued work dropped and
+// forgotten) when the client has been silent in it for walk_idle.
+#include "prefetcher_fixture.h"
+
+namespace nfsedge {
+namespace prefetcher_test {
+namespace {
+
+using ProcFh = std::pair<uint32_t, std::string>;
+
+constexpr auto kIdle = std::chrono::seconds(5);
+
+class WalkTest : public PrefetcherTest {
+ protected:
+  WalkTest() {
+    // FH-SUB, below the root: a small file and a directory.
+    std::vector<Entry> sub = {EntryOf("a", "FH-A", NF3REG, 10),
+                              EntryOf("deep", "FH-DEEP", NF3DIR, 4096)};
+    data_["FH-A"] = std::string(10, 'a');
+    sub_ = std::make_unique<Page>(std::move(sub), true);
+    pages_[{"FH-ROOT", 0}] = RootPage();
+  }
+  static PrefetchOptions Walking(uint32_t in_flight = 64) {
+    PrefetchOptions o = Options();
+    o.max_in_flight = in_flight;
+    o.walk_idle = kIdle;
+    return o;
+  }
+  // A client's listing of `dir` as the proxy sees it: learned, then shown
+  // to the prefetcher.
+  void ClientLists(const std::string& dir, const Page& page, const OpaqueAuth& cred) {
+    READDIRPLUS3args a{};
+    a.dir = Fh(dir);
+    meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &a, page.Results(), exp_, CredKeyOf(cred));
+    pf_->OnClientListing(dir, page.ok(), exp_, cred);
+    Drain();
+  }
+  // The root, then FH-SUB below it: a walk.
+  void Walk(const OpaqueAuth& cred) {
+    ClientLists("FH-ROOT", *pages_[{"FH-ROOT", 0}], cred);
+    ClientLists("FH-SUB", *sub_, cred);
+  }
+
+  std::unique_ptr<Page> sub_;
+};
+
+TEST_F(WalkTest, OneListingIsNotAWalk) {
+  Make(Walking());
+  ClientLists("FH-ROOT", *pages_[{"FH-ROOT", 0}], user_);
+  ClientLists("FH-SUB", *sub_, other_);  // below it, but another client
+  EXPECT_TRUE(up_.calls.empty());
+  EXPECT_EQ(pf_->stats().walks, 0u);
+  EXPECT_EQ(pf_->walks(), 0u);
+}
+
+TEST_F(WalkTest, ListingBelowAListedDirectoryStartsAWalkFromTheUpperOne) {
+  Make(Walking());
+  Walk(user_);
+  EXPECT_EQ(pf_->stats().walks, 1u);
+  std::multiset<ProcFh> asked = Asked();
+  EXPECT_EQ(asked.count({NFSPROC3_READDIRPLUS, "FH-ROOT"}), 1u) << "the rest of the subtree";
+  EXPECT_EQ(asked.count({NFSPROC3_READDIRPLUS, "FH-DEEP"}), 1u);
+  EXPECT_EQ(asked.count({NFSPROC3_READ, "FH-A"}), 1u);
+  AnswerAll();
+  asked = Asked();
+  // The root's other entries, which the client has not reached yet.
+  EXPECT_EQ(asked.count({NFSPROC3_READ, "FH-SMALL"}), 1u);
+  EXPECT_EQ(asked.count({NFSPROC3_ACCESS, "FH-BIG"}), 1u);
+  EXPECT_EQ(asked.count({NFSPROC3_READ, "FH-A"}), 1u) << "each object once";
+  EXPECT_EQ(pf_->stats().walks_stopped, 0u);
+}
+
+TEST_F(WalkTest, ParentListedTooLongAgoIsNotAWalk) {
+  Make(Walking());
+  ClientLists("FH-ROOT", *pages_[{"FH-ROOT", 0}], user_);
+  clock_.Advance(kIdle + std::chrono::seconds(1));
+  ClientLists("FH-SUB", *sub_, user_);
+  EXPECT_TRUE(up_.calls.empty());
+  EXPECT_EQ(pf_->stats().walks, 0u);
+}
+
+// One call in flight at a time: the walk's work waits in the queue. The
+// client goes quiet; the walk's remaining work is dropped, not sent.
+TEST_F(WalkTest, WalkStopsWhenTheClientStops) {
+  Make(Walking(1));
+  Walk(user_);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  ASSERT_GT(pf_->queued(), 2u);
+  clock_.Advance(kIdle + std::chrono::milliseconds(1));
+  AnswerAll();
+  EXPECT_EQ(up_.calls.size(), 1u) << "nothing sent after the walk stopped";
+  EXPECT_EQ(pf_->queued(), 0u);
+  EXPECT_EQ(pf_->stats().walks_stopped, 1u);
+  EXPECT_GT(pf_->stats().discarded, 2u);
+  EXPECT_EQ(pf_->walks(), 0u);
+}
+
+// Client calls in the walked tree (a LOOKUP in FH-SUB, a GETATTR of one of
+// its entries) keep it going, though each answer comes long after the last.
+TEST_F(WalkTest, ClientCallsKeepTheWalkGoing) {
+  Make(Walking(1));
+  Walk(user_);
+  const char* touched[] = {"FH-SUB", "FH-A"};
+  for (int i = 0; i < 100 && Outstanding() > 0; ++i) {
+    clock_.Advance(kIdle - std::chrono::seconds(1));
+    pf_->OnClientCall(touched[i % 2]);
+    AnswerNext();
+  }
+  EXPECT_EQ(Outstanding(), 0u);
+  EXPECT_EQ(pf_->queued(), 0u);
+  EXPECT_EQ(pf_->stats().walks_stopped, 0u);
+  EXPECT_EQ(pf_->stats().discarded, 0u);
+  EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-SMALL"}), 1u) << "the walk went to its end";
+}
+
+// What a stopped walk dropped is forgotten: when the client comes back to a
+// directory of that walk, a new walk starts there and asks it.
+TEST_F(WalkTest, ComingBackToAStoppedWalkStartsANewOne) {
+  Make(Walking(1));
+  Walk(user_);
+  clock_.Advance(kIdle + std::chrono::milliseconds(1));
+  AnswerAll();
+  ASSERT_EQ(pf_->stats().walks_stopped, 1u);
+  ASSERT_EQ(Asked().count({NFSPROC3_READ, "FH-A"}), 0u);
+  ClientLists("FH-SUB", *sub_, user_);
+  EXPECT_EQ(pf_->stats().walks, 2u);
+  AnswerAll();
+  EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-A"}), 1u);
+  EXPECT_EQ(Asked().count({NFSPROC3_READDIRPLUS, "FH-DEEP"}), 1u);
+}
+
+// Queue room for a new walk is taken from the work of stopped walks first.
+TEST_F(WalkTest, StoppedWalksGiveTheirQueueRoomToANewOne) {
+  PrefetchOptions o = Walking(1);
+  o.max_queue = 6;
+  Make(o);
+  Walk(user_);
+  ASSERT_GT(pf_->queued(), 0u);
+  ASSERT_EQ(pf_->stats().dropped, 0u);
+  clock_.Advance(kIdle + std::chrono::milliseconds(1));
+  Walk(other_);  // another client, while the first walk's work still waits
+  EXPECT_EQ(pf_->stats().dropped, 0u);
+  EXPECT_GT(pf_->stats().discarded, 0u);
+  EXPECT_EQ(pf_->stats().walks, 2u);
+}
+
+}  // namespace
+}  // namespace prefetcher_test
+}  // namespace nfsedge
