@@ -175,6 +175,12 @@ void Daemon::LogDataStats() {
          << " evictions=" << d.evictions << " errors=" << d.errors;
   }
   line << " tree_fetches=" << r.tree_fetches;
+  const ReadaheadStats& ra = readahead_->stats();
+  line << "; readahead cursors=" << readahead_->cursors()
+       << " cursor_files=" << readahead_->files() << " new_cursors=" << ra.new_cursors
+       << " cursor_replacements=" << ra.cursor_replacements
+       << " cursor_evictions=" << ra.cursor_evictions << " slowdowns=" << ra.slowdowns
+       << " advised=" << ra.advised << " advised_bytes=" << ra.advised_bytes;
   const std::optional<Duration> rtt = path_->min_rtt();
   line << "; path min_rtt_us="
        << (rtt ? std::chrono::duration_cast<std::chrono::microseconds>(*rtt).count() : -1)

@@ -186,6 +186,23 @@ void Daemon::AddCollectors() {
     CountEach(w, "nfsedge_upstream_read_bytes_total",
               "Bytes READ from the upstream by the data cache, on demand or ahead.", {}, "kind",
               {{"fetch", r.fetch_bytes}, {"readahead", r.readahead_bytes}});
+    const ReadaheadStats& ra = readahead_->stats();
+    w.Gauge("nfsedge_readahead_cursors", "Read-ahead cursors held in the shared pool.", {},
+            static_cast<double>(readahead_->cursors()));
+    CountEach(w, "nfsedge_readahead_cursor_events_total",
+              "Read-ahead cursors started (new), re-used within their file (replaced), taken "
+              "from another file at the pool's bound (evicted), and streams whose count was "
+              "halved on a jump (slowdown).",
+              {}, "event",
+              {{"new", ra.new_cursors},
+               {"replaced", ra.cursor_replacements},
+               {"evicted", ra.cursor_evictions},
+               {"slowdown", ra.slowdowns}});
+    w.Counter("nfsedge_readahead_advised_total", "Client reads that got read-ahead advice.", {},
+              static_cast<double>(ra.advised));
+    w.Counter("nfsedge_readahead_advised_bytes_total",
+              "Bytes of read-ahead advised (before what was cached or in flight is taken off).",
+              {}, static_cast<double>(ra.advised_bytes));
     if (disk_) {
       const DiskTierStats& d = disk_->stats();
       CountEach(w, kLookups, kLookupsHelp, {{"cache", "data"}, {"tier", "disk"}}, "result",

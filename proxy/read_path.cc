@@ -15,6 +15,16 @@ namespace {
 // (a file changing under every fetch, a block the disk tier keeps failing).
 constexpr int kMaxAttempts = 5;
 
+// When a fetch left for the upstream, for the path's RTT sample: the
+// transport's stamp of the call's last byte (RpcReply::sent_at) when it has
+// one, so that time spent waiting in the proxy's own scheduler queue is not
+// taken for the path's round trip; else when the fetch was made (`made`).
+// A stamp outside [made, now] cannot be of this clock and is not used.
+MonoTime PathSent(MonoTime made, const RpcReply& reply, MonoTime now) {
+  const MonoTime left = std::chrono::time_point_cast<Duration>(reply.sent_at);
+  return left >= made && left <= now ? left : made;
+}
+
 }  // namespace
 
 struct ReadPath::Op {
@@ -314,7 +324,8 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
     std::string_view results = reply->results();
     if (res.Decode(results) && res->status == NFS3_OK) {
       const READ3resok& ok = res->READ3res_u.resok;
-      path_.OnSample(PathSample{sent, clock_.MonoNow(), ok.data.data_len});
+      const MonoTime now = clock_.MonoNow();
+      path_.OnSample(PathSample{PathSent(sent, *reply, now), now, ok.data.data_len});
       READ3args a{};
       a.file = FhView(fh);
       a.offset = first * block_size_;

@@ -22,11 +22,16 @@
 // as is, so errors, short reads and EOF come from the upstream itself.
 //
 // Read-ahead: every served READ feeds the ReadaheadTable (cursors, SlowDown);
-// its advice, capped by twice the measured bandwidth-delay product of the
-// upstream path (PathEstimator, fed by every fetch) and by readahead_max, is
-// fetched in the background (at most max_background fetches in flight)
-// into blocks marked as prefetched, so that used and wasted read-ahead are
-// counted by the BlockCache.
+// its advice is capped by min(max(2 x bdp, 2 x read_size), readahead_max):
+// twice the measured bandwidth-delay product of the upstream path
+// (PathEstimator, fed by every fetch with the round trip from when the call
+// left the transport, RpcReply::sent_at, so that waiting in the proxy's own
+// scheduler queue is not taken for path delay), at least two upstream
+// READs (so that a stream gets read-ahead before the path is measured), and
+// at most the configured ceiling, which wins over that floor. It is fetched
+// in the background (at most max_background fetches in flight) into blocks
+// marked as prefetched, so that used and wasted read-ahead are counted by
+// the BlockCache.
 //
 // Thread-safety: single-threaded, on the event loop.
 #ifndef NFSEDGE_PROXY_READ_PATH_H_

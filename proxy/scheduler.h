@@ -7,9 +7,14 @@
 //    ACCESS, READDIR*, mutations...). Sent at once on the metadata lane,
 //    never held behind bulk data; counted as bytes in flight.
 //  - kClientData: a client's READ, WRITE and COMMIT. Calls made through the
-//    interactive facade with those procedures land here.
-//  - kBackground: read-ahead, write-behind flushes, prefetch, warm,
-//    refresh-ahead.
+//    interactive facade with those procedures land here. The daemon also
+//    hands this class to the read path (ReadPath), so every upstream call
+//    the data cache makes is client data: fetches for a waiting client,
+//    read-ahead (a client READ often waits on a block that read-ahead is
+//    already fetching), the whole-file fetches of tree-walk prefetch, and
+//    the GETATTRs that revalidate blocks.
+//  - kBackground: write-behind flushes, the tree-walk prefetcher's metadata
+//    calls, refresh-ahead.
 //
 // Client data and background calls go on the bulk lane when the congestion
 // window (proxy/congestion.h) has room, client data first, except that

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <random>
 #include <string>
@@ -114,13 +115,53 @@ TEST_P(ReadaheadStrideTest, EachComponentGetsItsOwnCursor) {
 
 INSTANTIATE_TEST_SUITE_P(ReadaheadStrides, ReadaheadStrideTest, ::testing::Values(2, 4, 8));
 
+// Random reads get no read-ahead. The one exception cannot be told from a
+// stream by anyone: a read that happens to continue one of the file's last
+// few reads (starts within it, ends beyond it) is a two-read stream, and gets
+// the shallowest advice. No other random read gets any.
 TEST_F(ReadaheadTest, RandomReadsGetNoAdvice) {
   constexpr uint64_t kReads = 20000;
+  const size_t recent_reads = ReadaheadOptions{}.max_cursors_per_file;
   std::mt19937_64 rng(1234);
   std::uniform_int_distribution<uint64_t> page(0, (1ull << 30) / 4096 - 1);  // a 1 GiB file
-  for (uint64_t i = 0; i < kReads; i++) Read("fh", page(rng) * 4096);
-  EXPECT_LT(table_.stats().advised, kReads / 100);
+  std::deque<uint64_t> recent_ends;
+  auto continues = [&](uint64_t offset) {
+    return std::any_of(recent_ends.begin(), recent_ends.end(),
+                       [&](uint64_t end) { return offset <= end && end < offset + kRs; });
+  };
+  auto remember = [&](uint64_t offset) {
+    recent_ends.push_back(offset + kRs);
+    if (recent_ends.size() > recent_reads) recent_ends.pop_front();
+  };
+  uint64_t continuations = 0;
+  for (uint64_t i = 0; i < kReads; i++) {
+    const uint64_t offset = page(rng) * 4096;
+    const bool stream = continues(offset);
+    continuations += stream;
+    const ReadaheadAdvice a = Read("fh", offset);
+    if (!stream) {
+      ASSERT_EQ(a.length, 0u) << "read " << i << " at " << offset << " continues no recent read";
+    } else {
+      EXPECT_LE(a.length, 2 * kRs) << "a two-read stream gets the shallowest advice";
+    }
+    remember(offset);
+  }
+  EXPECT_LE(table_.stats().advised, continuations);
+  EXPECT_LT(table_.stats().advised, kReads / 1000);
   EXPECT_LE(table_.cursors(), ReadaheadOptions{}.max_cursors_per_file);
+
+  // The same random pattern without those chance continuations: no advice
+  // at all.
+  ReadaheadTable fresh(clock_, ReadaheadOptions{});
+  recent_ends.clear();
+  for (uint64_t i = 0; i < kReads; i++) {
+    uint64_t offset = page(rng) * 4096;
+    while (continues(offset)) offset = page(rng) * 4096;
+    EXPECT_EQ(fresh.OnRead("fh", offset, kRs, kLimit).length, 0u) << "read " << i;
+    remember(offset);
+  }
+  EXPECT_EQ(fresh.stats().advised, 0u);
+  EXPECT_EQ(fresh.stats().advised_bytes, 0u);
 }
 
 TEST_F(ReadaheadTest, SlowDownHalvesTheCountInsteadOfResettingIt) {

@@ -2,16 +2,19 @@
 // Data read through the proxy always equals the file on the upstream (every
 // byte compared), in every read size and alignment, at and across EOF;
 // cached data is used (the proxy's counters say so) and is tied to the
-// file's version: a change behind the proxy's back is seen within the
-// export's lifetime, a write through the proxy at once; a credential
-// without read permission never gets cached data; after a proxy restart the
-// disk tier serves the blocks again once the file is revalidated.
+// file's version: a change behind the proxy's back (same size, shorter,
+// longer) is seen within the export's lifetime, a write through the proxy at
+// once; a credential without read permission never gets cached data; after
+// a proxy restart the disk tier serves the blocks again once the file is
+// revalidated, and a corrupt or foreign disk tier is rebuilt, never trusted.
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <thread>
@@ -146,6 +149,13 @@ TEST_F(DataTest, EveryReadEqualsTheUpstreamFileAndRepeatsComeFromCache) {
   EXPECT_GT(Counter(log, "served"), 0) << log;
   EXPECT_GT(Counter(log, "memory_hits"), reads / 4) << log;
   EXPECT_EQ(Counter(log, "fetch_errors"), 0) << log;
+  // The read-ahead cursor pool in the same line: streams were tracked, each
+  // file's restart from offset 0 was a jump of a sequential stream.
+  EXPECT_GT(Counter(log, "new_cursors"), 0) << log;
+  EXPECT_GT(Counter(log, "slowdowns"), 0) << log;
+  EXPECT_GT(Counter(log, "advised"), 0) << log;
+  EXPECT_GT(Counter(log, "cursors"), 0) << log;
+  EXPECT_EQ(Counter(log, "cursor_evictions"), 0) << "the pool holds every stream\n" << log;
 }
 
 TEST_F(DataTest, ChangeBehindTheProxyIsSeenWithinTheLifetime) {
@@ -175,6 +185,50 @@ TEST_F(DataTest, ChangeBehindTheProxyIsSeenWithinTheLifetime) {
     EXPECT_EQ(got, Content(seed, len)) << "still stale after the lifetime";
   }
   (void)filled;
+}
+
+// A file that grows behind the proxy's back (appended to at the head
+// office), from the middle of a block and then past whole blocks: within the
+// lifetime every read sees the new length and bytes; until then a read sees
+// the old version whole, never a mix, and never wrong bytes past the old end.
+TEST_F(DataTest, FileGrowingBehindTheProxyIsSeenWithinTheLifetime) {
+  StartBed();
+  const std::string grown = Content(4, 7 * kBlock + 5);
+  size_t size = 3 * kBlock + 100;  // the last block is partial, with EOF
+  const std::string path = Disk(0) + "/f";
+  ASSERT_TRUE(WriteFile(path, grown.substr(0, size)).ok());
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, 0, "f");
+  ASSERT_EQ(c->ReadAll(fh, 0, grown.size() + 100, 32768).data, grown.substr(0, size));
+  for (size_t len : {size_t{5 * kBlock}, grown.size()}) {
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::app);
+      out << grown.substr(size, len - size);
+      out.close();
+      ASSERT_TRUE(out) << "cannot append to " << path;
+    }
+    const auto changed = steady_clock::now();
+    std::string got;
+    while (steady_clock::now() - changed < std::chrono::seconds(kLifetimeSeconds + 3)) {
+      ReadResult r = c->ReadAll(fh, 0, grown.size() + 100, 32768);
+      ASSERT_TRUE(r.ok()) << r.StatusString();
+      got = r.data;
+      if (got == grown.substr(0, len)) break;
+      ASSERT_EQ(got, grown.substr(0, size)) << "neither the old nor the new length";
+      ReadResult beyond = c->Read(fh, size, 4096);
+      ASSERT_TRUE(beyond.ok()) << beyond.StatusString();
+      ASSERT_EQ(beyond.data, grown.substr(size, beyond.count)) << "wrong bytes past the old end";
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_EQ(got.size(), len) << "still the old length after the lifetime";
+    EXPECT_EQ(got, grown.substr(0, len)) << "the grown file read wrong";
+    ReadResult added = c->Read(fh, size, static_cast<uint32_t>(len - size));
+    ASSERT_TRUE(added.ok()) << added.StatusString();
+    EXPECT_EQ(added.data, grown.substr(size, len - size)) << "the added part alone";
+    EXPECT_TRUE(added.eof);
+    size = len;
+  }
 }
 
 TEST_F(DataTest, LifetimeZeroAlwaysReadsTheUpstream) {
@@ -262,6 +316,73 @@ TEST_F(DataTest, DiskTierServesBlocksAgainAfterARestart) {
   auto c = Client();
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->ReadAll(Open(*c, 0, "f"), 0, size).data, Content(6, size));
+}
+
+// A disk tier directory that is not a usable store when the proxy starts
+// (the store's files overwritten with garbage; then files of something else)
+// is detected and rebuilt empty: the proxy starts, says so in its log, never
+// serves a block from it, and every read is right.
+TEST_F(DataTest, CorruptOrForeignDiskTierIsRebuiltNotTrusted) {
+  namespace fs = std::filesystem;
+  const std::string dir = "/run/nfsedge-data-test-corrupt";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  StartBed(dir);
+  const size_t size = (1u << 20) + 777;
+  ASSERT_TRUE(WriteFile(Disk(0) + "/f", Content(7, size)).ok());
+  auto read_file = [&] {
+    auto c = Client();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->ReadAll(Open(*c, 0, "f"), 0, size + 100, 65536).data, Content(7, size));
+  };
+  read_file();
+  std::string log = StopProxyLog();
+  ASSERT_GT(Counter(log, "puts"), 0) << "blocks went to the disk tier\n" << log;
+  auto rebuilds = [&] {
+    std::string all = bed_->proxy()->LogTail(1 << 20);
+    size_t n = 0;
+    for (size_t at = all.find("rebuilding it empty"); at != std::string::npos;
+         at = all.find("rebuilding it empty", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_EQ(rebuilds(), 0u) << "a new directory is not rebuilt";
+
+  // Garbage over every file of the store, each at least as long as before.
+  std::mt19937_64 rng(3);
+  int overwritten = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::string junk(std::max<uintmax_t>(e.file_size(), 64), '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    ASSERT_TRUE(WriteFile(e.path().string(), junk).ok());
+    ++overwritten;
+  }
+  ASSERT_GT(overwritten, 1);
+  ASSERT_TRUE(bed_->RestartProxy().ok()) << "the proxy starts on a corrupt disk tier";
+  read_file();
+  log = StopProxyLog();
+  EXPECT_EQ(rebuilds(), 1u) << "the corrupt store is logged and rebuilt";
+  EXPECT_EQ(Counter(log, "disk_hits"), 0) << log;
+  EXPECT_GT(Counter(log, "puts"), 0) << "the rebuilt store is used\n" << log;
+
+  // Files of something else, no store.
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  ASSERT_TRUE(WriteFile(dir + "/notes.txt", "not a block store\n").ok());
+  ASSERT_TRUE(bed_->RestartProxy().ok()) << "the proxy starts on a foreign directory";
+  read_file();
+  log = StopProxyLog();
+  EXPECT_EQ(rebuilds(), 2u) << "the foreign directory is logged and rebuilt";
+  EXPECT_EQ(Counter(log, "disk_hits"), 0) << log;
+
+  // The rebuilt store is a good one: a restart uses it without rebuilding.
+  ASSERT_TRUE(bed_->RestartProxy().ok());
+  read_file();
+  log = StopProxyLog();
+  EXPECT_EQ(rebuilds(), 2u) << "a good store is not rebuilt";
+  EXPECT_GT(Counter(log, "disk_hits"), 0) << log;
 }
 
 }  // namespace
