@@ -294,7 +294,9 @@ void Daemon::StartScheduler() {
       clock_, std::chrono::milliseconds(config_.upstream.outage_after_ms));
   RpcCaller& watched_meta = outage_->Watch(*meta);
   outage_->SetProbe(&watched_meta);
-  outage_->SetListener([this](bool out) {
+  outage_->SetListener([this, meta, bulk](bool out) {
+    meta->HoldDeadlines(out);
+    bulk->HoldDeadlines(out);
     if (nfs_) nfs_->OnOutage(out);
   });
   cache_.SetOutage(outage_.get());

@@ -479,10 +479,19 @@ void RpcClient::RetransmitOverdue(SteadyClock::time_point now) {
   }
 }
 
+void RpcClient::HoldDeadlines(bool hold) {
+  if (hold_deadlines_ && !hold) {
+    const auto from = SteadyClock::now() + options_.timeout;
+    for (auto& [xid, p] : pending_) p.deadline = std::max(p.deadline, from);
+  }
+  hold_deadlines_ = hold;
+}
+
 void RpcClient::SweepDeadlines() {
   if (pending_.empty()) return;
   auto now = SteadyClock::now();
   RetransmitOverdue(now);
+  if (hold_deadlines_) return;
   std::vector<ReplyCallback> expired;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.deadline > now) {

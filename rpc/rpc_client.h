@@ -110,6 +110,12 @@ class RpcClient : public RpcCaller {
   // kMaxRetransmits times; 0 (the default) = never. The overall deadline
   // (ClientOptions::timeout) still applies.
   void SetRetransmitTimeout(Duration rto) { rto_ = rto; }
+  // While held (the upstream is out, proxy/outage.h), calls do not reach
+  // their deadline: they wait for the upstream as a hard mount's calls do,
+  // so that a call the upstream may still run once the link is back is not
+  // answered as failed. Released, every waiting call has a whole timeout
+  // from then on.
+  void HoldDeadlines(bool hold);
   // Replaces the limits (config reload) with those of `limits`:
   // max_in_flight and max_queued (calls a higher max_in_flight admits are
   // sent at once), timeout (calls made from now on), reconnect_min and
@@ -187,6 +193,7 @@ class RpcClient : public RpcCaller {
   size_t in_flight_ = 0;
   uint32_t next_xid_;
   bool shut_down_ = false;
+  bool hold_deadlines_ = false;
   Timer sweep_;
   ClientStats stats_;
   // Pacing and retransmission (SetPacingRate, SetRetransmitTimeout).

@@ -30,37 +30,18 @@
 #include "rpc/event_loop.h"
 #include "rpc/xdr_codec.h"
 #include "test_loop.h"
+#include "xdr_test_util.h"
 
 namespace nfsedge::read_path_test {
 
 constexpr uint32_t kWall0 = 1704067200;  // FakeClock's wall start
 constexpr uint32_t kBlock = 4096;
 
-template <typename F>
-inline xdrproc_t Proc(F f) {
-  return reinterpret_cast<xdrproc_t>(f);
-}
-
-template <typename T>
-inline std::string Xdr(xdrproc_t proc, const T& v) {
-  std::string out;
-  EXPECT_TRUE(XdrEncode(proc, &v, &out));
-  return out;
-}
-
-inline nfs_fh3 Fh(const std::string& bytes) {
-  nfs_fh3 fh{};
-  fh.data.data_val = const_cast<char*>(bytes.data());
-  fh.data.data_len = static_cast<u_int>(bytes.size());
-  return fh;
-}
-
-inline post_op_attr PostOp(const fattr3& a) {
-  post_op_attr p{};
-  p.attributes_follow = TRUE;
-  p.post_op_attr_u.attributes = a;
-  return p;
-}
+using test_xdr::Bytes;
+using test_xdr::Fh;
+using test_xdr::PostOp;
+using test_xdr::Proc;
+using test_xdr::Xdr;
 
 // `size` bytes whose value depends on the position and on `seed`, so that a
 // byte from the wrong offset or the wrong version shows.

@@ -131,6 +131,32 @@ TEST_F(RpcClientTest, DeadlinePassesWithoutReply) {
   EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
 }
 
+// While the upstream is out, deadlines are held: the call waits; released,
+// it has a whole timeout again (here it is answered within it).
+TEST_F(RpcClientTest, HeldDeadlinesLetCallsWaitForTheUpstream) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(200);
+  StartClient(o);
+  loop_.RunSync([&] { client_->HoldDeadlines(true); });
+  loop_.Start();
+  Send("hold", 1);
+  Send("hold", 2);
+  usleep(700000);
+  loop_.RunSync([&] {
+    EXPECT_EQ(results_.count(1), 0u) << "held past its deadline";
+    EXPECT_EQ(client_->stats().timeouts, 0u);
+    client_->HoldDeadlines(false);
+  });
+  usleep(100000);  // within the new timeout
+  ReleaseAll();
+  EXPECT_EQ(Wait(1), "released");
+  EXPECT_EQ(Wait(2), "released");
+  // Not held: a call times out again.
+  Send("hold", 3);
+  EXPECT_NE(Wait(3).find("timeout"), std::string::npos);
+}
+
 TEST_F(RpcClientTest, UnansweredCallIsRetransmittedWithTheSameXid) {
   StartServer();
   ClientOptions o;
