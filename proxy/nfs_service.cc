@@ -455,7 +455,12 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
 
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const Export& exp, const OpaqueAuth& cred) {
-  if (cache_) cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred));
+  // ACCESS results are kept per credential: none for a credential never
+  // answered from cache, whose key may be another's (duplicate groups).
+  const bool per_credential = p.proc == NFSPROC3_ACCESS;
+  if (cache_ && (!per_credential || IsCacheableCred(cred))) {
+    cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred));
+  }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
                                reply->sent_at);

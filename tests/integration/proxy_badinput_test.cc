@@ -221,7 +221,9 @@ TEST_F(BadInputTest, BadCredentialsAreAuthErrors) {
   c.cred_body = std::string(32, 'd');
   ExpectAuthError(c);
   AuthSysParams many;
-  many.gids.assign(17, 100);  // AUTH_SYS allows at most 16 groups.
+  // 17 groups: the proxy passes them on as sent (docs/security.md); the
+  // auth error is ganesha's refusal of such a credential, relayed.
+  many.gids.assign(17, 100);
   c.cred_flavor = kAuthSys;
   c.cred_body = EncodeAuthSys(many);
   ExpectAuthError(c);

@@ -5,7 +5,9 @@
 //   restart; forged handles and handles of an upstream export the proxy does
 //   not serve get STALE and never reach the upstream (the proxy's upstream
 //   call counter does not move, and the upstream itself would have answered
-//   them); nested exports: ".." of an export's root is not handed out.
+//   them); handles of two exports in one call (RENAME, LINK) get XDEV and
+//   never reach the upstream; nested exports: ".." of an export's root is
+//   not handed out.
 // - Credentials: all_squash, secure (privileged source port).
 // - DESIGN rule 6 on every cache path (LOOKUP, ACCESS, GETATTR, READ,
 //   READDIR, READLINK): after the owner has filled the caches, another user
@@ -25,6 +27,7 @@
 #include "harness/files.h"
 #include "harness/private_network.h"
 #include "integration_env.h"
+#include "proxy_counters.h"
 
 namespace nfsedge::itest {
 namespace {
@@ -73,7 +76,9 @@ class SecurityTest : public ::testing::Test {
     secure.upstream_path = "other/secure";
     secure.extra_toml = "secure = true\n";
     o.proxy.exports = {data, sub, squash, secure};
-    o.proxy.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[prefetch]\nenabled = false\n";
+    if (!prefetch_at_defaults_) {
+      o.proxy.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[prefetch]\nenabled = false\n";
+    }
     if (handle_store) {
       // The bed's temporary directory is made by Start(): the store gets its own.
       char tmpl[] = "/tmp/nfsedge-security-handles-XXXXXX";
@@ -147,6 +152,9 @@ class SecurityTest : public ::testing::Test {
 
   std::unique_ptr<Testbed> bed_;
   std::string handle_dir_;
+  // Tree-walk prefetch and refresh-ahead as configured by default (else
+  // off: only the client's calls reach the upstream).
+  bool prefetch_at_defaults_ = false;
 };
 
 // ---- Handles ----
@@ -220,6 +228,31 @@ TEST_F(SecurityTest, ForgedAndForeignHandlesNeverReachTheUpstream) {
   EXPECT_EQ(c->Getattr("").status, kNfs3ErrBadhandle);
   EXPECT_EQ(UpstreamCalls(), before) << "a refused call reached the upstream";
   EXPECT_TRUE(c->Getattr(root).ok());
+}
+
+// Handles of two exports (two upstream file systems) in one call: the
+// proxy answers NFS3ERR_XDEV itself, as a server does across file systems.
+TEST_F(SecurityTest, RenameAndLinkAcrossExportsAreXdevAndNeverReachTheUpstream) {
+  ASSERT_TRUE(WriteFile(Disk(0) + "/here", "stays").ok());
+  auto c = Proxy();
+  ASSERT_TRUE(c);
+  const std::string data = ProxyRoot(*c, "/data");
+  const std::string squash = ProxyRoot(*c, "/squash");
+  LookupResult here = c->Lookup(data, "here");
+  ASSERT_TRUE(here.ok()) << here.StatusString();
+  ASSERT_TRUE(c->Getattr(squash).ok());
+
+  const uint64_t before = UpstreamCalls();
+  EXPECT_EQ(c->Rename(data, "here", squash, "moved").status, kNfs3ErrXdev);
+  EXPECT_EQ(c->Rename(squash, "x", data, "y").status, kNfs3ErrXdev);
+  EXPECT_EQ(c->Link(here.fh, squash, "linked").status, kNfs3ErrXdev);
+  EXPECT_EQ(UpstreamCalls(), before) << "a cross-export call reached the upstream";
+  EXPECT_EQ(ReadFile(Disk(0) + "/here"), "stays");
+  EXPECT_NE(access((Disk(1) + "/moved").c_str(), F_OK), 0);
+  EXPECT_NE(access((Disk(1) + "/linked").c_str(), F_OK), 0);
+  // Within one export both work.
+  EXPECT_TRUE(c->Link(here.fh, data, "linked").ok());
+  EXPECT_TRUE(c->Rename(data, "linked", data, "renamed").ok());
 }
 
 TEST_F(SecurityTest, NestedExportsConfineHandles) {
@@ -321,24 +354,33 @@ TEST_F(SecurityTest, SecureExportRequiresAPrivilegedSourcePort) {
 // ---- DESIGN rule 6 on every cache path ----
 
 // A private tree of kOwner under /data: dir 0700 holding a 0600 file, a
-// 0700 subdirectory and a symlink. The owner fills every cache through the
-// proxy; then another user must get what the upstream gives it directly.
-class CredentialPathsTest : public SecurityTest {
+// 0700 subdirectory (holding a 0600 file) and a symlink. The owner fills
+// every cache through the proxy; then another user must get what the
+// upstream gives it directly. Run twice: with prefetch and refresh-ahead off
+// (only the owner's calls fill the caches), and at their defaults, where
+// the owner's listing of the directory and then of the subdirectory starts
+// a tree walk that lists and reads ahead with the owner's credential.
+class CredentialPathsTest : public SecurityTest, public ::testing::WithParamInterface<bool> {
  protected:
   void SetUp() override {
+    prefetch_at_defaults_ = GetParam();
     SecurityTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     const std::string p = Disk(0) + "/private";
     ASSERT_TRUE(MakeDirs(p + "/subdir").ok());
     ASSERT_TRUE(WriteFile(p + "/file", "secret data").ok());
+    ASSERT_TRUE(WriteFile(p + "/subdir/inner", "inner secret").ok());
+    ASSERT_TRUE(WriteFile(p + "/unread", "unread secret").ok());  // only a walk reads it
     ASSERT_EQ(symlink("file", (p + "/link").c_str()), 0);
     ASSERT_EQ(lchown((p + "/link").c_str(), kOwner, kOwner), 0);
-    for (const char* f : {"", "/subdir", "/file"}) {
+    for (const char* f : {"", "/subdir", "/file", "/subdir/inner", "/unread"}) {
       ASSERT_EQ(chown((p + f).c_str(), kOwner, kOwner), 0);
     }
     ASSERT_EQ(chmod(p.c_str(), 0700), 0);
     ASSERT_EQ(chmod((p + "/subdir").c_str(), 0700), 0);
     ASSERT_EQ(chmod((p + "/file").c_str(), 0600), 0);
+    ASSERT_EQ(chmod((p + "/subdir/inner").c_str(), 0600), 0);
+    ASSERT_EQ(chmod((p + "/unread").c_str(), 0600), 0);
 
     owner_ = Proxy(kOwner, kOwner);
     other_ = Proxy(kOther, kOther);
@@ -368,14 +410,43 @@ class CredentialPathsTest : public SecurityTest {
       ASSERT_TRUE(owner_->Readlink(link_).ok());
       ASSERT_TRUE(owner_->Access(subdir_, kAccessAll).ok());
       ASSERT_TRUE(owner_->ReaddirAll(subdir_, true).ok());
+      LookupResult inner = owner_->Lookup(subdir_, "inner");
+      ASSERT_TRUE(inner.ok());
+      inner_ = inner.fh;
+      ASSERT_EQ(owner_->Read(inner_, 0, 100).data, "inner secret");
     }
+    LookupResult unread = owner_->Lookup(dir_, "unread");
+    ASSERT_TRUE(unread.ok());
+    unread_ = unread.fh;
+    if (GetParam()) WaitForTheWalk();
+  }
+  // Waits until the walk the owner started has listed and read ahead (the
+  // prefetch counters the proxy logs on SIGUSR1).
+  void WaitForTheWalk() {
+    int64_t walks = -1, files = -1;
+    WaitUntil(
+        [&] {
+          kill(bed_->proxy()->pid(), SIGUSR1);
+          const std::string log = ReadFile(bed_->proxy()->log_path());
+          walks = Counter(log, "stats prefetch queued=", "walks");
+          files = Counter(log, "stats prefetch queued=", "files");
+          return walks >= 1 && files >= 1;
+        },
+        Millis(10000), Millis(200));
+    ASSERT_GE(walks, 1) << "the owner's listings started no walk";
+    ASSERT_GE(files, 1) << "the walk read no file ahead";
   }
 
   std::unique_ptr<RawNfs> owner_, other_, other_direct_;
-  std::string dir_, file_, link_, subdir_;
+  std::string dir_, file_, link_, subdir_, inner_, unread_;
 };
 
-TEST_F(CredentialPathsTest, Lookup) {
+INSTANTIATE_TEST_SUITE_P(Caches, CredentialPathsTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "PrefetchAndRefreshAtDefaults" : "ClientCallsOnly";
+                         });
+
+TEST_P(CredentialPathsTest, Lookup) {
   LookupResult direct = other_direct_->Lookup(dir_, "file");
   ASSERT_EQ(direct.status, kNfs3ErrAcces) << "restrictive modes as intended";
   EXPECT_EQ(other_->Lookup(dir_, "file").status, direct.status);
@@ -383,10 +454,13 @@ TEST_F(CredentialPathsTest, Lookup) {
             other_direct_->Lookup(dir_, "missing").status)
       << "negative entries too";
   EXPECT_TRUE(owner_->Lookup(dir_, "file").ok());
+  LookupResult direct_inner = other_direct_->Lookup(subdir_, "inner");
+  ASSERT_EQ(direct_inner.status, kNfs3ErrAcces);
+  EXPECT_EQ(other_->Lookup(subdir_, "inner").status, direct_inner.status);
 }
 
-TEST_F(CredentialPathsTest, Access) {
-  for (const std::string* fh : {&dir_, &file_, &subdir_}) {
+TEST_P(CredentialPathsTest, Access) {
+  for (const std::string* fh : {&dir_, &file_, &subdir_, &inner_, &unread_}) {
     AccessResult direct = other_direct_->Access(*fh, kAccessAll);
     AccessResult proxied = other_->Access(*fh, kAccessAll);
     ASSERT_TRUE(direct.ok() && proxied.ok());
@@ -396,8 +470,8 @@ TEST_F(CredentialPathsTest, Access) {
   EXPECT_TRUE(owner_->Access(file_, kAccessRead).access & kAccessRead);
 }
 
-TEST_F(CredentialPathsTest, Getattr) {
-  for (const std::string* fh : {&dir_, &file_, &link_, &subdir_}) {
+TEST_P(CredentialPathsTest, Getattr) {
+  for (const std::string* fh : {&dir_, &file_, &link_, &subdir_, &inner_}) {
     GetattrResult direct = other_direct_->Getattr(*fh);
     GetattrResult proxied = other_->Getattr(*fh);
     EXPECT_EQ(proxied.status, direct.status);
@@ -409,16 +483,19 @@ TEST_F(CredentialPathsTest, Getattr) {
   }
 }
 
-TEST_F(CredentialPathsTest, Read) {
-  ReadResult direct = other_direct_->Read(file_, 0, 100);
-  ASSERT_EQ(direct.status, kNfs3ErrAcces);
-  ReadResult proxied = other_->Read(file_, 0, 100);
-  EXPECT_EQ(proxied.status, direct.status);
-  EXPECT_EQ(proxied.data.find("secret"), std::string::npos);
+TEST_P(CredentialPathsTest, Read) {
+  for (const std::string* fh : {&file_, &inner_, &unread_}) {
+    ReadResult direct = other_direct_->Read(*fh, 0, 100);
+    ASSERT_EQ(direct.status, kNfs3ErrAcces);
+    ReadResult proxied = other_->Read(*fh, 0, 100);
+    EXPECT_EQ(proxied.status, direct.status);
+    EXPECT_EQ(proxied.data.find("secret"), std::string::npos);
+  }
   EXPECT_EQ(owner_->Read(file_, 0, 100).data, "secret data");
+  EXPECT_EQ(owner_->Read(inner_, 0, 100).data, "inner secret");
 }
 
-TEST_F(CredentialPathsTest, Readdir) {
+TEST_P(CredentialPathsTest, Readdir) {
   for (bool plus : {false, true}) {
     for (const std::string* fh : {&dir_, &subdir_}) {
       ReaddirResult direct = plus ? other_direct_->Readdirplus(*fh, 0, "", 4096, 8192)
@@ -432,7 +509,7 @@ TEST_F(CredentialPathsTest, Readdir) {
   }
 }
 
-TEST_F(CredentialPathsTest, Readlink) {
+TEST_P(CredentialPathsTest, Readlink) {
   ReadlinkResult direct = other_direct_->Readlink(link_);
   ReadlinkResult proxied = other_->Readlink(link_);
   EXPECT_EQ(proxied.status, direct.status);

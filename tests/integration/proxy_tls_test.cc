@@ -3,12 +3,16 @@
 //   RawNfs client --plain--> edge nfsedge --TLS--> inner nfsedge --plain--> ganesha
 //
 // The inner instance serves TLS (certificate from tests/tools/
-// make_test_certs.sh, made at test time); its export /tls is tls="required".
-// Checks: mount, lookup, write, read, readdir through the chain; a plaintext
-// client on the required export is refused (MNT and NFS); an edge trusting
-// the wrong CA, or expecting another name, never reaches the inner instance
-// and logs why; `openssl s_client` straight at the inner port (no AUTH_TLS
-// probe) gets no TLS session.
+// make_test_certs.sh, made at test time); its export /tls is tls="required",
+// /optional tls="optional". Checks: mount, lookup, write, read, readdir
+// through the chain; a plaintext client on the required export is refused
+// (MNT, and NFS calls with a handle of it handed out over TLS) and logged;
+// the optional export admits both transports; an edge trusting the wrong CA,
+// or expecting another name, never reaches the inner instance and logs why;
+// with mutual TLS (an inner instance with tls_client_ca_file) an edge
+// without a client certificate is refused, one with it gets through;
+// `openssl s_client` straight at the inner port (no AUTH_TLS probe) gets no
+// TLS session.
 //
 // With the WAN emulator between the two instances (its --capture-dir records
 // the relayed bytes), data written and read through the TLS chain never
@@ -42,6 +46,9 @@ constexpr uint16_t kEdgeMountPort = 31048;
 // The WAN emulator's listening ports, relaying to the inner instance.
 constexpr uint16_t kWanNfsPort = 31491;
 constexpr uint16_t kWanMountPort = 31049;
+// A second inner instance requiring client certificates (mutual TLS).
+constexpr uint16_t kMutualNfsPort = 31590;
+constexpr uint16_t kMutualMountPort = 31148;
 
 class TlsChainTest : public ::testing::Test {
  protected:
@@ -53,6 +60,8 @@ class TlsChainTest : public ::testing::Test {
     o.ganesha.exports.back().path = "data";
     o.ganesha.exports.emplace_back();
     o.ganesha.exports.back().path = "plain";
+    o.ganesha.exports.emplace_back();
+    o.ganesha.exports.back().path = "optional";
     ProxyExport tls;
     tls.path = "/tls";
     tls.upstream_path = "data";
@@ -60,7 +69,11 @@ class TlsChainTest : public ::testing::Test {
     ProxyExport plain;  // tls = "off": the control of the WAN capture test
     plain.path = "/plain";
     plain.upstream_path = "plain";
-    o.proxy.exports = {tls, plain};
+    ProxyExport optional;
+    optional.path = "/optional";
+    optional.upstream_path = "optional";
+    optional.extra_toml = "tls = \"optional\"\n";
+    o.proxy.exports = {tls, plain, optional};
     char tmpl[] = "/tmp/nfsedge-tls-certs-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     certs_ = tmpl;
@@ -75,7 +88,9 @@ class TlsChainTest : public ::testing::Test {
   void TearDown() override {
     if (bed_) PrintLogsOnFailure(*this, bed_.get());
     if (HasFailure() && edge_) std::cerr << "edge log:\n" << edge_->LogTail(80) << "\n";
+    if (HasFailure() && mutual_) std::cerr << "mutual TLS inner log:\n" << mutual_->LogTail(80);
     edge_.reset();
+    mutual_.reset();
     wan_.reset();
     bed_.reset();
     if (!certs_.empty()) (void)std::system(("rm -rf " + certs_).c_str());
@@ -86,6 +101,10 @@ class TlsChainTest : public ::testing::Test {
     bool tls = true;            // else plaintext, to the export /plain
     bool through_wan = false;   // via the emulator started by StartWan()
     std::string work = "edge";  // directory under the testbed's
+    std::string path;           // the export; empty: /tls, or /plain without TLS
+    uint16_t inner_nfs_port = 0;  // 0: the testbed's inner instance
+    uint16_t inner_mount_port = 0;
+    bool client_cert = false;  // offer client.pem (mutual TLS)
   };
 
   // Starts the edge instance toward the inner one (TLS unless route.tls is
@@ -101,17 +120,50 @@ class TlsChainTest : public ::testing::Test {
     e.mount_port = kEdgeMountPort;
     e.upstream_nfs_port = route.through_wan ? kWanNfsPort : bed_->proxy()->nfs_port();
     e.upstream_mount_port = route.through_wan ? kWanMountPort : bed_->proxy()->mount_port();
+    if (route.inner_nfs_port != 0) {
+      e.upstream_nfs_port = route.inner_nfs_port;
+      e.upstream_mount_port = route.inner_mount_port;
+    }
     ProxyExport x;
-    x.path = route.tls ? "/tls" : "/plain";
+    x.path = !route.path.empty() ? route.path : route.tls ? "/tls" : "/plain";
     x.upstream_path = x.path;
     e.exports = {x};
     if (route.tls) {
       e.extra_upstream_toml = "tls = true\ntls_ca_file = \"" + certs_ + "/" + ca +
                               "\"\ntls_server_name = \"" + name + "\"\n";
+      if (route.client_cert) {
+        e.extra_upstream_toml += "tls_cert_file = \"" + certs_ + "/client.pem\"\n" +
+                                 "tls_key_file = \"" + certs_ + "/client.key\"\n";
+      }
     }
     auto p = ProxyProcess::Start(e);
     if (!p.ok()) return p.status();
     edge_ = std::move(p).value();
+    return Status::OK();
+  }
+  // Starts a second inner instance in front of ganesha (kMutualNfsPort,
+  // kMutualMountPort) serving ganesha's "data" as /tls, tls="required", that
+  // requires client certificates from ca.pem.
+  Status StartMutualInner() {
+    ProxyProcess::Options m;
+    m.work_dir = bed_->dir().path() + "/inner-mutual";
+    if (Status s = MakeDirs(m.work_dir); !s.ok()) return s;
+    m.nfs_port = kMutualNfsPort;
+    m.mount_port = kMutualMountPort;
+    m.upstream_host = bed_->ganesha().host();
+    m.upstream_nfs_port = bed_->ganesha().nfs_port();
+    m.upstream_mount_port = bed_->ganesha().mount_port();
+    ProxyExport x;
+    x.path = "/tls";
+    x.upstream_path = Disk();
+    x.extra_toml = "tls = \"required\"\n";
+    m.exports = {x};
+    m.extra_server_toml = "tls_cert_file = \"" + certs_ + "/server.pem\"\n" +
+                          "tls_key_file = \"" + certs_ + "/server.key\"\n" +
+                          "tls_client_ca_file = \"" + certs_ + "/ca.pem\"\n";
+    auto p = ProxyProcess::Start(m);
+    if (!p.ok()) return p.status();
+    mutual_ = std::move(p).value();
     return Status::OK();
   }
   // Starts the WAN emulator in front of the inner instance (kWanNfsPort,
@@ -178,6 +230,21 @@ class TlsChainTest : public ::testing::Test {
     EXPECT_EQ(r.data, down);
   }
   std::string Disk() { return bed_->ganesha().export_path(0); }
+  // Mounts `path` on the instance at `mount_port` and returns an NFS client
+  // (as root) of the one at `nfs_port`, the export's root handle in *root
+  // (empty, with a failure recorded, if the MNT failed).
+  static std::unique_ptr<RawNfs> MountAndConnect(const std::string& path, std::string* root,
+                                                 uint16_t mount_port = kEdgeMountPort,
+                                                 uint16_t nfs_port = kEdgeNfsPort) {
+    root->clear();
+    auto m = ConnectOrFail("127.0.0.1", mount_port, {}, "");
+    if (!m) return nullptr;
+    MntResult r = m->Mnt(path);
+    EXPECT_TRUE(r.ok()) << "MNT " << path << ": " << MountStatName(r.status) << r.rpc_error;
+    if (!r.ok()) return nullptr;
+    *root = r.fh;
+    return ConnectOrFail("127.0.0.1", nfs_port, Credential{0, 0, {}, "t"}, "");
+  }
   // Returns true iff `needle` shows up in `path` within a few seconds.
   static bool LogShows(const std::string& path, const std::string& needle) {
     for (int i = 0; i < 300; ++i) {
@@ -192,6 +259,7 @@ class TlsChainTest : public ::testing::Test {
 
   std::unique_ptr<Testbed> bed_;
   std::unique_ptr<ProxyProcess> edge_;
+  std::unique_ptr<ProxyProcess> mutual_;  // started by StartMutualInner()
   std::unique_ptr<Subprocess> wan_;
   std::string certs_;
 };
@@ -200,18 +268,15 @@ TEST_F(TlsChainTest, FileOperationsThroughTheTlsChain) {
   ASSERT_TRUE(WriteFile(Disk() + "/existing", "from the head office").ok());
   Status s = StartEdge("ca.pem", "nfsedge-upstream");
   ASSERT_TRUE(s.ok()) << s.message();
-  auto m = ConnectOrFail("127.0.0.1", kEdgeMountPort, {}, "");
-  ASSERT_TRUE(m);
-  MntResult root = m->Mnt("/tls");
-  ASSERT_TRUE(root.ok()) << MountStatName(root.status) << root.rpc_error;
-  auto c = ConnectOrFail("127.0.0.1", kEdgeNfsPort, Credential{0, 0, {}, "t"}, "");
+  std::string root;
+  auto c = MountAndConnect("/tls", &root);
   ASSERT_TRUE(c);
-  LookupResult f = c->Lookup(root.fh, "existing");
+  LookupResult f = c->Lookup(root, "existing");
   ASSERT_TRUE(f.ok()) << f.StatusString();
   ReadResult r = c->Read(f.fh, 0, 100);
   ASSERT_TRUE(r.ok()) << r.StatusString();
   EXPECT_EQ(r.data, "from the head office");
-  CreateResult n = c->Create(root.fh, "new", Sattr());
+  CreateResult n = c->Create(root, "new", Sattr());
   ASSERT_TRUE(n.ok()) << n.StatusString();
   const std::string data(200000, 'z');
   WriteResult w = c->WriteAll(n.fh, 0, data, Stable::kFileSync);
@@ -220,7 +285,7 @@ TEST_F(TlsChainTest, FileOperationsThroughTheTlsChain) {
   ASSERT_TRUE(back.ok()) << back.StatusString();
   EXPECT_EQ(back.data, data);
   EXPECT_EQ(ReadFile(Disk() + "/new"), data);
-  ReaddirResult d = c->ReaddirAll(root.fh, /*plus=*/true);
+  ReaddirResult d = c->ReaddirAll(root, /*plus=*/true);
   ASSERT_TRUE(d.ok()) << d.StatusString();
   std::set<std::string> names;
   for (const DirEntry& e : d.entries) names.insert(e.name);
@@ -234,6 +299,96 @@ TEST_F(TlsChainTest, PlaintextClientOnARequiredExportIsRefused) {
   MntResult root = m->Mnt("/tls");
   EXPECT_EQ(root.status, kMnt3ErrAcces);
   EXPECT_TRUE(LogShows(bed_->proxy()->log_path(), "refused: plaintext connection"));
+}
+
+// An NFS call on a plaintext connection, with a handle of the required
+// export that was handed out over TLS (through the edge).
+TEST_F(TlsChainTest, PlaintextNfsCallOnARequiredExportIsRefused) {
+  ASSERT_TRUE(WriteFile(Disk() + "/f", "tls only").ok());
+  Status s = StartEdge("ca.pem", "nfsedge-upstream");
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string root;
+  auto edge = MountAndConnect("/tls", &root);
+  ASSERT_TRUE(edge);
+  LookupResult f = edge->Lookup(root, "f");
+  ASSERT_TRUE(f.ok()) << f.StatusString();
+  ASSERT_TRUE(edge->Getattr(root).ok()) << "over TLS";
+
+  // The same handles (the edge hands them on unchanged), plaintext, straight
+  // to the inner instance.
+  auto plain = ConnectOrFail("127.0.0.1", bed_->proxy()->nfs_port(), Credential{0, 0, {}, "t"}, "");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->Getattr(root).status, kNfs3ErrAcces);
+  EXPECT_EQ(plain->Lookup(root, "f").status, kNfs3ErrAcces);
+  ReadResult r = plain->Read(f.fh, 0, 100);
+  EXPECT_EQ(r.status, kNfs3ErrAcces);
+  EXPECT_EQ(r.data.find("tls only"), std::string::npos);
+  EXPECT_TRUE(LogShows(bed_->proxy()->log_path(),
+                       "refused: plaintext connection to export /tls (tls = \"required\")"));
+}
+
+TEST_F(TlsChainTest, OptionalExportAdmitsBothTransports) {
+  ASSERT_TRUE(WriteFile(bed_->ganesha().export_path(2) + "/f", "either way").ok());
+  EdgeRoute route;
+  route.path = "/optional";
+  Status s = StartEdge("ca.pem", "nfsedge-upstream", route);
+  ASSERT_TRUE(s.ok()) << s.message();
+  struct Way {
+    uint16_t mount_port, nfs_port;
+    const char* name;
+  };
+  for (const Way& way : {Way{kEdgeMountPort, kEdgeNfsPort, "TLS, through the edge"},
+                         Way{bed_->proxy()->mount_port(), bed_->proxy()->nfs_port(),
+                             "plaintext, straight to the inner instance"}}) {
+    SCOPED_TRACE(way.name);
+    std::string root;
+    auto c = MountAndConnect("/optional", &root, way.mount_port, way.nfs_port);
+    ASSERT_TRUE(c);
+    LookupResult f = c->Lookup(root, "f");
+    ASSERT_TRUE(f.ok()) << f.StatusString();
+    ReadResult r = c->Read(f.fh, 0, 100);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.data, "either way");
+  }
+  EXPECT_TRUE(LogShows(edge_->log_path(), "up (TLS)"));
+  EXPECT_EQ(ReadFile(bed_->proxy()->log_path()).find("refused: plaintext connection"),
+            std::string::npos);
+}
+
+// Mutual TLS: the inner instance requires a client certificate from its CA.
+TEST_F(TlsChainTest, MutualTlsRefusesAnEdgeWithoutAClientCertificate) {
+  ASSERT_TRUE(WriteFile(Disk() + "/f", "for certified edges").ok());
+  Status s = StartMutualInner();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EdgeRoute route;
+  route.inner_nfs_port = kMutualNfsPort;
+  route.inner_mount_port = kMutualMountPort;
+  route.work = "edge-without-cert";
+  s = StartEdge("ca.pem", "nfsedge-upstream", route);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(LogShows(mutual_->log_path(), "TLS handshake failed"));
+  {
+    auto m = ConnectOrFail("127.0.0.1", kEdgeMountPort, {}, "");
+    ASSERT_TRUE(m);
+    m->SetTimeout(Millis(3000));
+    EXPECT_FALSE(m->Mnt("/tls").ok());
+  }
+  EXPECT_EQ(ReadFile(mutual_->log_path()).find("MNT /tls by"), std::string::npos)
+      << "a call reached the inner instance";
+  ASSERT_TRUE(edge_->Stop().success());
+  edge_.reset();
+
+  route.work = "edge-with-cert";
+  route.client_cert = true;
+  s = StartEdge("ca.pem", "nfsedge-upstream", route);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string root;
+  auto c = MountAndConnect("/tls", &root);
+  ASSERT_TRUE(c);
+  LookupResult f = c->Lookup(root, "f");
+  ASSERT_TRUE(f.ok()) << f.StatusString();
+  EXPECT_EQ(c->Read(f.fh, 0, 100).data, "for certified edges");
+  EXPECT_TRUE(LogShows(edge_->log_path(), "up (TLS)"));
 }
 
 TEST_F(TlsChainTest, WrongCaIsRefusedAndLogged) {

@@ -151,6 +151,8 @@ TEST(ConfigReload, OptionsFollowTheConfig) {
 [server]
 max_connections_per_client = 3
 idle_timeout_s = 7
+max_calls_per_connection = 5
+max_record_size = 70000
 [upstream]
 max_in_flight = 5
 reconnect_max_ms = 900
@@ -160,6 +162,8 @@ max_writes_in_flight = 2
 )");
   EXPECT_EQ(ServerLimitsOf(c.server).max_connections_per_client, 3u);
   EXPECT_EQ(ServerLimitsOf(c.server).idle_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(ServerLimitsOf(c.server).max_calls_per_connection, 5u);
+  EXPECT_EQ(ServerLimitsOf(c.server).max_record_size, 70000u);
   EXPECT_EQ(ClientLimitsOf(c.upstream).max_in_flight, 5u);
   EXPECT_EQ(ClientLimitsOf(c.upstream).reconnect_max, std::chrono::milliseconds(900));
   EXPECT_EQ(SchedulerOptionsOf(c.scheduler).congestion.rto_floor, std::chrono::milliseconds(250));

@@ -9,9 +9,11 @@
 #include <memory>
 #include <set>
 
+#include "cache/clock.h"
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
 #include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
 #include "rpc/auth_sys.h"
@@ -78,7 +80,8 @@ class ServerDispatchTest : public ::testing::Test {
     registry_ = std::make_unique<HandleRegistry>(1000);
     nfs_up_ = std::make_unique<FakeUpstream>(loop_.base());
     mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *nfs_up_, NfsServiceOptions{});
+    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *nfs_up_, NfsServiceOptions{},
+                                        cache_.get());
     mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
     dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
     ServerOptions so;
@@ -133,6 +136,8 @@ class ServerDispatchTest : public ::testing::Test {
   LoopThread loop_;
   std::unique_ptr<ExportTable> exports_;
   std::unique_ptr<HandleRegistry> registry_;
+  FakeClock clock_;
+  std::unique_ptr<MetadataCache> cache_;  // set before SetUp() to serve from a cache
   std::unique_ptr<FakeUpstream> nfs_up_, mount_up_;
   std::unique_ptr<NfsService> nfs_;
   std::unique_ptr<MountService> mount_;
@@ -240,6 +245,41 @@ TEST_F(ServerDispatchTest, RootIsSquashed) {
     ASSERT_TRUE(sent);
     EXPECT_EQ(sent->uid, 4000u);
     EXPECT_EQ(sent->gid, 4001u);
+  });
+}
+
+// RFC 5531 allows AUTH_SYS 16 groups; a longer list goes upstream as the
+// client sent it, and root_squash rewrites only the ids it maps.
+TEST_F(ServerDispatchTest, MoreThanSixteenGroupsGoUpstreamAsSent) {
+  Mount("/data");
+  std::vector<uint32_t> groups;
+  for (uint32_t g = 0; g < 20; ++g) groups.push_back(500 + g);
+  std::vector<uint32_t> with_zero = groups;
+  with_zero[5] = 0;
+  const OpaqueAuth user = SysCred(1000, 100, groups);
+  const OpaqueAuth user_in_group_0 = SysCred(1000, 100, with_zero);
+  const OpaqueAuth root = SysCred(0, 0, with_zero);
+  for (const OpaqueAuth* cred : {&user, &user_in_group_0, &root}) {
+    EXPECT_EQ(NfsStatusOf(MakeCall(1, kNfsProgram, 3, 1, FhArgs(kRootFh), *cred)),
+              static_cast<uint32_t>(NFS3_OK));
+  }
+  // What root_squash makes of the credentials: anon_gid 4001 for the group
+  // 0, anon_uid 4000 / anon_gid 4001 for root; nothing else changes.
+  AuthSys squashed_group = *DecodeAuthSys(user_in_group_0.body);
+  squashed_group.gids[5] = 4001;
+  AuthSys squashed_root = *DecodeAuthSys(root.body);
+  squashed_root.uid = 4000;
+  squashed_root.gid = 4001;
+  squashed_root.gids[5] = 4001;
+  loop_.RunSync([&] {
+    ASSERT_EQ(nfs_up_->calls.size(), 3u);
+    for (const FakeUpstream::Seen& seen : nfs_up_->calls) EXPECT_EQ(seen.cred.flavor, kAuthSys);
+    EXPECT_EQ(nfs_up_->calls[0].cred.body, user.body) << "byte for byte";
+    EXPECT_EQ(nfs_up_->calls[1].cred.body, EncodeAuthSys(squashed_group));
+    EXPECT_EQ(nfs_up_->calls[2].cred.body, EncodeAuthSys(squashed_root));
+    std::optional<AuthSys> sent = DecodeAuthSys(nfs_up_->calls[2].cred.body);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->gids.size(), 20u);
   });
 }
 
@@ -445,6 +485,94 @@ TEST_F(ServerDispatchTest, RetransmissionOfACallInProgressWaitsForItsReply) {
   EXPECT_EQ(NfsCalls(), 1u);
 }
 
+std::string AccessArgs(const std::string& fh, uint32_t mask) {
+  std::string out = FhArgs(fh);
+  XdrWriter(&out).WriteU32(mask);
+  return out;
+}
+
+// Grants every bit asked for, with the attributes of GetattrOk().
+std::string AccessOk(const std::string& args) {
+  ACCESS3res res{};
+  res.status = NFS3_OK;
+  ACCESS3resok& ok = res.ACCESS3res_u.resok;
+  ok.obj_attributes.attributes_follow = TRUE;
+  ok.obj_attributes.post_op_attr_u.attributes.type = NF3DIR;
+  ok.obj_attributes.post_op_attr_u.attributes.mode = 0755;
+  ok.access = args.size() >= 4 ? LoadBE32(args.data() + args.size() - 4) : 0;
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), &res, &out);
+  return out;
+}
+
+// The dispatch fixture with a metadata cache (no data cache): which calls
+// the cache answers, seen from the upstream's side.
+class CachedDispatchTest : public ServerDispatchTest {
+ protected:
+  void SetUp() override {
+    cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
+    ServerDispatchTest::SetUp();
+    loop_.RunSync([this] {
+      nfs_up_->set_responder([](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+        return s.proc == NFSPROC3_ACCESS ? AccessOk(s.args) : GetattrOk();
+      });
+    });
+  }
+  uint32_t Access(uint32_t xid, const OpaqueAuth& cred) {
+    return NfsStatusOf(
+        MakeCall(xid, kNfsProgram, 3, NFSPROC3_ACCESS, AccessArgs(kRootFh, 0x3f), cred));
+  }
+  uint32_t Getattr(uint32_t xid, const OpaqueAuth& cred) {
+    return NfsStatusOf(MakeCall(xid, kNfsProgram, 3, NFSPROC3_GETATTR, FhArgs(kRootFh), cred));
+  }
+};
+
+// A credential with more than 16 groups is never answered from the caches:
+// every call goes upstream, which decides (docs/security.md).
+TEST_F(CachedDispatchTest, MoreThanSixteenGroupsAreNeverAnsweredFromCache) {
+  Mount("/data");
+  const std::vector<uint32_t> few = {501, 502, 503};
+  std::vector<uint32_t> many = few;
+  for (uint32_t g = 0; many.size() < 17; ++g) many.push_back(600 + g);
+  const OpaqueAuth user = SysCred(1000, 100, few);
+  const OpaqueAuth user_many = SysCred(1000, 100, many);
+  ASSERT_EQ(Access(1, user), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(NfsCalls(), 1u);
+  // The control: the cache answers the credential that filled it.
+  ASSERT_EQ(Access(2, user), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(Getattr(3, user), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(NfsCalls(), 1u) << "ACCESS and GETATTR from cache";
+  // The same uid and groups, and more: every call goes upstream.
+  for (uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(Access(10 + i, user_many), static_cast<uint32_t>(NFS3_OK));
+    EXPECT_EQ(Getattr(20 + i, user_many), static_cast<uint32_t>(NFS3_OK));
+  }
+  EXPECT_EQ(NfsCalls(), 5u);
+  loop_.RunSync([&] {
+    for (size_t i = 1; i < nfs_up_->calls.size(); ++i) {
+      EXPECT_EQ(nfs_up_->calls[i].cred.body, user_many.body);
+    }
+  });
+}
+
+// Nor is anything learned for such a credential: 17 groups of which two are
+// equal have the groups of a 16-group credential, yet an ACCESS answer
+// given to the first is no evidence for the second.
+TEST_F(CachedDispatchTest, NothingIsLearnedForACredentialWithMoreThanSixteenGroups) {
+  Mount("/data");
+  std::vector<uint32_t> sixteen;
+  for (uint32_t g = 1; g <= 16; ++g) sixteen.push_back(700 + g);
+  std::vector<uint32_t> seventeen = sixteen;
+  seventeen.insert(seventeen.begin(), sixteen.front());
+  ASSERT_EQ(Access(1, SysCred(1000, 100, seventeen)), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(NfsCalls(), 1u);
+  EXPECT_EQ(Access(2, SysCred(1000, 100, sixteen)), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(NfsCalls(), 2u) << "answered from what the 17-group credential was told";
+  // The 16-group credential's own answer is evidence for it.
+  EXPECT_EQ(Access(3, SysCred(1000, 100, sixteen)), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(NfsCalls(), 2u);
+}
+
 // A program that answers NULL at once and holds every other call until the
 // test answers it. Used on the loop thread only.
 class HoldingHandler : public CallHandler {
@@ -531,6 +659,31 @@ TEST_F(ServerLimitsTest, ConnectionsFromOneAddressAreLimited) {
   EXPECT_EQ(st.connections_refused_per_client, 1u);
   EXPECT_EQ(st.connections_refused, 0u);
   EXPECT_EQ(st.connections_accepted, 4u);
+}
+
+TEST_F(ServerLimitsTest, ConnectionsInAllAreLimited) {
+  ServerOptions so;
+  so.max_connections = 2;
+  StartServer(so);
+  BlockingClient a(port_);
+  auto b = std::make_unique<BlockingClient>(port_, "127.0.0.2");
+  ASSERT_TRUE(Answers(a, 1));
+  ASSERT_TRUE(Answers(*b, 2));
+  // From any address, including one with no connection open yet.
+  BlockingClient third(port_, "127.0.0.3");
+  EXPECT_TRUE(third.WaitClosed());
+  BlockingClient fourth(port_);
+  EXPECT_TRUE(fourth.WaitClosed());
+  EXPECT_TRUE(Answers(a, 3));  // the connections already open go on
+  b.reset();
+  for (int i = 0; i < 500 && Connections() > 1; ++i) usleep(10000);
+  ASSERT_EQ(Connections(), 1u);
+  BlockingClient again(port_, "127.0.0.3");
+  EXPECT_TRUE(Answers(again, 4));
+  ServerStats st = Stats();
+  EXPECT_EQ(st.connections_refused, 2u);
+  EXPECT_EQ(st.connections_refused_per_client, 0u);
+  EXPECT_EQ(st.connections_accepted, 3u);
 }
 
 TEST_F(ServerLimitsTest, IdleConnectionIsClosedButNotABusyOrActiveOne) {
