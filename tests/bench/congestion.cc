@@ -8,6 +8,12 @@
 // different files (kProbeFiles, more than can be in flight at once, so no
 // two could be coalesced), and each phase checks that the emulator saw at
 // least one GETATTR per probe.
+//
+// Besides the percentiles, the run records its time series (time origin:
+// the idle phase's start): every probe's latency by send time, and the bulk
+// write's progress (bytes acknowledged at each reply, and the throughput
+// every kThroughputStep, measured from reply to reply over kThroughputWindow
+// or more: ThroughputSeries()).
 
 #include <algorithm>
 
@@ -21,6 +27,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kProbeFiles = 32;
+// The bulk throughput series: a point every kThroughputStep, over the
+// replies of the last kThroughputWindow (a proxied run's gathered 256 KiB
+// WRITEs take about a second each on the 2 Mbit/s link).
+constexpr std::chrono::duration<double> kThroughputStep(0.5);
+constexpr std::chrono::duration<double> kThroughputWindow(2.0);  // Named in the series.
 
 std::string ProbeFile(int i) { return "probe-" + std::to_string(i); }
 
@@ -62,6 +73,8 @@ class Prober {
   // GETATTR probes sent so far.
   uint64_t sent() const { return sent_; }
   const Status& error() const { return error_; }
+  // Every answered GETATTR probe: send time, latency (ms).
+  const std::vector<LatencySample>& getattr_samples() const { return getattr_done_; }
   std::vector<double> GetattrMs(Clock::time_point from, Clock::time_point to) const {
     std::vector<double> out;
     for (const auto& [sent, ms] : getattr_done_) {
@@ -79,7 +92,7 @@ class Prober {
   Clock::time_point next_;
   int getattr_in_flight_ = 0;
   uint64_t sent_ = 0;
-  std::vector<std::pair<Clock::time_point, double>> getattr_done_;
+  std::vector<LatencySample> getattr_done_;
   Status error_;
 };
 
@@ -89,6 +102,29 @@ Status CheckProbesReachedUpstream(const PhaseResult& p, uint64_t probes) {
   if (seen >= probes) return Status::OK();
   return Status::Error(p.name + ": " + std::to_string(probes) + " GETATTR probes but only " +
                        std::to_string(seen) + " GETATTRs crossed the WAN");
+}
+
+// Returns the run's series (time origin t0), or an error iff they miss a
+// probe that was sent or a byte that was written.
+StatusOr<std::vector<Series>> MakeSeries(const Prober& prober, const EchoProbe& echo,
+                                         const std::vector<AckSample>& acks, uint64_t bytes,
+                                         Clock::time_point t0, Clock::time_point bulk_start,
+                                         Clock::time_point bulk_end) {
+  uint64_t acked = 0;
+  for (const auto& ack : acks) acked += ack.second;
+  if (prober.sent() == 0 || prober.getattr_samples().size() != prober.sent() ||
+      echo.samples().size() != echo.sent() || acked != bytes) {
+    return Status::Error("series: " + std::to_string(prober.getattr_samples().size()) + " of " +
+                         std::to_string(prober.sent()) + " GETATTR probes, " +
+                         std::to_string(echo.samples().size()) + " of " +
+                         std::to_string(echo.sent()) + " echo probes, " + std::to_string(acked) +
+                         " of " + std::to_string(bytes) + " bytes acknowledged");
+  }
+  return std::vector<Series>{LatencySeries("GETATTR latency", prober.getattr_samples(), t0),
+                             LatencySeries("echo latency", echo.samples(), t0),
+                             ThroughputSeries("bulk throughput (2 s window)", acks, t0, bulk_start,
+                                              bulk_end, kThroughputStep, kThroughputWindow),
+                             AckedSeries("bulk acknowledged", acks, t0)};
 }
 
 void AddLatencies(const std::string& what, std::vector<double> ms, PhaseResult* p) {
@@ -165,8 +201,9 @@ Status RunCongestion(const WorkloadContext& ctx, WorkloadReport* report) {
   probes_before = prober.sent();
   prober.set_active(true);
   Clock::time_point bulk_start = Clock::now();
+  std::vector<AckSample> acks;
   st = WriteData(s, *fh, data, chunk, ctx.sizes.congestion_depth, harness::Stable::kFileSync,
-                 nullptr, tick);
+                 nullptr, tick, &acks);
   Clock::time_point bulk_end = Clock::now();
   if (st.ok()) st = drain();
   if (st.ok()) st = echo_error.ok() ? prober.error() : echo_error;
@@ -186,6 +223,9 @@ Status RunCongestion(const WorkloadContext& ctx, WorkloadReport* report) {
                          true});
   }
   s.loop().RemoveFd((*echo)->fd());
+  auto series = MakeSeries(prober, **echo, acks, data.size(), idle_start, bulk_start, bulk_end);
+  if (!series.ok()) return series.status();
+  report->series = std::move(series).value();
 
   st = VerifyContentFile(ctx.local_dir + "/bulk", seed, data.size());
   if (!st.ok()) return Status::Error("upstream file: " + st.message());

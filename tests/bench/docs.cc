@@ -156,7 +156,17 @@ Status WriteDocs(const BenchRecord& record, const std::string& docs_dir) {
                                  : "**Some checks failed: see the table above.**\n");
   md << "\n## Charts\n\n";
   if (charts.empty()) md << note << "\n";
-  for (const std::string& c : charts) md << "![" << c << "](bench/" << c << ")\n\n";
+  for (const std::string& c : charts) {
+    md << "![" << c << "](bench/" << c << ")\n\n";
+    const std::string timeline = "-timeline.png";
+    if (c.size() > timeline.size() && c.ends_with(timeline)) {
+      const std::string dat = c.substr(0, c.size() - 4) + ".dat";
+      md << "Over time, direct and via nfsedge (t = 0 when the probes start, the bulk write "
+            "after the idle phase): each probe's latency by send time, and the bulk write's "
+            "throughput, measured from reply to reply over a trailing window. The numbers: ["
+         << dat << "](bench/" << dat << ").\n\n";
+    }
+  }
   md << kNotes;
   return harness::WriteFile(docs_dir + "/benchmarks.md", md.str());
 }

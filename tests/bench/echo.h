@@ -53,6 +53,10 @@ class EchoProbe {
   // Reads what has arrived (call when fd() is readable); records latencies.
   harness::Status OnReadable();
   size_t outstanding() const { return sent_.size(); }
+  // Messages sent so far.
+  uint64_t sent() const { return next_seq_; }
+  // Every echo received: its message's send time, latency (ms).
+  const std::vector<std::pair<Clock::time_point, double>>& samples() const { return done_; }
   // Latencies (ms) of echoes whose message was sent in [from, to).
   std::vector<double> LatenciesMs(Clock::time_point from, Clock::time_point to) const;
 

@@ -1,5 +1,6 @@
 #include "json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -213,16 +214,20 @@ void Json::DumpTo(std::string* out, int indent, int depth) const {
     case Type::kString:
       Quote(string_, out);
       return;
-    case Type::kArray:
+    case Type::kArray: {
+      // An array of numbers only (a point of a series) stays on one line.
+      const bool flat = std::all_of(items_.begin(), items_.end(),
+                                    [](const Json& j) { return j.type_ == Type::kNumber; });
       out->push_back('[');
       for (size_t i = 0; i < items_.size(); ++i) {
         if (i) out->push_back(',');
-        newline(depth + 1);
-        items_[i].DumpTo(out, indent, depth + 1);
+        if (!flat) newline(depth + 1);
+        items_[i].DumpTo(out, flat ? 0 : indent, depth + 1);
       }
-      if (!items_.empty()) newline(depth);
+      if (!items_.empty() && !flat) newline(depth);
       out->push_back(']');
       return;
+    }
     case Type::kObject:
       out->push_back('{');
       for (size_t i = 0; i < members_.size(); ++i) {

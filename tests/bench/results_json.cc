@@ -43,6 +43,22 @@ Json PhaseJson(const PhaseResult& p) {
   return j;
 }
 
+// {"name", "unit", "points": [[t_s, value], ...]}.
+Json SeriesJson(const Series& s) {
+  Json j = Json::Object();
+  j["name"] = s.name;
+  j["unit"] = s.unit;
+  Json points = Json::Array();
+  for (const auto& [t, v] : s.points) {
+    Json point = Json::Array();
+    point.Push(t);
+    point.Push(v);
+    points.Push(std::move(point));
+  }
+  j["points"] = std::move(points);
+  return j;
+}
+
 Json SizesJson(const BenchSizes& s) {
   Json j = Json::Object();
   j["tree_files"] = s.tree_files;
@@ -115,6 +131,10 @@ Json ResultsJson(const BenchRecord& record) {
     Json phases = Json::Array();
     for (const PhaseResult& p : r.report.phases) phases.Push(PhaseJson(p));
     rj["phases"] = std::move(phases);
+    // Seconds since the run's time origin (congestion: the probes' start).
+    Json series = Json::Array();
+    for (const Series& s : r.report.series) series.Push(SeriesJson(s));
+    rj["series"] = std::move(series);
     runs.Push(std::move(rj));
   }
   j["runs"] = std::move(runs);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "call_counts.h"
+#include "series.h"
 #include "session.h"
 
 namespace nfsedge::bench {
@@ -104,6 +105,9 @@ struct WorkloadReport {
   std::vector<PhaseResult> phases;
   bool verified = false;     // Every byte read or written was checked.
   std::string verification;  // What was checked, for the report.
+  // Values over time (congestion: probe latencies, bulk progress), time
+  // origin the same for every series of the run; empty for most workloads.
+  std::vector<Series> series;
 };
 
 // Times phases of one workload run and collects their call counts.
@@ -176,10 +180,11 @@ Status RunLan(const WorkloadContext& ctx, WorkloadReport* report);
 std::string Content(uint64_t seed, uint64_t size);
 // Writes `data` to `fh` in `chunk`-byte writes with `depth` in flight. Every
 // reply must report the whole count written with at least `stable`; their
-// verifiers go to `verfs` (if set). `tick`: see Session::Pipeline().
+// verifiers go to `verfs` (if set). `tick`: see Session::Pipeline(). Each
+// reply's arrival time and byte count go to `acks` (if set).
 Status WriteData(Session& s, const std::string& fh, const std::string& data, uint32_t chunk,
                  int depth, harness::Stable stable, std::vector<std::string>* verfs,
-                 const std::function<Millis()>& tick = {});
+                 const std::function<Millis()>& tick = {}, std::vector<AckSample>* acks = nullptr);
 double SecondsSince(std::chrono::steady_clock::time_point start);
 double MiBPerSecond(uint64_t bytes, double seconds);
 // Returns the q-quantile (0..1) of `samples` (sorted in place); 0 if empty.

@@ -20,7 +20,7 @@ using harness::Stable;
 
 Status WriteData(Session& s, const std::string& fh, const std::string& data, uint32_t chunk,
                  int depth, Stable stable, std::vector<std::string>* verfs,
-                 const std::function<Millis()>& tick) {
+                 const std::function<Millis()>& tick, std::vector<AckSample>* acks) {
   uint64_t offset = 0;
   return s.Pipeline(
       depth,
@@ -46,6 +46,7 @@ Status WriteData(Session& s, const std::string& fh, const std::string& data, uin
                                                     std::to_string(static_cast<uint32_t>(stable)));
                              }
                              if (verfs) verfs->push_back(r.verf);
+                             if (acks) acks->emplace_back(SteadyClock::now(), len);
                              return Status::OK();
                            }};
       },
