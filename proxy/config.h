@@ -163,7 +163,7 @@ struct SchedulerConfig {
   uint32_t max_queued = 4096;             // calls waiting in the scheduler at most
   uint32_t timeout_floor_ms = 1000;       // retransmission timeout bounds
   uint32_t timeout_ceiling_ms = 30000;
-  bool pacing = false;                    // pace bulk bytes onto the upstream connection
+  bool pacing = true;                     // pace bulk bytes onto the upstream connection
 };
 
 // Write path buffers (proxy/write_path.h).
