@@ -7,7 +7,9 @@
 //       second of two credentials), args length (2 bytes, big-endian), args,
 //   results length (2 bytes), results, seconds to advance the clock (1 byte).
 // For each step whose arguments decode: MetadataCache::Answer (an answer
-// must decode as the procedure's results, with a status the cache may give),
+// must decode as the procedure's results, with a status the cache may give:
+// GETATTR, ACCESS, LOOKUP, READDIR and READDIRPLUS are the procedures it
+// answers),
 // then MetadataCache::Learn from the results, then the clock moves on.
 // Small cache limits make eviction part of the run.
 #include <chrono>
@@ -80,6 +82,20 @@ void CheckAnswer(const NfsProc& p, const std::string& answer, const Export& exp)
       if (status == NFS3_OK) {
         const auto* r = static_cast<const LOOKUP3res*>(res.get());
         FUZZ_CHECK(r->LOOKUP3res_u.resok.object.data.data_len <= NFS3_FHSIZE);
+      }
+      break;
+    case NFSPROC3_READDIR:
+    case NFSPROC3_READDIRPLUS:
+      // Listings are answered from cached pages (proxy/dir_listing.cc),
+      // only successful ones.
+      FUZZ_CHECK(status == NFS3_OK);
+      if (p.proc == NFSPROC3_READDIRPLUS) {
+        const auto* r = static_cast<const READDIRPLUS3res*>(res.get());
+        for (const entryplus3* e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+          if (e->name_handle.handle_follows) {
+            FUZZ_CHECK(e->name_handle.post_op_fh3_u.handle.data.data_len <= NFS3_FHSIZE);
+          }
+        }
       }
       break;
     default:
