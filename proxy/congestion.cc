@@ -67,6 +67,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   t.sent_time = now;
   t.busy_delivered = busy_delivered_;
   t.busy_since = busy_since_;
+  t.before_rate = pacing_rate_ <= 0;
   in_flight_ += bytes;
   if (bulk) bulk_in_flight_ += bytes;
   largest_call_ = std::max(largest_call_, bytes);
@@ -156,6 +157,9 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
       Duration transfer = now - t.busy_since - base_rtt_ -
                           std::max(Duration::zero(), transfer_service.value_or(service));
       transfer = std::max({transfer, sent - t.sent_time, base_rtt_ / 4, kMinTransfer});
+      // Sent unpaced, alone, and longer than the target on the wire: the
+      // call queued behind itself at the bottleneck.
+      if (t.before_rate && transfer > options_.queue_delay_target) seen_queue_ = true;
       rate = std::max(rate,
                       static_cast<double>(delivered_ - t.busy_delivered) / Seconds(transfer));
     }
@@ -202,9 +206,12 @@ void CongestionController::OnRoundEnd(MonoTime now) {
   round_app_limited_ = false;
   const Duration round_length = now - round_start_;
   round_start_ = now;
+  // The round that gives the first rate: what an unpaced call measured.
+  bool first_rate = false;
   if (pacing_rate_ <= 0) {
     if (bw <= 0) return;  // nothing sent in bulk yet: nothing to control
     pacing_rate_ = bw;
+    first_rate = true;
   }
 
   // The pacer, not the application, held the calls back when they went out
@@ -266,7 +273,11 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     drop_factor_ = factor;
     hold_round_ = true;
     counters_.decreases++;
-  } else if (queue < target / 2 && (!app_limited || pacer_limited)) {
+  } else if (queue < target / 2 && (!app_limited || pacer_limited) && !first_rate) {
+    // (Not on the first rate: the call that measured it went unpaced, so
+    // the rate is what the link carried; a probe above it would be paced
+    // onto the next call, which may be far longer, a gathered write, and
+    // queue all through it.)
     // Doubling until the first queue; then growth that slows as the delay
     // approaches half the target (LEDBAT's proportional step).
     // In a long round (large calls), below the rate the link carried when

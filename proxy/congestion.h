@@ -53,7 +53,11 @@
 // the target, applied_pacing_rate() is 0 and the window alone bounds what is
 // sent, so a fast link that the sender never fills is not held back while
 // its rate is being found (a slow one meets one round of queue, from the
-// first calls, before their replies set the rate).
+// first calls, before their replies set the rate). A call sent before any
+// rate was known, alone on the link, whose transfer took longer than the
+// target queued by itself: that counts as the first queue. The first rate
+// is the one measured, without a probe above it (the next call may be a
+// long one, paced at it all through).
 //
 // A longer path is told apart from a queue: a queue of the proxy's own
 // drains after the rate drops, by about (1 - factor) x the time since. When
@@ -121,6 +125,7 @@ class CongestionController {
     MonoTime sent_time;         // handed upstream
     uint64_t busy_delivered = 0;  // bytes answered when no data call was last in flight
     MonoTime busy_since;          // when that was
+    bool before_rate = false;     // sent before any rate was measured
   };
 
   explicit CongestionController(CongestionOptions options);

@@ -282,6 +282,50 @@ TEST(CongestionTest, SlowLinkWithLargeCallsKeepsTheLinkBusyAndTheQueueShort) {
   EXPECT_LE(Quantile(q, 0.99), 3 * kTargetMs);
 }
 
+// The benchmark's start on a slow link: one lone 32 KiB write measures the
+// link, then the client's next writes, gathered into one 224 KiB call,
+// follow. The first rate is what the lone call measured, not a probe above
+// it, and it applies at once (the lone call, 130 ms on the wire, queued
+// behind itself): unpaced or paced above the link, the long call would
+// queue all through its transfer (0.9 s here).
+TEST(CongestionTest, FirstRateIsTheMeasuredOneAndAppliesAtOnce) {
+  constexpr double kSlow = 250e3;
+  CongestionController cc(Options());
+  MonoTime now{std::chrono::hours(1)};
+  // A small metadata call gives the base round trip.
+  CongestionController::Ticket meta = cc.OnSend(200, now, /*bulk=*/false);
+  cc.OnReply(meta, now, now + milliseconds(40));
+  now += milliseconds(100);
+  // The lone write, unpaced: on the wire for bytes / rate, then the path.
+  constexpr uint64_t kLone = 33016;
+  CongestionController::Ticket lone = cc.OnSend(kLone, now);
+  EXPECT_EQ(cc.applied_pacing_rate(), 0.0) << "no rate known yet";
+  const MonoTime answered =
+      now + milliseconds(40) +
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(kLone / kSlow));
+  // As the scheduler reports a procedure's first reply: its round trip above
+  // the least of any taken for server time, the transfer sample without it.
+  cc.OnReply(lone, now, answered, answered - now - milliseconds(40), Duration::zero());
+  EXPECT_GE(cc.pacing_rate(), 0.95 * kSlow);
+  EXPECT_LE(cc.pacing_rate(), 1.01 * kSlow) << "probing above the measured link rate";
+  EXPECT_EQ(cc.applied_pacing_rate(), cc.pacing_rate()) << "the next call is paced";
+}
+
+// A fast link: a small first call is far shorter than the target on the
+// wire and queued nothing; pacing waits for a real queue.
+TEST(CongestionTest, ShortFirstCallOnAFastLinkStartsNoPacing) {
+  CongestionController cc(Options());
+  MonoTime now{std::chrono::hours(1)};
+  CongestionController::Ticket meta = cc.OnSend(200, now, /*bulk=*/false);
+  cc.OnReply(meta, now, now + milliseconds(10));
+  now += milliseconds(20);
+  CongestionController::Ticket first = cc.OnSend(32768, now);
+  const MonoTime answered = now + milliseconds(10) + std::chrono::microseconds(1300);
+  cc.OnReply(first, now, answered, answered - now - milliseconds(10), Duration::zero());
+  EXPECT_GT(cc.pacing_rate(), 0.0);
+  EXPECT_EQ(cc.applied_pacing_rate(), 0.0);
+}
+
 // 200 Mbit/s, 10 ms round trip: the bulk workloads' link in a quick run.
 constexpr double kFast = 25e6;
 constexpr Duration kFastOneWay = milliseconds(5);
