@@ -199,7 +199,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       std::string_view fh = HandleBytes(static_cast<ACCESS3args*>(args->get())->object);
       auto it = speculating_.find(std::string(fh) + std::string(key.bytes()));
       if (it != speculating_.end()) {
-        it->second.push_back(Waiter{call, args, exp, cred});
+        it->second.push_back(Waiter{&p, call, args, exp, cred});
         st.coalesced++;
         return;
       }
@@ -340,15 +340,30 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
           cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
         }
         // Answered from what was just learned, or sent on as usual.
-        for (Waiter& w : waiters) {
-          Serve(*FindNfsProc(NFSPROC3_ACCESS), w.call, w.args, *w.exp, w.cred);
-        }
+        for (Waiter& w : waiters) Serve(*w.proc, w.call, w.args, *w.exp, w.cred);
       });
   if (!s.ok()) {
     speculating_.erase(id);  // nobody waits yet: the call was never queued
     return;
   }
   stats_[NFSPROC3_ACCESS].speculative++;
+}
+
+bool NfsService::WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                               const std::shared_ptr<XdrBox>& args, const Export& exp,
+                               const OpaqueAuth& cred, const WRITE3args& a) {
+  // Only where the evidence changes how the write is answered: an UNSTABLE
+  // write is then buffered, a write on a write_back export journaled.
+  const ExportConfig& c = exp.config();
+  if (!c.write_back && !(a.stable == UNSTABLE && c.write_behind)) return false;
+  // Only for a speculation already on its way (one a CREATE or LOOKUP
+  // started): a write served again after it does not wait again.
+  auto it = speculating_.find(std::string(HandleBytes(a.file)) +
+                              std::string(CredKeyOf(cred).bytes()));
+  if (it == speculating_.end()) return false;
+  it->second.push_back(Waiter{&p, call, args, &exp, cred});
+  stats_[p.proc].coalesced++;
+  return true;
 }
 
 void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_view results,
@@ -358,6 +373,15 @@ void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_
     // The client opens what it looked up next: ACCESS on the object.
     XdrValue<LOOKUP3res> res(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res));
     if (res.Decode(results)) SpeculateAccess(HandleBytes(res->LOOKUP3res_u.resok.object), exp, cred);
+  } else if (p.proc == NFSPROC3_CREATE && write_path_ &&
+             (exp.config().write_behind || exp.config().write_back)) {
+    // The creator writes the new file next: with the evidence that it may,
+    // its first writes are buffered (and wait for the evidence, at most a
+    // round trip, rather than going upstream one by one as stable writes).
+    XdrValue<CREATE3res> res(reinterpret_cast<xdrproc_t>(xdr_CREATE3res));
+    if (res.Decode(results) && res->CREATE3res_u.resok.obj.handle_follows) {
+      SpeculateAccess(HandleBytes(res->CREATE3res_u.resok.obj.post_op_fh3_u.handle), exp, cred);
+    }
   } else if (p.proc == NFSPROC3_READDIRPLUS) {
     XdrBox box(p.res_xdr, p.res_size);
     if (!box.Decode(results)) return;
@@ -492,6 +516,7 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
         std::optional<fattr3> attr = cache_->FreshPermissions(fh);
         may_buffer = attr && attr->type == NF3REG &&
                      cache_->Allows(fh, CredKeyOf(cred), ACCESS3_MODIFY, *attr);
+        if (!may_buffer && WaitForAccess(p, call, args, exp, cred, *a)) return true;
         if (!may_buffer) SpeculateAccess(fh, exp, cred);
       }
       write_path_->Write(*a, exp, cred, may_buffer, reply, forward);

@@ -151,6 +151,13 @@ class NfsService : public RpcProgram {
   // the LOOKUPs in a directory, that a client sends next are answered
   // locally.
   void SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred);
+  // A WRITE `a` without the evidence that would let it be buffered or
+  // journaled, while a speculative ACCESS for its file and credential is on
+  // its way: waits for that reply and is served again. Returns false (the
+  // caller goes on) where the evidence would not change the answer.
+  bool WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                     const std::shared_ptr<XdrBox>& args, const Export& exp,
+                     const OpaqueAuth& cred, const WRITE3args& a);
   // After a reply: speculation for what the client will ask next.
   void SpeculateAfter(const NfsProc& p, const void* args, std::string_view results,
                       const Export& exp, const OpaqueAuth& cred);
@@ -173,15 +180,17 @@ class NfsService : public RpcProgram {
   ReadPath* read_path_;
   Prefetcher* prefetcher_ = nullptr;
   WritePath* write_path_ = nullptr;
-  // A client call waiting for a speculative call's reply.
+  // A client call (ACCESS, or a WRITE that could be buffered with the
+  // evidence) waiting for a speculative ACCESS's reply.
   struct Waiter {
+    const NfsProc* proc;
     std::shared_ptr<IncomingCall> call;
     std::shared_ptr<XdrBox> args;
     const Export* exp;
     OpaqueAuth cred;
   };
   // Speculative ACCESS calls in flight, by handle + credential key, with the
-  // client ACCESS calls that wait for them.
+  // client calls that wait for them.
   std::unordered_map<std::string, std::vector<Waiter>> speculating_;
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;

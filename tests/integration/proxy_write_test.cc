@@ -348,6 +348,36 @@ TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {
   EXPECT_EQ(ReadFile(Disk() + "/f"), data) << "stable upstream once flush returns";
 }
 
+TEST_F(WriteTest, FirstWritesAfterCreateWaitForTheSpeculativeAccessAndAreBuffered) {
+  // The client writes right after CREATE, without an ACCESS of its own (as
+  // the Linux client does after an exclusive or unchecked create): the
+  // proxy asked ACCESS when the CREATE was answered, and the first writes
+  // wait for that evidence instead of going upstream as stable writes.
+  StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  MntResult m = c->Mnt("/export");
+  ASSERT_TRUE(m.ok());
+  CreateResult f = c->Create(m.fh, "fresh", Sattr{});
+  ASSERT_TRUE(f.ok()) << f.StatusString();
+  const std::string data = Content(14, 3 * 32768);
+  std::string verf;
+  for (size_t off = 0; off < data.size(); off += 32768) {
+    WriteResult r = c->Write(f.fh, off, data.substr(off, 32768), Stable::kUnstable);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.committed, 0u) << "at " << off << ": buffered, not sent as a stable write";
+    if (!verf.empty()) {
+      EXPECT_EQ(r.verf, verf);
+    }
+    verf = r.verf;
+  }
+  EXPECT_EQ(ReadFile(Disk() + "/fresh"), "") << "in the proxy's buffer for a minute";
+  CommitResult cr = c->Commit(f.fh, 0, 0);
+  ASSERT_TRUE(cr.ok()) << cr.StatusString();
+  EXPECT_EQ(cr.verf, verf);
+  EXPECT_EQ(ReadFile(Disk() + "/fresh"), data);
+}
+
 TEST_F(WriteTest, CleanShutdownFlushesBufferedWritesFirst) {
   StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
   auto c = Client();
