@@ -61,6 +61,11 @@ const char kBenchUsage[] =
     "                          (default 200000000)\n"
     "  --congestion-rtt-ms D, --congestion-rate-bps R, --congestion-queue-bytes Q\n"
     "                          the congestion workload's link (default 40 ms, 2000000, 262144)\n"
+    "  --server-sync-ms D      ganesha's emulated disk: each flush (fsync of a FILE_SYNC or\n"
+    "                          DATA_SYNC WRITE, or of a COMMIT) costs D ms, one at a time;\n"
+    "                          fractional ok, up to 60000; 0 = the stock disk (default 0)\n"
+    "  --server-disk-mbps R    with --server-sync-ms: a flush also writes the bytes written\n"
+    "                          since the previous one at R MB/s (1..1000000, default 200)\n"
     "  --tree-files N, --tree-dirs N   treewalk tree (default 2100 / 150; quick 200 / 20)\n"
     "  --stride-depth N        reads in flight in strideread (default 8)\n"
     "  --seed N                content seed\n"
@@ -192,6 +197,20 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
       if (!ToU64(value, &o.congestion_link.queue_bytes) || !o.congestion_link.queue_bytes) {
         return bad();
       }
+    } else if (name == "--server-sync-ms") {
+      // Whole microseconds, as the emulated disk takes them; a positive
+      // value below 1 us would silently mean the stock disk.
+      if (!ToDouble(value, &o.server_sync_ms) || o.server_sync_ms > 60000 ||
+          (o.server_sync_ms > 0 && o.server_sync_ms < 0.001)) {
+        return Status::Error("bad value for --server-sync-ms: " + value +
+                             " (milliseconds: 0, or 0.001 to 60000)");
+      }
+    } else if (name == "--server-disk-mbps") {
+      if (!ToU64(value, &u) || u == 0 || u > 1000000) {
+        return Status::Error("bad value for --server-disk-mbps: " + value +
+                             " (a whole number of MB/s, 1 to 1000000)");
+      }
+      o.server_disk_mbps = static_cast<uint32_t>(u);
     } else if (name == "--tree-files" || name == "--tree-dirs" || name == "--stride-depth") {
       if (!ToU64(value, &u) || u == 0 || u > 1000000) return bad();
       (name == "--tree-files"  ? o.sizes.tree_files

@@ -26,6 +26,11 @@ struct BenchOptions {
   // Rate of the bulk data workloads' link (its RTT and queue are --rtt-ms,
   // --queue-bytes): --bulk-rate-bps.
   uint64_t bulk_rate_bps = 200'000'000;
+  // ganesha's emulated disk (harness::Ganesha::Options::disk_sync_us): the
+  // fixed cost of each flush (fsync), 0 = the stock disk; and the rate of the
+  // bytes flushed. --server-sync-ms, --server-disk-mbps.
+  double server_sync_ms = 0;
+  uint32_t server_disk_mbps = 200;
   BenchSizes sizes;
   uint64_t seed = 20240601;
   std::string build_dir;  // Where nfsedge and nfsedge-wan were built.

@@ -55,6 +55,14 @@ std::string LinkText(const LinkShape& l) {
   return s;
 }
 
+// ganesha's emulated disk, "5 ms per flush + 200 MB/s"; "" for the stock disk.
+std::string ServerDiskText(const BenchOptions& o) {
+  if (o.server_sync_ms <= 0) return "";
+  char sync[32];
+  std::snprintf(sync, sizeof(sync), "%g", o.server_sync_ms);
+  return std::string(sync) + " ms per flush + " + std::to_string(o.server_disk_mbps) + " MB/s";
+}
+
 }  // namespace
 
 bool AllChecksPassed(const BenchRecord& record) {
@@ -71,6 +79,8 @@ std::string ResultsMarkdown(const BenchRecord& record) {
       "| workload | phase | metric | direct | via nfsedge | nfsedge / direct | "
       "calls across the WAN, direct | calls across the WAN, via nfsedge |\n"
       "|---|---|---|---:|---:|---:|---|---|\n";
+  const std::string disk =
+      record.options.server_sync_ms > 0 ? ", server disk " + ServerDiskText(record.options) : "";
   for (const std::string& w : record.options.workloads) {
     const RunResult* direct = FindRun(record, w, Mode::kDirect);
     const RunResult* proxied = FindRun(record, w, Mode::kProxied);
@@ -91,7 +101,7 @@ std::string ResultsMarkdown(const BenchRecord& record) {
         const Metric* dm = FindMetric(pd, m.name);
         const Metric* pm = FindMetric(pp, m.name);
         std::string ratio = dm && pm && dm->value != 0 ? Fmt(pm->value / dm->value) : "-";
-        md += "| " + (first_row ? w + " (" + LinkText(any->link) + ")" : "") + " | " +
+        md += "| " + (first_row ? w + " (" + LinkText(any->link) + disk + ")" : "") + " | " +
               (first_metric ? phase.name : "") + " | " + m.name + " (" + m.unit + ", " +
               (m.higher_is_better ? "higher" : "lower") + " is better) | " +
               (dm ? Fmt(dm->value) : "-") + " | " + (pm ? Fmt(pm->value) : "-") + " | " + ratio +
@@ -205,7 +215,13 @@ std::string SizesText(const BenchOptions& o) {
          std::to_string(s.probe_interval_ms) + " ms (" + LinkText(o.congestion_link) + ")\n" +
          "- lan: " + std::to_string(s.lan_calls) + " GETATTRs " + std::to_string(s.lan_depth) +
          " in flight, then " + std::to_string(std::max(1, s.lan_calls / 10)) +
-         " one at a time (no delay)\n" + "- other workloads' link: " + LinkText(o.link) + "\n";
+         " one at a time (no delay)\n" + "- other workloads' link: " + LinkText(o.link) + "\n" +
+         "- server disk: " +
+         (o.server_sync_ms > 0
+              ? "emulated, " + ServerDiskText(o) +
+                    " for the bytes written since the previous one, one flush at a time (a "
+                    "flush is the fsync behind each FILE_SYNC or DATA_SYNC WRITE and COMMIT)\n"
+              : "stock (ganesha's fsync on the test machine's disk)\n");
 }
 
 }  // namespace nfsedge::bench

@@ -102,6 +102,10 @@ Json ResultsJson(const BenchRecord& record) {
   o["link"] = LinkJson(record.options.link);
   o["congestion_link"] = LinkJson(record.options.congestion_link);
   o["bulk_rate_bps"] = record.options.bulk_rate_bps;
+  Json disk = Json::Object();  // ganesha's emulated disk; sync_ms 0 = the stock disk.
+  disk["sync_ms"] = record.options.server_sync_ms;
+  disk["mbps"] = static_cast<uint64_t>(record.options.server_disk_mbps);
+  o["server_disk"] = std::move(disk);
   o["sizes"] = SizesJson(record.options.sizes);
   o["seed"] = record.options.seed;
   j["options"] = std::move(o);

@@ -1,5 +1,6 @@
 #include "runner.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "harness/files.h"
@@ -20,6 +21,9 @@ Status Runner::Start() {
   harness::Testbed::Options t;
   t.name = "bench";
   t.start_proxy = false;
+  t.ganesha.disk_sync_us = static_cast<uint32_t>(std::llround(options_.server_sync_ms * 1000));
+  t.ganesha.disk_mbps = options_.server_disk_mbps;
+  t.ganesha.slow_disk_library = SlowDiskLibrary();
   auto testbed = harness::Testbed::Start(t);
   if (!testbed.ok()) return Status::Error("ganesha: " + testbed.status().message());
   testbed_ = std::move(testbed).value();

@@ -1,7 +1,8 @@
 // Runner: the benchmark stack and one run of one workload in one mode.
 //
 // Start() brings up, in the current private network namespace, rpcbind and
-// ONE nfs-ganesha for all runs, plus a TCP echo server. Run() then, for a
+// ONE nfs-ganesha for all runs (on the emulated disk of --server-sync-ms, if
+// set), plus a TCP echo server. Run() then, for a
 // workload and a mode:
 //   1. writes the workload's fixture files into a fresh directory of the
 //      export (<workload>-<mode>/), so the upstream has never served them;
@@ -72,6 +73,10 @@ class Runner {
   harness::Ganesha& ganesha() { return testbed_->ganesha(); }
   std::string WanBinary() const { return options_.build_dir + "/tests/wan/nfsedge-wan"; }
   std::string ProxyBinary() const { return options_.build_dir + "/proxy/nfsedge"; }
+  // ganesha's emulated disk (--server-sync-ms), preloaded into it.
+  std::string SlowDiskLibrary() const {
+    return options_.build_dir + "/tests/harness/libnfsedge_slow_disk.so";
+  }
   // nfsedge's options for an upstream on 127.0.0.1 at these ports, one
   // export (ganesha's, same path) with the default cache lifetimes, or with
   // every lifetime 0 iff `always_revalidate`, and the edge journal iff

@@ -10,12 +10,22 @@
 // export entries found" (Start() checks the log and fails); NFSv3 clients
 // must mount the export's real Path (Pseudo is set to the same path).
 //
+// Emulated server disk: with Options::disk_sync_us > 0, ganesha runs with
+// libnfsedge_slow_disk.so preloaded (tests/harness/slow_disk.c). Every
+// fsync/fdatasync then costs disk_sync_us plus the bytes written since the
+// previous flush at disk_mbps MB/s, one flush at a time for the whole server
+// (no group commit). FSAL_VFS answers each FILE_SYNC / DATA_SYNC WRITE with
+// pwritev() + fsync() and each COMMIT with fsync(), so this sets what a
+// synchronous commit upstream costs, as nfsedge-wan sets what the WAN costs.
+// Without it ganesha's fsync on the test machine's disk costs next to nothing.
+//
 // Thread safety: not thread-safe (owns a Subprocess).
 
 #ifndef NFSEDGE_TESTS_HARNESS_GANESHA_H_
 #define NFSEDGE_TESTS_HARNESS_GANESHA_H_
 
 #include <csignal>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,12 +52,26 @@ class Ganesha {
     uint16_t mount_port = 20048;
     std::string binary = "/usr/bin/ganesha.nfsd";
     Millis start_timeout = Millis(30000);
+    // The emulated disk (see above): fixed cost of each flush in
+    // microseconds; 0 = the real disk only (nothing is preloaded).
+    uint32_t disk_sync_us = 0;
+    // Rate at which a flush writes the bytes written since the previous one,
+    // 10^6 bytes/s. REQUIRES: >= 1 when disk_sync_us > 0.
+    uint32_t disk_mbps = 200;
+    // The library to preload; empty = DefaultSlowDiskLibrary().
+    std::string slow_disk_library;
   };
+
+  // $NFSEDGE_SLOW_DISK_LIBRARY if set, else the path CMake compiled in
+  // ($<TARGET_FILE:nfsedge_slow_disk>).
+  static std::string DefaultSlowDiskLibrary();
 
   // Writes the config, starts ganesha, waits for "NFS SERVER INITIALIZED" in
   // its log and for its NFS port to accept connections. Returns an error (with
   // the log's tail) if it exits, reports a config error, or the deadline
-  // passes; ganesha is stopped in that case.
+  // passes; ganesha is stopped in that case. With disk_sync_us > 0, also if
+  // the library is missing, disk_mbps is 0 or out of range, or ganesha did not
+  // report the emulation active.
   static StatusOr<std::unique_ptr<Ganesha>> Start(const Options& options);
 
   // Returns the config file text for `options` (exports filled in).

@@ -68,7 +68,18 @@ StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(const Options& options) 
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  // An extra entry replaces the inherited one of the same name (getenv and
+  // the loader take the first).
+  auto overridden = [&](const char* entry) {
+    for (const auto& e : options.env) {
+      size_t eq = e.find('=');
+      if (eq != std::string::npos && std::strncmp(entry, e.c_str(), eq + 1) == 0) return true;
+    }
+    return false;
+  };
+  for (char** e = environ; *e; ++e) {
+    if (!overridden(*e)) env_strings.emplace_back(*e);
+  }
   for (const auto& e : options.env) env_strings.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());

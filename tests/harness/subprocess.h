@@ -38,7 +38,7 @@ class Subprocess {
   struct Options {
     std::vector<std::string> argv;  // argv[0] is the program's path.
     std::string log_path;           // REQUIRES: non-empty; appended to.
-    std::vector<std::string> env;   // Extra "NAME=value" entries.
+    std::vector<std::string> env;   // Extra "NAME=value" entries (replace inherited ones).
   };
 
   // Forks and execs. Returns an error iff the program could not be started
