@@ -156,6 +156,13 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     if (t.busy_since == t.sent_time) {
       Duration transfer = now - t.busy_since - base_rtt_ -
                           std::max(Duration::zero(), transfer_service.value_or(service));
+      // A short transfer tells of the link only for a call as large as the
+      // ones a pacer would stretch (a READ's call is small, its reply not).
+      if (std::max(transfer, sent - t.sent_time) >= base_rtt_ / 4) {
+        fast_link_ = false;
+      } else if (2 * t.bytes >= std::max(largest_call_, largest_call_prev_)) {
+        fast_link_ = true;
+      }
       transfer = std::max({transfer, sent - t.sent_time, base_rtt_ / 4, kMinTransfer});
       // Sent unpaced, alone, and longer than the target on the wire: the
       // call queued behind itself at the bottleneck.

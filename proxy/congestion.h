@@ -172,6 +172,7 @@ class CongestionController {
   // on a slow link does not fill its queue. To be read after OnSend and
   // after OnReply.
   double applied_pacing_rate() const {
+    if (fast_link_) return 0;
     return seen_queue_ || in_flight_ > window_ ? pacing_rate_ : 0;
   }
   Duration rto() const;
@@ -194,6 +195,15 @@ class CongestionController {
   uint64_t window_;
   double pacing_rate_ = 0;
   bool seen_queue_ = false;  // leaves the doubling start-up
+  // The latest call sent on an idle link, at least half as large as the
+  // largest recent ones, was on the wire for less than a quarter of the
+  // base RTT, the shortest transfer a sample can time (and no call since
+  // took longer): the
+  // link carries the calls faster than any rate measured, and a pacer set
+  // from those samples would only stretch every call (a gathered WRITE on
+  // a fast link, one a round). Not paced until a call's transfer shows
+  // otherwise.
+  bool fast_link_ = false;
   int quiet_rounds_ = 0;     // rounds in a row that grew without a queue
   double queue_rate_ = 0;    // delivery rate of the last round with a queue
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #ifndef NFSEDGE_SOURCE_DIR
@@ -66,6 +67,8 @@ const char kBenchUsage[] =
     "                          fractional ok, up to 60000; 0 = the stock disk (default 0)\n"
     "  --server-disk-mbps R    with --server-sync-ms: a flush also writes the bytes written\n"
     "                          since the previous one at R MB/s (1..1000000, default 200)\n"
+    "  --proxy-config FILE     TOML appended to nfsedge's config in proxied runs (e.g. a\n"
+    "                          [scheduler] table), shown in the report\n"
     "  --tree-files N, --tree-dirs N   treewalk tree (default 2100 / 150; quick 200 / 20)\n"
     "  --stride-depth N        reads in flight in strideread (default 8)\n"
     "  --seed N                content seed\n"
@@ -211,6 +214,13 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
                              " (a whole number of MB/s, 1 to 1000000)");
       }
       o.server_disk_mbps = static_cast<uint32_t>(u);
+    } else if (name == "--proxy-config") {
+      std::ifstream in(value);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in) return Status::Error("--proxy-config: cannot read " + value);
+      o.proxy_config_file = value;
+      o.proxy_config_extra = text.str();
     } else if (name == "--tree-files" || name == "--tree-dirs" || name == "--stride-depth") {
       if (!ToU64(value, &u) || u == 0 || u > 1000000) return bad();
       (name == "--tree-files"  ? o.sizes.tree_files

@@ -31,6 +31,10 @@ struct BenchOptions {
   // bytes flushed. --server-sync-ms, --server-disk-mbps.
   double server_sync_ms = 0;
   uint32_t server_disk_mbps = 200;
+  // TOML appended to nfsedge's config in proxied runs (--proxy-config FILE:
+  // the file's text), e.g. a [scheduler] table to try other settings.
+  std::string proxy_config_file;
+  std::string proxy_config_extra;
   BenchSizes sizes;
   uint64_t seed = 20240601;
   std::string build_dir;  // Where nfsedge and nfsedge-wan were built.

@@ -51,7 +51,10 @@ the run's `results.json`.
 ## How it is measured
 
 One benchmark process enters a private network namespace and starts rpcbind and **one**
-nfs-ganesha 4.3 (FSAL VFS, export on local disk). Each workload then runs twice:
+nfs-ganesha 4.3 (FSAL VFS, export on local disk; with `--server-sync-ms` the test bed's
+emulated server disk, `tests/harness/slow_disk.c`, makes each of ganesha's flushes cost that
+long plus the bytes since the last one at `--server-disk-mbps`, one flush at a time). Each
+workload then runs twice:
 
 - **direct**: the workload client talks to ganesha through the WAN emulator (`nfsedge-wan`);
 - **via nfsedge**: the client talks to nfsedge on the same machine (the branch-office LAN),

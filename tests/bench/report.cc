@@ -221,7 +221,11 @@ std::string SizesText(const BenchOptions& o) {
               ? "emulated, " + ServerDiskText(o) +
                     " for the bytes written since the previous one, one flush at a time (a "
                     "flush is the fsync behind each FILE_SYNC or DATA_SYNC WRITE and COMMIT)\n"
-              : "stock (ganesha's fsync on the test machine's disk)\n");
+              : "stock (ganesha's fsync on the test machine's disk)\n") +
+         (o.proxy_config_file.empty()
+              ? ""
+              : "- nfsedge's config: the defaults and " + o.proxy_config_file + ":\n\n```\n" +
+                    o.proxy_config_extra + "\n```\n");
 }
 
 }  // namespace nfsedge::bench

@@ -106,6 +106,7 @@ Json ResultsJson(const BenchRecord& record) {
   disk["sync_ms"] = record.options.server_sync_ms;
   disk["mbps"] = static_cast<uint64_t>(record.options.server_disk_mbps);
   o["server_disk"] = std::move(disk);
+  if (!record.options.proxy_config_file.empty()) o["proxy_config"] = record.options.proxy_config_extra;
   o["sizes"] = SizesJson(record.options.sizes);
   o["seed"] = record.options.seed;
   j["options"] = std::move(o);

@@ -69,6 +69,7 @@ harness::ProxyProcess::Options Runner::ProxyOptions(const std::string& work_dir,
                  "\"\nclients = [\"127.0.0.0/8\"]\naccess = \"rw\"\nroot_squash = false\n";
   if (always_revalidate) p.extra_toml += "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
   if (write_back) p.extra_toml += "write_back = true\n";
+  if (!options_.proxy_config_extra.empty()) p.extra_toml += "\n" + options_.proxy_config_extra + "\n";
   // The disk tier of the data cache and the edge journal, fresh for every run.
   p.extra_toml = "[cache]\ndisk_dir = \"" + work_dir + "/cache\"\n[write]\njournal_dir = \"" +
                  work_dir + "/journal\"\n\n" + p.extra_toml;

@@ -456,6 +456,29 @@ TEST(CongestionTest, LargeServerTimeOnAFastLinkIsNotHeldBackByThePacer) {
                              std::chrono::seconds(2));
 }
 
+TEST(CongestionTest, FastLinkIsNotPacedAfterOneSlowRound) {
+  // A gathered FILE_SYNC WRITE a round on a link far faster than any rate a
+  // transfer sample can time (each is on the wire for well under a quarter
+  // of the round trip). One round is slow (the path, or a server stall the
+  // controller takes for a queue): a pacer set from those samples would
+  // stretch every later call, so none is paced.
+  CongestionController cc(Options());
+  SimulatedLink link(cc, 2e9, milliseconds(25), 480 << 10);
+  link.set_max_calls(1);
+  link.Run(std::chrono::seconds(1));
+  link.set_one_way(milliseconds(40));
+  link.Run(milliseconds(200));
+  link.set_one_way(milliseconds(25));
+  // The pacer set after the slow round is left within a few dozen rounds,
+  // as the rate grows past what a transfer sample can time.
+  link.Run(std::chrono::seconds(3));
+  EXPECT_GE(cc.stats().decreases, 1u) << "the slow round was taken for a queue";
+  EXPECT_EQ(cc.applied_pacing_rate(), 0);
+  Measured m = Measure(link, std::chrono::seconds(1));
+  // One call a round trip (50 ms), each whole at once.
+  EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.050);
+}
+
 TEST(CongestionTest, NotPacedUntilThePathShowsAQueue) {
   // A fast link that a closed-loop sender never fills: no queue, so the
   // sender is told not to pace at all.
