@@ -170,8 +170,10 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
   }
   Insert(f, offset, data, cred);
   if (stable) {
+    SeedFromWriter(f, cred);
     f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply)});
     Gather(f);
+    NoteWriter(f, cred);
   } else {
     stats_.buffered_writes++;
     reply(WriteReply(f, count, false));
@@ -304,7 +306,27 @@ void WritePath::Gather(File& f) {
     stats_.lone++;
     return;
   }
-  OpenWindow(f, std::max<size_t>(2, f.last_batch));
+  OpenWindow(f, f.first_window ? std::numeric_limits<size_t>::max()
+                               : std::max<size_t>(2, f.last_batch));
+  f.first_window = false;
+}
+
+void WritePath::SeedFromWriter(File& f, const OpaqueAuth& cred) {
+  if (options_.lone_after == 0 || f.calls_sent != 0 || f.last_batch != 0 || !f.waiters.empty() ||
+      f.window || f.lone < options_.lone_after) {
+    return;  // not a new file, or files always wait
+  }
+  const int* lone = writers_.Find(write_path_internal::WriterKey(cred));
+  if (lone != nullptr && *lone < options_.lone_after) {
+    f.lone = *lone;
+    f.first_window = true;
+  }
+}
+
+void WritePath::NoteWriter(const File& f, const OpaqueAuth& cred) {
+  constexpr size_t kMaxWriters = 4096;
+  writers_.Put(write_path_internal::WriterKey(cred), f.lone);
+  while (writers_.size() > kMaxWriters) writers_.Erase(writers_.Oldest()->key);
 }
 
 void WritePath::OpenWindow(File& f, size_t expected) {

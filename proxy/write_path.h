@@ -20,7 +20,12 @@
 // go at once until one finds company (another write waiting); from then on
 // a batch's first write opens a window that closes when it expires or when
 // as many writes as the last batch had have arrived, until `lone_after`
-// windows in a row gather nothing. So a lone writer does not wait. Writes
+// windows in a row gather nothing. So a lone writer does not wait. A
+// writer (credential) keeps its history across files: a new file of a
+// writer whose stable writes last found company does not start lone; its
+// first write opens a window (the whole window: how many writes come is
+// not known yet), so a pipelining writer's first writes go as one batch;
+// a new file of a lone writer starts lone. Writes
 // that find company while the file's upstream write is a lone one do not
 // wait for its answer (a round trip): they gather for one window (or until
 // that answer) and go as the next batch. While stable writes wait, the
@@ -220,6 +225,10 @@ class WritePath {
   // `release`: drop the piece's references to journal records.
   void Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool release = true);
   void Gather(File& f);
+  // A new file of a writer whose writes found company starts gathering;
+  // then the writer's history follows the file's (after Gather).
+  void SeedFromWriter(File& f, const OpaqueAuth& cred);
+  void NoteWriter(const File& f, const OpaqueAuth& cred);
   void OpenWindow(File& f, size_t expected);
   void EndWindow(File& f);
   void CloseWindow(const std::string& fh, uint64_t gen);
@@ -266,6 +275,9 @@ class WritePath {
   std::deque<std::unique_ptr<Blocked>> blocked_;
   // Handles the upstream called stale under buffered writes (bounded).
   LruMap<bool> stale_;
+  // Writers' gathering history: the lone count (File::lone) of the last
+  // file each credential wrote stable writes to (bounded).
+  LruMap<int> writers_;
   // Journal record -> references from pieces (0: dead, waiting for the
   // older ones), in sequence order.
   std::map<uint64_t, uint32_t> journal_refs_;

@@ -38,6 +38,11 @@ inline int CompareCtime(const fattr3& a, const fattr3& b) {
   return 0;
 }
 
+// A writer's key: its credential (AUTH_SYS names the client machine too).
+inline std::string WriterKey(const OpaqueAuth& cred) {
+  return std::to_string(cred.flavor) + ":" + cred.body;
+}
+
 inline std::string WriteError(nfsstat3 status) {
   return EncodeNfsError(*FindNfsProc(NFSPROC3_WRITE), status);
 }
@@ -108,6 +113,7 @@ struct WritePath::File {
   size_t expected = 0;
   size_t last_batch = 0;
   int lone = 0;
+  bool first_window = false;  // seeded from its writer: the first window is whole
   MonoTime window_start{};
   // Latest attributes and verifier the upstream returned for the file.
   // Ambiguous: two replies with one ctime (a server clock tick) disagreed,

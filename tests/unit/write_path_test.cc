@@ -412,6 +412,41 @@ TEST_F(WritePathTest, WritesBehindALoneWriteDoNotWaitForIt) {
   EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, a + b + c);
 }
 
+TEST_F(WritePathTest, AWriterWhoseWritesFoundCompanyGathersFromANewFilesFirstWrite) {
+  const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c');
+  // First file: lone at first, then company.
+  Write(1, 0, a, FILE_SYNC);
+  Write(2, 4096, b, FILE_SYNC);
+  Write(3, 8192, c, FILE_SYNC);
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 2u);
+  up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 1)));
+  up_.Answer(1, WriteOk(8192, FILE_SYNC, kV1, Attr(12288, 2)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  // The same writer's next file: its first write waits for the others (the
+  // whole window: how many come is not known yet), and all go as one.
+  fh_ = "second-file";
+  Write(4, 0, a, FILE_SYNC);
+  Write(5, 4096, b, FILE_SYNC);
+  Write(6, 8192, c, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 2u) << "held by the first window";
+  Advance(std::chrono::milliseconds(5));
+  ASSERT_EQ(up_.calls.size(), 3u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, a + b + c);
+  up_.Answer(2, WriteOk(12288, FILE_SYNC, kV1, Attr(12288, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  // Another writer (credential) has no such history: its new file is lone.
+  cred_.body = "another writer";
+  fh_ = "third-file";
+  Write(7, 0, a, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 4u) << "sent at once";
+  up_.Answer(3, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 4)));
+  // A writer that is lone on its file: its next file starts lone too.
+  fh_ = "fourth-file";
+  Write(8, 0, a, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 5u) << "sent at once";
+}
+
 TEST_F(WritePathTest, GatheringStableWritesAreNotFlushedInTheBackground) {
   options_.lone_after = 0;  // every batch opens a window
   Make();
