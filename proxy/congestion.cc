@@ -156,11 +156,12 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     if (t.busy_since == t.sent_time) {
       Duration transfer = now - t.busy_since - base_rtt_ -
                           std::max(Duration::zero(), transfer_service.value_or(service));
-      // A short transfer tells of the link only for a call as large as the
-      // ones a pacer would stretch (a READ's call is small, its reply not).
+      // A short transfer tells of the link only for an outbound call as
+      // large as the ones a pacer would stretch (a READ's reply may be far
+      // shorter than its count).
       if (std::max(transfer, sent - t.sent_time) >= base_rtt_ / 4) {
         fast_link_ = false;
-      } else if (2 * t.bytes >= std::max(largest_call_, largest_call_prev_)) {
+      } else if (t.outbound && 2 * t.bytes >= largest_outbound_) {
         fast_link_ = true;
       }
       transfer = std::max({transfer, sent - t.sent_time, base_rtt_ / 4, kMinTransfer});
@@ -260,6 +261,7 @@ void CongestionController::OnRoundEnd(MonoTime now) {
   bool quiet = false;
   if (queue > target) {
     seen_queue_ = true;
+    fast_link_ = false;
     // At least kMinDrop, so that the drop changes the calls in flight and
     // its effect on the delay can be seen.
     // A round much longer than the queue (large calls, each a long

@@ -126,6 +126,10 @@ class CongestionController {
     uint64_t busy_delivered = 0;  // bytes answered when no data call was last in flight
     MonoTime busy_since;          // when that was
     bool before_rate = false;     // sent before any rate was measured
+    // Its bytes are the call's own, on their way up (a WRITE), not the
+    // most a reply may carry (a READ's count): only such a call's transfer
+    // tells that the link is fast (fast_link_). Set by the caller.
+    bool outbound = false;
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -137,6 +141,11 @@ class CongestionController {
   // back to OnReply or OnFailure. Calls that are not `bulk` (small metadata)
   // count as bytes in flight and give round trips, but no delivery rate.
   Ticket OnSend(uint64_t bytes, MonoTime now, bool bulk = true);
+  // The call of `t` carries its bytes up (a WRITE): see Ticket::outbound.
+  void MarkOutbound(Ticket* t) {
+    t->outbound = true;
+    largest_outbound_ = std::max(largest_outbound_, t->bytes);
+  }
   // A reply for `t`'s call arrived at `now`; its last byte left at `sent`.
   // `service` is the part of the round trip that is the server's own work
   // for this kind of call (a FILE_SYNC write's least fsync), not queueing:
@@ -195,15 +204,16 @@ class CongestionController {
   uint64_t window_;
   double pacing_rate_ = 0;
   bool seen_queue_ = false;  // leaves the doubling start-up
-  // The latest call sent on an idle link, at least half as large as the
-  // largest recent ones, was on the wire for less than a quarter of the
-  // base RTT, the shortest transfer a sample can time (and no call since
-  // took longer): the
+  // The latest outbound call sent on an idle link, at least half as large
+  // as the largest outbound call yet, was on the wire for less than a
+  // quarter of the base RTT, the shortest transfer a sample can time (and
+  // no call since took longer, and no round since showed a queue): the
   // link carries the calls faster than any rate measured, and a pacer set
   // from those samples would only stretch every call (a gathered WRITE on
   // a fast link, one a round). Not paced until a call's transfer shows
   // otherwise.
   bool fast_link_ = false;
+  uint64_t largest_outbound_ = 0;  // the largest outbound call yet
   int quiet_rounds_ = 0;     // rounds in a row that grew without a queue
   double queue_rate_ = 0;    // delivery rate of the last round with a queue
 

@@ -311,13 +311,17 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
   }
 }
 
-void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
-                                 const OpaqueAuth& cred) {
+void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred,
+                                 bool for_writes) {
   if (speculating_.size() >= options_.max_speculative) return;
   CredKey key = CredKeyOf(cred);
   if (cache_->HasAccess(fh, key, kAllAccessBits)) return;
   std::string id = std::string(fh) + std::string(key.bytes());
-  if (!speculating_.try_emplace(id).second) return;
+  if (!speculating_.try_emplace(id).second) {
+    if (for_writes) writes_may_wait_.insert(id);
+    return;
+  }
+  if (for_writes) writes_may_wait_.insert(id);
   std::string handle(fh);
   ACCESS3args a{};
   a.object = FhView(handle);
@@ -333,6 +337,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
           waiters = std::move(it->second);
           speculating_.erase(it);
         }
+        writes_may_wait_.erase(id);
         if (Succeeded(r)) {
           ACCESS3args a{};
           a.object = FhView(handle);
@@ -344,6 +349,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp,
       });
   if (!s.ok()) {
     speculating_.erase(id);  // nobody waits yet: the call was never queued
+    writes_may_wait_.erase(id);
     return;
   }
   stats_[NFSPROC3_ACCESS].speculative++;
@@ -356,11 +362,12 @@ bool NfsService::WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingC
   // write is then buffered, a write on a write_back export journaled.
   const ExportConfig& c = exp.config();
   if (!c.write_back && !(a.stable == UNSTABLE && c.write_behind)) return false;
-  // Only for a speculation already on its way (one a CREATE or LOOKUP
-  // started): a write served again after it does not wait again.
-  auto it = speculating_.find(std::string(HandleBytes(a.file)) +
-                              std::string(CredKeyOf(cred).bytes()));
-  if (it == speculating_.end()) return false;
+  // Only for a speculation a CREATE started, on its way: a write served
+  // again after its reply finds none (a speculation started since is not
+  // one), so no write waits twice.
+  const std::string id = std::string(HandleBytes(a.file)) + std::string(CredKeyOf(cred).bytes());
+  auto it = speculating_.find(id);
+  if (it == speculating_.end() || !writes_may_wait_.contains(id)) return false;
   it->second.push_back(Waiter{&p, call, args, &exp, cred});
   stats_[p.proc].coalesced++;
   return true;
@@ -380,7 +387,8 @@ void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_
     // round trip, rather than going upstream one by one as stable writes).
     XdrValue<CREATE3res> res(reinterpret_cast<xdrproc_t>(xdr_CREATE3res));
     if (res.Decode(results) && res->CREATE3res_u.resok.obj.handle_follows) {
-      SpeculateAccess(HandleBytes(res->CREATE3res_u.resok.obj.post_op_fh3_u.handle), exp, cred);
+      SpeculateAccess(HandleBytes(res->CREATE3res_u.resok.obj.post_op_fh3_u.handle), exp, cred,
+                      /*for_writes=*/true);
     }
   } else if (p.proc == NFSPROC3_READDIRPLUS) {
     XdrBox box(p.res_xdr, p.res_size);

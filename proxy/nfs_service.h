@@ -150,10 +150,13 @@ class NfsService : public RpcProgram {
   // cache already has it or the same fetch is in flight, so the ACCESS, and
   // the LOOKUPs in a directory, that a client sends next are answered
   // locally.
-  void SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred);
+  // `for_writes`: WRITEs of the object may wait for this one (WaitForAccess).
+  void SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred,
+                       bool for_writes = false);
   // A WRITE `a` without the evidence that would let it be buffered or
-  // journaled, while a speculative ACCESS for its file and credential is on
-  // its way: waits for that reply and is served again. Returns false (the
+  // journaled, while a speculative ACCESS that a CREATE started for its file
+  // and credential is on its way: waits for that reply (once) and is served
+  // again. Returns false (the
   // caller goes on) where the evidence would not change the answer.
   bool WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                      const std::shared_ptr<XdrBox>& args, const Export& exp,
@@ -192,6 +195,8 @@ class NfsService : public RpcProgram {
   // Speculative ACCESS calls in flight, by handle + credential key, with the
   // client calls that wait for them.
   std::unordered_map<std::string, std::vector<Waiter>> speculating_;
+  // Those of them a CREATE started: WRITEs of the new file wait for them.
+  std::unordered_set<std::string> writes_may_wait_;
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
   // Calls ParkForOutage kept (answered ones are dropped lazily), oldest

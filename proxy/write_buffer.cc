@@ -24,6 +24,38 @@ WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
   return *it->second;
 }
 
+void WritePath::SeedFromWriter(File& f, const OpaqueAuth& cred) {
+  f.writer = write_path_internal::WriterKey(cred);
+  if (options_.lone_after == 0 || f.calls_sent != 0 || f.last_batch != 0 || !f.waiters.empty() ||
+      f.window || f.lone < options_.lone_after) {
+    return;  // not a new file, or files always wait
+  }
+  const int* lone = writers_.Find(f.writer);
+  if (lone != nullptr && *lone < options_.lone_after) {
+    f.lone = *lone;
+    f.first_window = true;
+  }
+}
+
+void WritePath::NoteWriter(const File& f) {
+  constexpr size_t kMaxWriters = 4096;
+  if (f.writer.empty()) return;
+  writers_.Put(f.writer, f.lone);
+  while (writers_.size() > kMaxWriters) writers_.Erase(writers_.Oldest()->key);
+}
+
+void WritePath::OpenWindow(File& f, size_t expected) {
+  f.window = true;
+  f.window_gen++;
+  f.expected = expected;
+  f.window_start = clock_.MonoNow();
+  stats_.windows++;
+  const std::string fh = f.fh;
+  const uint64_t gen = f.window_gen;
+  schedule_(std::chrono::milliseconds(f.exp->config().gather_window_ms),
+            [this, fh, gen] { CloseWindow(fh, gen); });
+}
+
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
   if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
   return f.exp->config().write_behind ? verifier_ : f.upstream_verf;

@@ -173,7 +173,7 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     SeedFromWriter(f, cred);
     f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply)});
     Gather(f);
-    NoteWriter(f, cred);
+    NoteWriter(f);
   } else {
     stats_.buffered_writes++;
     reply(WriteReply(f, count, false));
@@ -311,36 +311,6 @@ void WritePath::Gather(File& f) {
   f.first_window = false;
 }
 
-void WritePath::SeedFromWriter(File& f, const OpaqueAuth& cred) {
-  if (options_.lone_after == 0 || f.calls_sent != 0 || f.last_batch != 0 || !f.waiters.empty() ||
-      f.window || f.lone < options_.lone_after) {
-    return;  // not a new file, or files always wait
-  }
-  const int* lone = writers_.Find(write_path_internal::WriterKey(cred));
-  if (lone != nullptr && *lone < options_.lone_after) {
-    f.lone = *lone;
-    f.first_window = true;
-  }
-}
-
-void WritePath::NoteWriter(const File& f, const OpaqueAuth& cred) {
-  constexpr size_t kMaxWriters = 4096;
-  writers_.Put(write_path_internal::WriterKey(cred), f.lone);
-  while (writers_.size() > kMaxWriters) writers_.Erase(writers_.Oldest()->key);
-}
-
-void WritePath::OpenWindow(File& f, size_t expected) {
-  f.window = true;
-  f.window_gen++;
-  f.expected = expected;
-  f.window_start = clock_.MonoNow();
-  stats_.windows++;
-  const std::string fh = f.fh;
-  const uint64_t gen = f.window_gen;
-  schedule_(std::chrono::milliseconds(f.exp->config().gather_window_ms),
-            [this, fh, gen] { CloseWindow(fh, gen); });
-}
-
 void WritePath::EndWindow(File& f) {
   f.window = false;
   stats_.procrastination_us += static_cast<uint64_t>(
@@ -359,6 +329,7 @@ void WritePath::CloseWindow(const std::string& fh, uint64_t gen) {
   } else {
     f.lone = 0;
   }
+  NoteWriter(f);
   Pump(f);
 }
 

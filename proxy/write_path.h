@@ -228,7 +228,9 @@ class WritePath {
   // A new file of a writer whose writes found company starts gathering;
   // then the writer's history follows the file's (after Gather).
   void SeedFromWriter(File& f, const OpaqueAuth& cred);
-  void NoteWriter(const File& f, const OpaqueAuth& cred);
+  // Records the file's lone count as its writer's (after every stable
+  // write and every window's end).
+  void NoteWriter(const File& f);
   void OpenWindow(File& f, size_t expected);
   void EndWindow(File& f);
   void CloseWindow(const std::string& fh, uint64_t gen);

@@ -38,9 +38,13 @@ inline int CompareCtime(const fattr3& a, const fattr3& b) {
   return 0;
 }
 
-// A writer's key: its credential (AUTH_SYS names the client machine too).
+// A writer's key: its credential (AUTH_SYS names the client machine too),
+// less AUTH_SYS's stamp, which some clients change (the time).
 inline std::string WriterKey(const OpaqueAuth& cred) {
-  return std::to_string(cred.flavor) + ":" + cred.body;
+  constexpr uint32_t kAuthSysFlavor = 1;
+  std::string_view body = cred.body;
+  if (cred.flavor == kAuthSysFlavor && body.size() >= 4) body.remove_prefix(4);
+  return std::to_string(cred.flavor) + ":" + std::string(body);
 }
 
 inline std::string WriteError(nfsstat3 status) {
@@ -114,6 +118,7 @@ struct WritePath::File {
   size_t last_batch = 0;
   int lone = 0;
   bool first_window = false;  // seeded from its writer: the first window is whole
+  std::string writer;         // WriterKey of its latest stable write
   MonoTime window_start{};
   // Latest attributes and verifier the upstream returned for the file.
   // Ambiguous: two replies with one ctime (a server clock tick) disagreed,

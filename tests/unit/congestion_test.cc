@@ -115,6 +115,7 @@ class SimulatedLink {
 
   void Send(MonoTime now) {
     CongestionController::Ticket t = cc_.OnSend(call_bytes_, now);
+    cc_.MarkOutbound(&t);  // the simulated calls are WRITEs
     double pace = paced_ ? cc_.applied_pacing_rate() : 0;
     Duration release = pace > 0 ? Duration(static_cast<int64_t>(call_bytes_ / pace * 1e9))
                                 : Duration::zero();
@@ -477,6 +478,34 @@ TEST(CongestionTest, FastLinkIsNotPacedAfterOneSlowRound) {
   Measured m = Measure(link, std::chrono::seconds(1));
   // One call a round trip (50 ms), each whole at once.
   EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.050);
+}
+
+TEST(CongestionTest, AReadWhoseReplyIsShortDoesNotUnpaceASlowLink) {
+  // A slow link paced for its 256 KiB WRITEs; then, on an idle link, a READ
+  // counted at its 1 MiB count whose reply is short (end of file) comes
+  // back at once. Its transfer says nothing of the link: still paced.
+  CongestionController cc(Options());
+  SimulatedLink link(cc, kSlow, milliseconds(20), 256 << 10);
+  link.set_max_calls(1);
+  link.set_probe_interval(milliseconds(100));
+  link.Run(std::chrono::seconds(10));
+  ASSERT_GT(cc.applied_pacing_rate(), 0);
+  // The writer stops; everything in flight is answered.
+  link.set_max_calls(0);
+  link.set_probe_interval(Duration::zero());
+  link.Run(std::chrono::seconds(5));
+  ASSERT_EQ(cc.in_flight(), 0u);
+  MonoTime now = link.now();
+  CongestionController::Ticket read = cc.OnSend(1 << 20, now);
+  cc.OnReply(read, now, now + milliseconds(41), Duration::zero());
+  EXPECT_GT(cc.applied_pacing_rate(), 0) << "a short reply is not a fast link";
+  // A small WRITE answered quickly is no evidence either: the link's large
+  // WRITEs are what a pacer stretches.
+  now += milliseconds(100);
+  CongestionController::Ticket small = cc.OnSend(4096, now);
+  cc.MarkOutbound(&small);
+  cc.OnReply(small, now, now + milliseconds(41), Duration::zero());
+  EXPECT_GT(cc.applied_pacing_rate(), 0) << "a small write is not a fast link";
 }
 
 TEST(CongestionTest, NotPacedUntilThePathShowsAQueue) {

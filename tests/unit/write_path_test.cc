@@ -435,16 +435,21 @@ TEST_F(WritePathTest, AWriterWhoseWritesFoundCompanyGathersFromANewFilesFirstWri
   EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, a + b + c);
   up_.Answer(2, WriteOk(12288, FILE_SYNC, kV1, Attr(12288, 3)));
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4, 5, 6}));
-  // Another writer (credential) has no such history: its new file is lone.
-  cred_.body = "another writer";
-  fh_ = "third-file";
-  Write(7, 0, a, FILE_SYNC);
-  EXPECT_EQ(up_.calls.size(), 4u) << "sent at once";
-  up_.Answer(3, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 4)));
-  // A writer that is lone on its file: its next file starts lone too.
-  fh_ = "fourth-file";
-  Write(8, 0, a, FILE_SYNC);
-  EXPECT_EQ(up_.calls.size(), 5u) << "sent at once";
+  // The writer goes on alone, one write a file: two windows that find no
+  // company (lone_after), then its files start lone.
+  for (int i = 0; i < 3; ++i) {
+    fh_ = "single-" + std::to_string(i);
+    Write(7 + i, 0, a, FILE_SYNC);
+    EXPECT_EQ(up_.calls.size(), static_cast<size_t>(i < 2 ? 3 + i : 4 + i)) << "file " << i;
+    Advance(std::chrono::milliseconds(5));
+    ASSERT_EQ(up_.calls.size(), static_cast<size_t>(4 + i));
+    up_.Answer(3 + i, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 4)));
+  }
+  // Another writer (credential) has no history: its new file is lone.
+  cred_.body = std::string(4, '\0') + "another writer";
+  fh_ = "other-file";
+  Write(10, 0, a, FILE_SYNC);
+  EXPECT_EQ(up_.calls.size(), 7u) << "sent at once";
 }
 
 TEST_F(WritePathTest, GatheringStableWritesAreNotFlushedInTheBackground) {
