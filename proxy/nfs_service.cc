@@ -317,11 +317,9 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
   CredKey key = CredKeyOf(cred);
   if (cache_->HasAccess(fh, key, kAllAccessBits)) return;
   std::string id = std::string(fh) + std::string(key.bytes());
-  if (!speculating_.try_emplace(id).second) {
-    if (for_writes) writes_may_wait_.insert(id);
-    return;
-  }
+  const bool new_call = speculating_.try_emplace(id).second;
   if (for_writes) writes_may_wait_.insert(id);
+  if (!new_call) return;  // the one in flight answers
   std::string handle(fh);
   ACCESS3args a{};
   a.object = FhView(handle);

@@ -156,8 +156,8 @@ class NfsService : public RpcProgram {
   // A WRITE `a` without the evidence that would let it be buffered or
   // journaled, while a speculative ACCESS that a CREATE started for its file
   // and credential is on its way: waits for that reply (once) and is served
-  // again. Returns false (the
-  // caller goes on) where the evidence would not change the answer.
+  // again. Returns false (the caller goes on) where the evidence would not
+  // change the answer.
   bool WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                      const std::shared_ptr<XdrBox>& args, const Export& exp,
                      const OpaqueAuth& cred, const WRITE3args& a);

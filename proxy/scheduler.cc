@@ -245,8 +245,10 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
   const MonoTime now = clock_.MonoNow();
   CongestionController::Ticket t = cc_.OnSend(bytes, now, cls != CallClass::kInteractive);
   const bool write = IsWrite(prog, proc);
-  if (write) cc_.MarkOutbound(&t);
-  if (write) writes_in_flight_++;
+  if (write) {
+    cc_.MarkOutbound(&t);
+    writes_in_flight_++;
+  }
   RpcCaller& lane = cls == CallClass::kInteractive ? metadata_ : bulk_;
   if (cls != CallClass::kInteractive && hooks_.set_pacing_rate) {
     hooks_.set_pacing_rate(cc_.applied_pacing_rate());

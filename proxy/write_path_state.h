@@ -17,8 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "cache/cred_key.h"
 #include "proxy/nfs_procs.h"
 #include "proxy/write_path.h"
+#include "rpc/auth_sys.h"
 
 namespace nfsedge {
 namespace write_path_internal {
@@ -38,13 +40,16 @@ inline int CompareCtime(const fattr3& a, const fattr3& b) {
   return 0;
 }
 
-// A writer's key: its credential (AUTH_SYS names the client machine too),
-// less AUTH_SYS's stamp, which some clients change (the time).
+// A writer's key: for AUTH_SYS, the client machine and the credential's
+// CredKey (not the stamp, which some clients change with the time); else
+// the credential's bytes.
 inline std::string WriterKey(const OpaqueAuth& cred) {
-  constexpr uint32_t kAuthSysFlavor = 1;
-  std::string_view body = cred.body;
-  if (cred.flavor == kAuthSysFlavor && body.size() >= 4) body.remove_prefix(4);
-  return std::to_string(cred.flavor) + ":" + std::string(body);
+  if (cred.flavor == kAuthSys) {
+    if (std::optional<AuthSys> a = DecodeAuthSys(cred.body)) {
+      return "sys:" + a->machine + ":" + std::string(CredKey::FromAuthSys(*a).bytes());
+    }
+  }
+  return std::to_string(cred.flavor) + ":" + cred.body;
 }
 
 inline std::string WriteError(nfsstat3 status) {
