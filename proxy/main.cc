@@ -6,6 +6,8 @@
 //                                  talk to the running daemon over its control
 //                                  socket (proxy/control.h): status,
 //                                  drop-cache [PATH], flush, warm PATH, reload
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -116,6 +118,13 @@ int main(int argc, char** argv) {
   nfsedge::SetLogLevel(config->log_level);
   nfsedge::ConfigureLogging(config->log);
   std::signal(SIGPIPE, SIG_IGN);
+  // Records of up to a few MiB (gathered WRITEs, READ replies) are built and
+  // freed on every round trip. By default glibc maps each one afresh or
+  // gives the heap's top back to the kernel after it: every round trip then
+  // pays a page fault per 4 KiB of every copy. Keep such buffers in the heap
+  // and keep up to 64 MiB of freed heap for the next ones.
+  mallopt(M_MMAP_THRESHOLD, 8 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   nfsedge::Daemon daemon(std::move(*config));
   nfsedge::Status s = daemon.Start();
   if (!s.ok()) {

@@ -128,14 +128,15 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   // Journaled: only what the ACCESS cache proves the upstream will take.
   const bool journal = write_back && may_buffer;
   const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
-  const bool room = (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
-                    (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
+  const bool room =
+      (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
+      (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
   if (!room || !blocked_.empty()) {
     stats_.blocked++;
     f.blocked++;
-    blocked_.push_back(std::make_unique<Blocked>(
-        Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n), stable, journal, cred,
-                std::move(reply)}));
+    blocked_.push_back(
+        std::make_unique<Blocked>(Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n),
+                                          stable, journal, cred, std::move(reply)}));
     // Pressure: every file flushes and commits so that room is made.
     std::vector<std::string> held;
     for (const auto& [k, file] : files_) {
@@ -306,8 +307,8 @@ void WritePath::Gather(File& f) {
     stats_.lone++;
     return;
   }
-  OpenWindow(f, f.first_window ? std::numeric_limits<size_t>::max()
-                               : std::max<size_t>(2, f.last_batch));
+  OpenWindow(
+      f, f.first_window ? std::numeric_limits<size_t>::max() : std::max<size_t>(2, f.last_batch));
   f.first_window = false;
 }
 
@@ -475,8 +476,8 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
   }
   // One contiguous batch for clients waiting: one FILE_SYNC WRITE, one
   // server commit. Anything else: UNSTABLE WRITEs, then one COMMIT.
-  const bool sync = urgent && !f.waiters.empty() && runs.size() == 1 && !written &&
-                    runs[0].len <= max_write_;
+  const bool sync =
+      urgent && !f.waiters.empty() && runs.size() == 1 && !written && runs[0].len <= max_write_;
   const uint64_t limit = sync ? max_write_ : write_size_;
   // A lone file's single write: writes that come while it is upstream need
   // not wait for it (Gather).
@@ -485,7 +486,8 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
   for (const Run& run : runs) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
-      if (!urgent && ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
+      if (!urgent &&
+          ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
         if (whole_only && len < write_size_) ScheduleFlush(f);
         break;
       }
@@ -499,30 +501,29 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
   Split(f, off);
   Split(f, off + len);
   const uint64_t id = next_id_++;
-  std::string data;
-  data.reserve(len);
+  // WRITE3args, with the pieces' bytes copied once, straight into place.
+  std::string wire;
+  wire.reserve(4 + f.fh.size() + 3 + 8 + 4 + 4 + 4 + len + 3);
+  XdrWriter w(&wire);
+  w.WriteOpaque(f.fh);
+  w.WriteU64(off);
+  w.WriteU32(static_cast<uint32_t>(len));
+  w.WriteU32(sync ? FILE_SYNC : UNSTABLE);
+  w.WriteU32(static_cast<uint32_t>(len));
+  const size_t data_at = wire.size();
   OpaqueAuth cred;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < off + len; ++it) {
-    if (data.empty()) cred = it->second.cred;
-    data.append(it->second.data);
+    if (wire.size() == data_at) cred = it->second.cred;
+    wire.append(it->second.data);
     it->second.state = Piece::kSending;
     it->second.flight = id;
   }
-  WRITE3args a{};
-  a.file = FhView(f.fh);
-  a.offset = off;
-  a.count = static_cast<count3>(data.size());
-  a.stable = sync ? FILE_SYNC : UNSTABLE;
-  a.data.data_val = data.data();
-  a.data.data_len = static_cast<u_int>(data.size());
-  std::string wire;
-  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3args), &a, &wire);
+  wire.append((4 - len % 4) % 4, '\0');
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;
-  Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_WRITE, cred, wire,
-                         [this, fh, id, urgent](StatusOr<RpcReply> r) {
-                           OnWritten(fh, id, urgent, std::move(r));
-                         });
+  Status s = caller.Call(
+      kNfsProgram, kNfsVersion, NFSPROC3_WRITE, cred, wire,
+      [this, fh, id, urgent](StatusOr<RpcReply> r) { OnWritten(fh, id, urgent, std::move(r)); });
   if (!s.ok()) {
     for (auto& [o, p] : f.pieces) {
       if (p.state == Piece::kSending && p.flight == id) p.state = Piece::kDirty;
@@ -533,7 +534,7 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
   }
   const bool solo = f.flights.empty() && f.commit_id == 0;
   f.flights.push_back(
-      Flight{id, off, data.size(), cred, clock_.MonoNow(), sync, lone, solo, ++f.calls_sent});
+      Flight{id, off, len, cred, clock_.MonoNow(), sync, lone, solo, ++f.calls_sent});
   if (urgent) {
     f.urgent_flights++;
     if (lone) f.lone_flights++;
@@ -541,8 +542,8 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     background_++;
   }
   stats_.upstream_writes++;
-  stats_.upstream_bytes += data.size();
-  stats_.max_write = std::max<uint64_t>(stats_.max_write, data.size());
+  stats_.upstream_bytes += len;
+  stats_.max_write = std::max<uint64_t>(stats_.max_write, len);
   if (sync) {
     stats_.sync_writes++;
     stats_.batches++;
@@ -565,8 +566,9 @@ void WritePath::SendCommit(File& f, bool urgent) {
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3args), &a, &wire);
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;
-  Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
-                         [this, fh, id](StatusOr<RpcReply> r) { OnCommitted(fh, id, std::move(r)); });
+  Status s =
+      caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
+                  [this, fh, id](StatusOr<RpcReply> r) { OnCommitted(fh, id, std::move(r)); });
   if (!s.ok()) {
     for (auto& [off, p] : f.pieces) {
       if (p.commit == id) p.commit = 0;
@@ -767,4 +769,3 @@ void WritePath::AdmitBlocked() {
 }
 
 }  // namespace nfsedge
-

@@ -1,6 +1,63 @@
 #include "rpc/event_loop.h"
 
+#include <event2/buffer.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+
 namespace nfsedge {
+
+namespace {
+
+// A filter (TLS) bufferevent has an underlying one; a socket one does not
+// (its socket may come only with bufferevent_socket_connect).
+bool IsSocketBufferevent(bufferevent* bev) { return bufferevent_get_underlying(bev) == nullptr; }
+
+}  // namespace
+
+void TuneSocketBufferevent(bufferevent* bev) {
+  if (IsSocketBufferevent(bev)) bufferevent_set_max_single_write(bev, kSocketIoChunk);
+}
+
+size_t ReadMore(bufferevent* bev, size_t limit) {
+  const evutil_socket_t fd = bufferevent_getfd(bev);
+  if (!IsSocketBufferevent(bev) || fd < 0 || !(bufferevent_get_enabled(bev) & EV_READ)) return 0;
+  evbuffer* in = bufferevent_get_input(bev);
+  // A socket bufferevent keeps its input frozen at the end but for its own
+  // reads; this is one of them.
+  evbuffer_unfreeze(in, 0);
+  size_t total = 0;
+  for (;;) {
+    const size_t held = evbuffer_get_length(in);
+    if (held >= limit) break;
+    const size_t want = std::min(limit - held, kSocketIoChunk);
+    evbuffer_iovec vec[2];
+    const int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
+    if (n <= 0) break;
+    iovec iov[2];
+    size_t asked = 0;
+    for (int i = 0; i < n; i++) {  // the space reserved may be larger than asked
+      iov[i] = {vec[i].iov_base, std::min(vec[i].iov_len, want - asked)};
+      asked += iov[i].iov_len;
+    }
+    const ssize_t got = readv(fd, iov, n);
+    if (got <= 0) {
+      evbuffer_commit_space(in, vec, 0);
+      break;
+    }
+    size_t left = static_cast<size_t>(got);
+    int used = 0;
+    for (; used < n && left > 0; used++) {
+      vec[used].iov_len = std::min(iov[used].iov_len, left);
+      left -= vec[used].iov_len;
+    }
+    evbuffer_commit_space(in, vec, used);
+    total += static_cast<size_t>(got);
+    if (static_cast<size_t>(got) < asked) break;  // drained
+  }
+  evbuffer_freeze(in, 0);
+  return total;
+}
 
 timeval ToTimeval(Duration d) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();

@@ -39,6 +39,20 @@ using Duration = std::chrono::steady_clock::duration;
 // Returns a timeval for `d` (negative durations become zero).
 timeval ToTimeval(Duration d);
 
+// libevent 2.1 moves a socket bufferevent's data 4 KiB per read (its
+// EVBUFFER_MAX_READ) and 16 KiB per write, one of each per loop turn: a
+// 1 MiB record takes 256 turns to come in. These two lift that for a plain
+// socket bufferevent; for a filter (TLS) one they do nothing.
+//
+// TuneSocketBufferevent raises the bufferevent's write size to kSocketIoChunk.
+// ReadMore reads what the socket holds into the input buffer, kSocketIoChunk
+// per read, until the socket is drained or the input holds `limit` bytes;
+// returns the bytes read. End of file and errors are left in the socket for
+// the bufferevent's own next read to report. Call it from the read callback.
+inline constexpr size_t kSocketIoChunk = 256 * 1024;
+void TuneSocketBufferevent(bufferevent* bev);
+size_t ReadMore(bufferevent* bev, size_t limit);
+
 // A timer on an event loop that runs a callback once per Arm(), or
 // periodically with ArmPeriodic(). Disarmed on destruction.
 class Timer {

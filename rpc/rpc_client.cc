@@ -106,6 +106,7 @@ void RpcClient::Connect(int i) {
   Conn& c = conns_[i];
   int fd = MakeSocket(c);
   c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  TuneSocketBufferevent(c.bev.get());
   c.reader = std::make_unique<RecordReader>(options_.max_record_size);
   c.state = Conn::State::kConnecting;
   SetCallbacks(i);
@@ -278,8 +279,8 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   }
   if (was_up || !back.empty()) {
     NFSEDGE_LOG(kWarn) << options_.name << ": connection " << i << " to "
-                       << options_.server.ToString() << " lost (" << why << "); "
-                       << back.size() << " calls will be resent";
+                       << options_.server.ToString() << " lost (" << why << "); " << back.size()
+                       << " calls will be resent";
   } else {
     NFSEDGE_LOG(kDebug) << options_.name << ": connect " << i << " failed (" << why << ")";
   }
@@ -287,8 +288,9 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   c.retry->Arm(c.backoff);
   c.backoff = std::min(c.backoff * 2, options_.reconnect_max);
   if (!failed.empty()) {
-    NFSEDGE_LOG(kWarn) << options_.name << ": " << failed.size() << " calls failed: connection lost "
-                       << kMaxConnectionLosses + 1 << " times while they were outstanding";
+    NFSEDGE_LOG(kWarn) << options_.name << ": " << failed.size()
+                       << " calls failed: connection lost " << kMaxConnectionLosses + 1
+                       << " times while they were outstanding";
   }
   for (auto& done : failed) {
     done(Unavailable(options_.name + ": connection lost repeatedly during this call"));
@@ -303,6 +305,7 @@ void RpcClient::OnConnRead(int i) {
     return;
   }
   if (c.state != Conn::State::kUp) return;
+  ReadMore(c.bev.get(), std::max(kSocketIoChunk, options_.max_record_size));
   evbuffer* in = bufferevent_get_input(c.bev.get());
   for (;;) {
     std::string record;
@@ -352,10 +355,12 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   h.vers = vers;
   h.proc = proc;
   h.cred = cred;
-  std::string body = EncodeCallHeader(h);
-  body.append(args);
+  const std::string header = EncodeCallHeader(h);
   Pending p;
-  p.record = EncodeRecord(body);
+  p.record.reserve(4 + header.size() + args.size());  // one copy of the arguments
+  p.record.resize(4);
+  EncodeRecordMark(header.size() + args.size(), p.record.data());
+  p.record.append(header).append(args);
   p.done = std::move(done);
   if (options_.on_done) {
     p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),
@@ -458,9 +463,9 @@ void RpcClient::PaceOut() {
   }
   if (!paced_.empty()) {
     double wait = (std::min(quantum, 4096.0) - tokens_) / pacing_rate_;
-    pace_timer_.Arm(std::max<Duration>(std::chrono::milliseconds(1),
-                                       std::chrono::duration_cast<Duration>(
-                                           std::chrono::duration<double>(wait))));
+    pace_timer_.Arm(std::max<Duration>(
+        std::chrono::milliseconds(1),
+        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(wait))));
   }
 }
 

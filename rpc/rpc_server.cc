@@ -75,8 +75,9 @@ void ServerConnection::Start() {
   if (timeout > Duration::zero()) idle_.Arm(timeout);
 }
 
-void ServerConnection::OnRead(bufferevent*, void* arg) {
+void ServerConnection::OnRead(bufferevent* bev, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
+  ReadMore(bev, std::max(kSocketIoChunk, self->server_->options_.max_record_size));
   self->Touch();
   self->ProcessInput();
 }
@@ -324,6 +325,7 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  TuneSocketBufferevent(bev.get());
   auto conn = std::make_shared<ServerConnection>(this, std::move(bev), peer);
   connections_[conn.get()] = conn;
   NFSEDGE_LOG(kDebug) << "client " << peer.ToString() << " connected";

@@ -1,0 +1,129 @@
+// ReadMore and TuneSocketBufferevent: large reads and writes on a socket
+// bufferevent, nothing on a filter one, end of file left to the bufferevent.
+#include "rpc/event_loop.h"
+
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace nfsedge {
+namespace {
+
+class ReadMoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds_), 0);
+    int size = 4 << 20;
+    setsockopt(fds_[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    setsockopt(fds_[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    evutil_make_socket_nonblocking(fds_[0]);
+    evutil_make_socket_nonblocking(fds_[1]);
+    bev_.reset(bufferevent_socket_new(base_.get(), fds_[0], BEV_OPT_CLOSE_ON_FREE));
+    bufferevent_enable(bev_.get(), EV_READ);
+  }
+  void TearDown() override {
+    bev_.reset();
+    if (fds_[1] >= 0) close(fds_[1]);
+  }
+
+  // Writes up to `n` bytes of a pattern into the peer end; returns them.
+  std::string Send(size_t n) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; i++) bytes[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
+    size_t sent = 0;
+    while (sent < n) {
+      ssize_t w = write(fds_[1], bytes.data() + sent, n - sent);
+      if (w <= 0) break;
+      sent += static_cast<size_t>(w);
+    }
+    bytes.resize(sent);
+    return bytes;
+  }
+
+  std::string Input() {
+    evbuffer* in = bufferevent_get_input(bev_.get());
+    std::string out(evbuffer_get_length(in), '\0');
+    evbuffer_copyout(in, out.data(), out.size());
+    return out;
+  }
+
+  EventBasePtr base_{event_base_new()};
+  int fds_[2] = {-1, -1};
+  BuffereventPtr bev_;
+};
+
+TEST_F(ReadMoreTest, ReadsWhatTheSocketHoldsInOneCall) {
+  const std::string sent = Send(600 * 1024);
+  ASSERT_GT(sent.size(), 8 * 4096u) << "the socket pair took too little to tell";
+  EXPECT_EQ(ReadMore(bev_.get(), 4 << 20), sent.size());
+  EXPECT_TRUE(Input() == sent);
+  EXPECT_EQ(ReadMore(bev_.get(), 4 << 20), 0u) << "drained";
+}
+
+TEST_F(ReadMoreTest, StopsAtTheLimitAndKeepsTheRestInTheSocket) {
+  const std::string sent = Send(100000);
+  ASSERT_EQ(sent.size(), 100000u);
+  EXPECT_EQ(ReadMore(bev_.get(), 30000), 30000u);
+  EXPECT_TRUE(Input() == sent.substr(0, 30000));
+  EXPECT_EQ(ReadMore(bev_.get(), 30000), 0u) << "the input already holds the limit";
+  EXPECT_EQ(ReadMore(bev_.get(), 200000), 70000u);
+  EXPECT_TRUE(Input() == sent);
+}
+
+TEST_F(ReadMoreTest, ReadsNothingWhileReadingIsDisabled) {
+  Send(10000);
+  bufferevent_disable(bev_.get(), EV_READ);
+  EXPECT_EQ(ReadMore(bev_.get(), 1 << 20), 0u);
+  EXPECT_EQ(evbuffer_get_length(bufferevent_get_input(bev_.get())), 0u);
+}
+
+TEST_F(ReadMoreTest, LeavesEndOfFileToTheBufferevent) {
+  const std::string sent = Send(50000);
+  close(fds_[1]);
+  fds_[1] = -1;
+  EXPECT_EQ(ReadMore(bev_.get(), 1 << 20), sent.size());
+  short seen = 0;
+  bufferevent_setcb(
+      bev_.get(), nullptr, nullptr,
+      [](bufferevent* bev, short what, void* arg) {
+        *static_cast<short*>(arg) |= what;
+        event_base_loopbreak(bufferevent_get_base(bev));
+      },
+      &seen);
+  timeval tv{5, 0};
+  event_base_loopexit(base_.get(), &tv);
+  event_base_dispatch(base_.get());
+  EXPECT_TRUE(seen & BEV_EVENT_EOF) << "events " << seen;
+  EXPECT_TRUE(Input() == sent);
+}
+
+TEST_F(ReadMoreTest, AFilterBuffereventIsLeftAlone) {
+  Send(50000);
+  bufferevent* filter = bufferevent_filter_new(bev_.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  ASSERT_NE(filter, nullptr);
+  bufferevent_enable(filter, EV_READ);
+  EXPECT_EQ(ReadMore(filter, 1 << 20), 0u);
+  const ev_ssize_t before = bufferevent_get_max_single_write(filter);
+  TuneSocketBufferevent(filter);
+  EXPECT_EQ(bufferevent_get_max_single_write(filter), before);
+  bufferevent_free(filter);
+}
+
+TEST_F(ReadMoreTest, TuningRaisesTheWriteSize) {
+  EXPECT_LT(bufferevent_get_max_single_write(bev_.get()), static_cast<ev_ssize_t>(kSocketIoChunk));
+  TuneSocketBufferevent(bev_.get());
+  EXPECT_EQ(bufferevent_get_max_single_write(bev_.get()), static_cast<ev_ssize_t>(kSocketIoChunk));
+  // A client's bufferevent gets its socket only at bufferevent_socket_connect.
+  BuffereventPtr unconnected(bufferevent_socket_new(base_.get(), -1, BEV_OPT_CLOSE_ON_FREE));
+  TuneSocketBufferevent(unconnected.get());
+  EXPECT_EQ(bufferevent_get_max_single_write(unconnected.get()),
+            static_cast<ev_ssize_t>(kSocketIoChunk));
+  EXPECT_EQ(ReadMore(unconnected.get(), 1 << 20), 0u);
+}
+
+}  // namespace
+}  // namespace nfsedge
