@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "rpc/event_loop.h"
+
 namespace nfsedge::wan {
 
 namespace {
@@ -149,6 +151,7 @@ void RelaySession::SetUpSide(Role role, bufferevent* bev) {
     bufferevent_setcb(bev, &OnServerRead, &OnServerWrite, &OnServerEvent, this);
     bufferevent_set_max_single_read(bev, MaxSingleRead(context_->down->model().config()));
   }
+  nfsedge::TuneSocketBufferevent(bev);  // what leaves the link is written in large pieces
   // The write callback runs whenever the output falls to half the peer limit: time to resume
   // reading the other side, or to send a pending FIN once the output is empty.
   bufferevent_setwatermark(bev, EV_WRITE, kMaxPeerOutputBytes / 2, 0);
@@ -177,7 +180,10 @@ void RelaySession::OnServerEvent(bufferevent*, short what, void* arg) {
 
 void RelaySession::Read(Role from) {
   if (closed_) return;
-  evbuffer* input = bufferevent_get_input(sides_[from].bev.get());
+  // libevent 2.1 reads at most 4 KiB per turn whatever max_single_read says.
+  bufferevent* bev = sides_[from].bev.get();
+  nfsedge::ReadMore(bev, MaxSingleRead(PipeFrom(from)->model().config()));
+  evbuffer* input = bufferevent_get_input(bev);
   const size_t n = evbuffer_get_length(input);
   if (n == 0) return;
   (from == kClient ? context_->stats->up_bytes : context_->stats->down_bytes) += n;
