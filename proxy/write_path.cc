@@ -1,6 +1,7 @@
 #include "proxy/write_path.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <random>
 
@@ -518,6 +519,7 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     it->second.state = Piece::kSending;
     it->second.flight = id;
   }
+  assert(wire.size() - data_at == len);  // SendDirty's runs are adjacent pieces
   wire.append((4 - len % 4) % 4, '\0');
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;

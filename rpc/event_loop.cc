@@ -1,6 +1,7 @@
 #include "rpc/event_loop.h"
 
 #include <event2/buffer.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -29,8 +30,11 @@ size_t ReadMore(bufferevent* bev, size_t limit) {
   size_t total = 0;
   for (;;) {
     const size_t held = evbuffer_get_length(in);
-    if (held >= limit) break;
-    const size_t want = std::min(limit - held, kSocketIoChunk);
+    // Only what the socket holds: a read never meets the end of file or an
+    // error (a reset behind the data), which stay for the bufferevent.
+    int avail = 0;
+    if (held >= limit || ioctl(fd, FIONREAD, &avail) != 0 || avail <= 0) break;
+    const size_t want = std::min({limit - held, kSocketIoChunk, static_cast<size_t>(avail)});
     evbuffer_iovec vec[2];
     const int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
     if (n <= 0) break;
@@ -53,7 +57,6 @@ size_t ReadMore(bufferevent* bev, size_t limit) {
     }
     evbuffer_commit_space(in, vec, used);
     total += static_cast<size_t>(got);
-    if (static_cast<size_t>(got) < asked) break;  // drained
   }
   evbuffer_freeze(in, 0);
   return total;

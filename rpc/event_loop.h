@@ -45,10 +45,13 @@ timeval ToTimeval(Duration d);
 // socket bufferevent; for a filter (TLS) one they do nothing.
 //
 // TuneSocketBufferevent raises the bufferevent's write size to kSocketIoChunk.
-// ReadMore reads what the socket holds into the input buffer, kSocketIoChunk
-// per read, until the socket is drained or the input holds `limit` bytes;
-// returns the bytes read. End of file and errors are left in the socket for
-// the bufferevent's own next read to report. Call it from the read callback.
+// ReadMore reads what the socket holds (FIONREAD) into the input buffer, at
+// most kSocketIoChunk per read, until the input holds `limit` bytes; returns
+// the bytes read. End of file and errors are left in the socket for the
+// bufferevent's own next read to report. Call it from the read callback.
+// Not for a bufferevent with a read high-water mark or a rate limit (it
+// would read past them) nor for bufferevent_openssl_socket_new's kind (it
+// would read the ciphertext): the project uses neither.
 inline constexpr size_t kSocketIoChunk = 256 * 1024;
 void TuneSocketBufferevent(bufferevent* bev);
 size_t ReadMore(bufferevent* bev, size_t limit);

@@ -305,7 +305,7 @@ void RpcClient::OnConnRead(int i) {
     return;
   }
   if (c.state != Conn::State::kUp) return;
-  ReadMore(c.bev.get(), std::max(kSocketIoChunk, options_.max_record_size));
+  ReadMore(c.bev.get(), std::max(kSocketIoChunk, options_.max_record_size + 4));
   evbuffer* in = bufferevent_get_input(c.bev.get());
   for (;;) {
     std::string record;

@@ -77,7 +77,7 @@ void ServerConnection::Start() {
 
 void ServerConnection::OnRead(bufferevent* bev, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
-  ReadMore(bev, std::max(kSocketIoChunk, self->server_->options_.max_record_size));
+  ReadMore(bev, std::max(kSocketIoChunk, self->server_->options_.max_record_size + 4));
   self->Touch();
   self->ProcessInput();
 }

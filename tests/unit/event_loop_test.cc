@@ -5,6 +5,7 @@
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,6 +45,10 @@ class ReadMoreTest : public ::testing::Test {
     return bytes;
   }
 
+  // Returns true iff the input is frozen at the end again, as libevent
+  // keeps it outside its own reads.
+  bool InputFrozen() { return evbuffer_add(bufferevent_get_input(bev_.get()), "x", 1) != 0; }
+
   std::string Input() {
     evbuffer* in = bufferevent_get_input(bev_.get());
     std::string out(evbuffer_get_length(in), '\0');
@@ -60,6 +65,7 @@ TEST_F(ReadMoreTest, ReadsWhatTheSocketHoldsInOneCall) {
   const std::string sent = Send(600 * 1024);
   ASSERT_GT(sent.size(), 8 * 4096u) << "the socket pair took too little to tell";
   EXPECT_EQ(ReadMore(bev_.get(), 4 << 20), sent.size());
+  EXPECT_TRUE(InputFrozen());
   EXPECT_TRUE(Input() == sent);
   EXPECT_EQ(ReadMore(bev_.get(), 4 << 20), 0u) << "drained";
 }
@@ -68,6 +74,7 @@ TEST_F(ReadMoreTest, StopsAtTheLimitAndKeepsTheRestInTheSocket) {
   const std::string sent = Send(100000);
   ASSERT_EQ(sent.size(), 100000u);
   EXPECT_EQ(ReadMore(bev_.get(), 30000), 30000u);
+  EXPECT_TRUE(InputFrozen());
   EXPECT_TRUE(Input() == sent.substr(0, 30000));
   EXPECT_EQ(ReadMore(bev_.get(), 30000), 0u) << "the input already holds the limit";
   EXPECT_EQ(ReadMore(bev_.get(), 200000), 70000u);
@@ -99,6 +106,55 @@ TEST_F(ReadMoreTest, LeavesEndOfFileToTheBufferevent) {
   event_base_dispatch(base_.get());
   EXPECT_TRUE(seen & BEV_EVENT_EOF) << "events " << seen;
   EXPECT_TRUE(Input() == sent);
+}
+
+// A reset behind the data: the data is read, the error stays for the
+// bufferevent (read, it would be gone, and the bufferevent would report a
+// clean end of file).
+TEST(ReadMoreTcpTest, LeavesAResetBehindTheDataToTheBufferevent) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int size = 4 << 20;  // room for all of it in flight
+  setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int peer = socket(AF_INET, SOCK_STREAM, 0);
+  setsockopt(peer, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+  ASSERT_EQ(connect(peer, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int ours = accept(listener, nullptr, nullptr);
+  ASSERT_GE(ours, 0);
+  close(listener);
+  evutil_make_socket_nonblocking(ours);
+  // Exactly one read's worth: a reader that reads until a short read would
+  // make one more, and meet the reset.
+  const std::string sent(kSocketIoChunk, 'r');
+  ASSERT_EQ(write(peer, sent.data(), sent.size()), static_cast<ssize_t>(sent.size()));
+  linger hard{1, 0};
+  setsockopt(peer, SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+  close(peer);  // a reset
+  usleep(100 * 1000);
+
+  EventBasePtr base(event_base_new());
+  BuffereventPtr bev(bufferevent_socket_new(base.get(), ours, BEV_OPT_CLOSE_ON_FREE));
+  bufferevent_enable(bev.get(), EV_READ);
+  EXPECT_EQ(ReadMore(bev.get(), 1 << 20), sent.size());
+  short seen = 0;
+  bufferevent_setcb(
+      bev.get(), nullptr, nullptr,
+      [](bufferevent* b, short what, void* arg) {
+        *static_cast<short*>(arg) |= what;
+        event_base_loopbreak(bufferevent_get_base(b));
+      },
+      &seen);
+  timeval tv{5, 0};
+  event_base_loopexit(base.get(), &tv);
+  event_base_dispatch(base.get());
+  EXPECT_TRUE(seen & BEV_EVENT_ERROR) << "events " << seen;
+  EXPECT_EQ(evbuffer_get_length(bufferevent_get_input(bev.get())), sent.size());
 }
 
 TEST_F(ReadMoreTest, AFilterBuffereventIsLeftAlone) {

@@ -77,6 +77,8 @@ struct SentWrite {
 SentWrite DecodeWriteArgs(const std::string& wire) {
   XdrValue<WRITE3args> a(Proc(xdr_WRITE3args));
   EXPECT_TRUE(a.Decode(wire));
+  std::string canonical;  // the proxy encodes WRITE3args by hand: byte for byte
+  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3args), &a.get(), &canonical) && canonical == wire);
   return SentWrite{a->offset, a->stable, std::string(a->data.data_val, a->data.data_len)};
 }
 
