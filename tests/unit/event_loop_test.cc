@@ -14,6 +14,23 @@
 namespace nfsedge {
 namespace {
 
+// Runs `bev`'s loop until its event callback runs (5 s at most); returns
+// the events it reported (0: none).
+short NextEvents(bufferevent* bev) {
+  short seen = 0;
+  bufferevent_setcb(
+      bev, nullptr, nullptr,
+      [](bufferevent* b, short what, void* arg) {
+        *static_cast<short*>(arg) |= what;
+        event_base_loopbreak(bufferevent_get_base(b));
+      },
+      &seen);
+  timeval tv{5, 0};
+  event_base_loopexit(bufferevent_get_base(bev), &tv);
+  event_base_dispatch(bufferevent_get_base(bev));
+  return seen;
+}
+
 class ReadMoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -93,17 +110,7 @@ TEST_F(ReadMoreTest, LeavesEndOfFileToTheBufferevent) {
   close(fds_[1]);
   fds_[1] = -1;
   EXPECT_EQ(ReadMore(bev_.get(), 1 << 20), sent.size());
-  short seen = 0;
-  bufferevent_setcb(
-      bev_.get(), nullptr, nullptr,
-      [](bufferevent* bev, short what, void* arg) {
-        *static_cast<short*>(arg) |= what;
-        event_base_loopbreak(bufferevent_get_base(bev));
-      },
-      &seen);
-  timeval tv{5, 0};
-  event_base_loopexit(base_.get(), &tv);
-  event_base_dispatch(base_.get());
+  const short seen = NextEvents(bev_.get());
   EXPECT_TRUE(seen & BEV_EVENT_EOF) << "events " << seen;
   EXPECT_TRUE(Input() == sent);
 }
@@ -142,17 +149,7 @@ TEST(ReadMoreTcpTest, LeavesAResetBehindTheDataToTheBufferevent) {
   BuffereventPtr bev(bufferevent_socket_new(base.get(), ours, BEV_OPT_CLOSE_ON_FREE));
   bufferevent_enable(bev.get(), EV_READ);
   EXPECT_EQ(ReadMore(bev.get(), 1 << 20), sent.size());
-  short seen = 0;
-  bufferevent_setcb(
-      bev.get(), nullptr, nullptr,
-      [](bufferevent* b, short what, void* arg) {
-        *static_cast<short*>(arg) |= what;
-        event_base_loopbreak(bufferevent_get_base(b));
-      },
-      &seen);
-  timeval tv{5, 0};
-  event_base_loopexit(base.get(), &tv);
-  event_base_dispatch(base.get());
+  const short seen = NextEvents(bev.get());
   EXPECT_TRUE(seen & BEV_EVENT_ERROR) << "events " << seen;
   EXPECT_EQ(evbuffer_get_length(bufferevent_get_input(bev.get())), sent.size());
 }
