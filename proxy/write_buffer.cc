@@ -46,14 +46,18 @@ void WritePath::NoteWriter(const File& f) {
 
 void WritePath::OpenWindow(File& f, size_t expected) {
   f.window = true;
-  f.window_gen++;
   f.expected = expected;
   f.window_start = clock_.MonoNow();
   stats_.windows++;
-  const std::string fh = f.fh;
-  const uint64_t gen = f.window_gen;
-  schedule_(std::chrono::milliseconds(f.exp->config().gather_window_ms),
-            [this, fh, gen] { CloseWindow(fh, gen); });
+  ArmWindowEnd(f);
+}
+
+void WritePath::ArmWindowEnd(File& f) {
+  const Duration window = std::chrono::milliseconds(f.exp->config().gather_window_ms);
+  Duration delay = window - (clock_.MonoNow() - f.window_start);
+  if (f.expected == kOpenEnded) delay = std::min(delay, window / 4);
+  const uint64_t gen = ++f.window_gen;  // an earlier end no longer applies
+  schedule_(delay, [this, fh = f.fh, gen] { CloseWindow(fh, gen); });
 }
 
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {

@@ -291,7 +291,11 @@ void WritePath::Gather(File& f) {
   const bool was_lone = options_.lone_after > 0 && f.lone >= options_.lone_after;
   if (company) f.lone = 0;  // company: another write waits too
   if (f.window) {
-    if (f.waiters.size() >= f.expected) EndWindow(f);
+    if (f.waiters.size() >= f.expected) {
+      EndWindow(f);
+    } else if (f.expected == kOpenEnded) {
+      ArmWindowEnd(f);  // writes still coming
+    }
     return;
   }
   if (Busy(f)) return;  // joins the next batch, sent when this one is answered
@@ -299,7 +303,7 @@ void WritePath::Gather(File& f) {
     // A lone write is upstream and company came: a pipelining writer has
     // more in flight. Its writes do not wait a round trip for the lone one:
     // they gather for a window (or until the lone write is answered) and go.
-    OpenWindow(f, std::numeric_limits<size_t>::max());
+    OpenWindow(f, kOpenEnded);
     return;
   }
   if (company) return;
@@ -308,8 +312,7 @@ void WritePath::Gather(File& f) {
     stats_.lone++;
     return;
   }
-  OpenWindow(
-      f, f.first_window ? std::numeric_limits<size_t>::max() : std::max<size_t>(2, f.last_batch));
+  OpenWindow(f, f.first_window ? kOpenEnded : std::max<size_t>(2, f.last_batch));
   f.first_window = false;
 }
 

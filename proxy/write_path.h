@@ -23,12 +23,13 @@
 // windows in a row gather nothing. So a lone writer does not wait. A
 // writer (credential) keeps its history across files: a new file of a
 // writer whose stable writes last found company does not start lone; its
-// first write opens a window (the whole window: how many writes come is
-// not known yet), so a pipelining writer's first writes go as one batch;
-// a new file of a lone writer starts lone. Writes
+// first write opens a window, so a pipelining writer's first writes go as
+// one batch; a new file of a lone writer starts lone. Writes
 // that find company while the file's upstream write is a lone one do not
 // wait for its answer (a round trip): they gather for one window (or until
-// that answer) and go as the next batch. While stable writes wait, the
+// that answer) and go as the next batch. These two windows do not know how
+// many writes come: they also end once writes stop coming, a quarter of
+// the window after the last one. While stable writes wait, the
 // background flush leaves the file alone (the batch carries its dirty
 // data). A batch whose dirty data is one contiguous range (nothing else of
 // the file in flight but FILE_SYNC writes)
@@ -76,6 +77,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -231,7 +233,13 @@ class WritePath {
   // Records the file's lone count as its writer's (after every stable
   // write and every window's end).
   void NoteWriter(const File& f);
+  // A window's `expected` when how many writes come is not known: it also
+  // ends once writes stop coming, a quarter of the window after the last.
+  static constexpr size_t kOpenEnded = std::numeric_limits<size_t>::max();
   void OpenWindow(File& f, size_t expected);
+  // (Re)arms the window's end: gather_window_ms after it opened, or sooner
+  // for an open-ended one.
+  void ArmWindowEnd(File& f);
   void EndWindow(File& f);
   void CloseWindow(const std::string& fh, uint64_t gen);
   // Moves the file on: answers who can be, sends what should go.

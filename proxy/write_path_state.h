@@ -119,7 +119,7 @@ struct WritePath::File {
   // Gathering.
   bool window = false;
   uint64_t window_gen = 0;
-  size_t expected = 0;
+  size_t expected = 0;  // writes the window waits for; kOpenEnded: not known
   size_t last_batch = 0;
   int lone = 0;
   bool first_window = false;  // seeded from its writer: the first window is whole

@@ -3,271 +3,10 @@
 // rules 1-4 and 8 on the write path: FIFO replies, no reply before the data
 // is stable upstream, resend on a verifier change, lone writers not
 // delayed, bounded buffers, flush errors reported, reads held for writes.
-#include "proxy/write_path.h"
+#include "write_path_fixture.h"
 
-#include <gtest/gtest.h>
-
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "cache/clock.h"
-#include "proxy/nfs_procs.h"
-#include "rpc/xdr_codec.h"
-
-namespace nfsedge {
+namespace nfsedge::write_path_test {
 namespace {
-
-template <typename F>
-xdrproc_t Proc(F f) {
-  return reinterpret_cast<xdrproc_t>(f);
-}
-
-using Verf = std::array<char, 8>;
-constexpr Verf kV1{'v', '1'};
-constexpr Verf kV2{'v', '2'};
-
-// An upstream that keeps every call until the test answers it.
-class HeldUpstream : public RpcCaller {
- public:
-  struct Held {
-    uint32_t proc;
-    std::string args;
-    ReplyCallback done;
-    bool answered = false;
-  };
-  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth&, std::string_view args,
-              ReplyCallback done) override {
-    if (refuse) return Status(StatusCode::kResourceExhausted, "full");
-    calls.push_back(Held{proc, std::string(args), std::move(done)});
-    return Status::Ok();
-  }
-  size_t Count(uint32_t proc) const {
-    size_t n = 0;
-    for (const Held& h : calls) n += h.proc == proc;
-    return n;
-  }
-  // Index of the first unanswered call, or -1.
-  int Pending() const {
-    for (size_t i = 0; i < calls.size(); ++i) {
-      if (!calls[i].answered) return static_cast<int>(i);
-    }
-    return -1;
-  }
-  void Answer(size_t i, const std::string& results) {
-    RpcReply r;
-    r.header.reply_stat = kMsgAccepted;
-    r.header.accept_stat = kSuccess;
-    r.record = results;
-    r.header.results_offset = 0;
-    calls[i].answered = true;
-    calls[i].done(std::move(r));
-  }
-  std::vector<Held> calls;
-  bool refuse = false;
-};
-
-struct SentWrite {
-  uint64_t offset;
-  stable_how stable;
-  std::string data;
-};
-
-SentWrite DecodeWriteArgs(const std::string& wire) {
-  XdrValue<WRITE3args> a(Proc(xdr_WRITE3args));
-  EXPECT_TRUE(a.Decode(wire));
-  std::string canonical;  // the proxy encodes WRITE3args by hand: byte for byte
-  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3args), &a.get(), &canonical) && canonical == wire);
-  return SentWrite{a->offset, a->stable, std::string(a->data.data_val, a->data.data_len)};
-}
-
-fattr3 Attr(uint64_t size, uint32_t ctime) {
-  fattr3 a{};
-  a.type = NF3REG;
-  a.size = size;
-  a.ctime.seconds = ctime;
-  a.mtime.seconds = ctime;
-  return a;
-}
-
-std::string WriteOk(uint32_t count, stable_how committed, const Verf& verf, const fattr3& after) {
-  WRITE3res res{};
-  res.status = NFS3_OK;
-  WRITE3resok& ok = res.WRITE3res_u.resok;
-  ok.count = count;
-  ok.committed = committed;
-  std::copy(verf.begin(), verf.end(), ok.verf);
-  ok.file_wcc.after.attributes_follow = TRUE;
-  ok.file_wcc.after.post_op_attr_u.attributes = after;
-  std::string out;
-  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &res, &out));
-  return out;
-}
-
-std::string WriteFail(nfsstat3 status) {
-  WRITE3res res{};
-  res.status = status;
-  std::string out;
-  EXPECT_TRUE(XdrEncode(Proc(xdr_WRITE3res), &res, &out));
-  return out;
-}
-
-std::string CommitOk(const Verf& verf, const fattr3& after) {
-  COMMIT3res res{};
-  res.status = NFS3_OK;
-  std::copy(verf.begin(), verf.end(), res.COMMIT3res_u.resok.verf);
-  res.COMMIT3res_u.resok.file_wcc.after.attributes_follow = TRUE;
-  res.COMMIT3res_u.resok.file_wcc.after.post_op_attr_u.attributes = after;
-  std::string out;
-  EXPECT_TRUE(XdrEncode(Proc(xdr_COMMIT3res), &res, &out));
-  return out;
-}
-
-// What a client got.
-struct ClientReply {
-  nfsstat3 status = NFS3ERR_IO;
-  uint32_t count = 0;
-  stable_how committed = UNSTABLE;
-  Verf verf{};
-  std::optional<fattr3> after;
-};
-
-ClientReply DecodeWriteReply(const std::string& r) {
-  XdrValue<WRITE3res> res(Proc(xdr_WRITE3res));
-  EXPECT_TRUE(res.Decode(r));
-  ClientReply c;
-  c.status = res->status;
-  if (res->status == NFS3_OK) {
-    const WRITE3resok& ok = res->WRITE3res_u.resok;
-    c.count = ok.count;
-    c.committed = ok.committed;
-    std::copy(ok.verf, ok.verf + 8, c.verf.begin());
-    if (ok.file_wcc.after.attributes_follow) c.after = ok.file_wcc.after.post_op_attr_u.attributes;
-  }
-  return c;
-}
-
-ClientReply DecodeCommitReply(const std::string& r) {
-  XdrValue<COMMIT3res> res(Proc(xdr_COMMIT3res));
-  EXPECT_TRUE(res.Decode(r));
-  ClientReply c;
-  c.status = res->status;
-  if (res->status == NFS3_OK) {
-    std::copy(res->COMMIT3res_u.resok.verf, res->COMMIT3res_u.resok.verf + 8, c.verf.begin());
-  }
-  return c;
-}
-
-ExportConfig MakeExport(uint32_t window_ms) {
-  ExportConfig c;
-  c.path = "/e";
-  c.upstream_path = "/e";
-  c.gather_window_ms = window_ms;
-  c.write_behind = true;
-  return c;
-}
-
-// A journal whose appends and syncs reach the disk when the test says.
-class FakeJournal : public JournalSink {
- public:
-  const std::array<char, 8>& verifier() const override { return verf_; }
-  uint64_t NextSeq() override { return next_++; }
-  void Append(JournalRecord r, std::function<void(Status)> done) override {
-    records.push_back(std::move(r));
-    pending_.push_back(std::move(done));
-  }
-  void Sync(std::function<void(Status)> done) override { pending_.push_back(std::move(done)); }
-  void Remove(uint64_t seq) override { removed.push_back(seq); }
-  // The disk answers every pending append and sync, in order.
-  void Complete(const Status& s = Status::Ok()) {
-    std::vector<std::function<void(Status)>> p = std::move(pending_);
-    pending_.clear();
-    for (auto& d : p) d(s);
-  }
-  std::vector<JournalRecord> records;
-  std::vector<uint64_t> removed;
-
- private:
-  std::array<char, 8> verf_{'j', 'o', 'u', 'r', 'n', 'a', 'l'};
-  uint64_t next_ = 1;
-  std::vector<std::function<void(Status)>> pending_;
-};
-
-class WritePathTest : public ::testing::Test {
- protected:
-  WritePathTest() : exp_(0, MakeExport(5)), nowait_(1, MakeExport(0)) {
-    options_.write_size = 64 << 10;
-    options_.max_transfer = 1 << 20;
-    options_.verifier = Verf{'p', 'r', 'o', 'x', 'y'};
-    Make();
-  }
-
-  void Make() {
-    wp_ = std::make_unique<WritePath>(
-        clock_, up_, bg_,
-        [this](Duration d, std::function<void()> fn) {
-          timers_.emplace(clock_.MonoNow() + d, std::move(fn));
-        },
-        [this](const NfsProc& p, const void*, RpcReply*, const Export&, const OpaqueAuth&) {
-          learned_.push_back(p.proc);
-        },
-        options_);
-  }
-
-  // Moves the clock by `d`, running the timers that fall due.
-  void Advance(Duration d) {
-    const MonoTime until = clock_.MonoNow() + d;
-    while (!timers_.empty() && timers_.begin()->first <= until) {
-      auto it = timers_.begin();
-      clock_.Advance(it->first - clock_.MonoNow());
-      auto fn = std::move(it->second);
-      timers_.erase(it);
-      fn();
-    }
-    clock_.Advance(until - clock_.MonoNow());
-  }
-
-  // Sends a client WRITE; its replies are appended to `replies_` tagged.
-  void Write(int tag, uint64_t offset, const std::string& data, stable_how how,
-             bool may_buffer = true, const Export* exp = nullptr) {
-    WRITE3args a{};
-    a.file = FhView(fh_);
-    a.offset = offset;
-    a.count = static_cast<count3>(data.size());
-    a.stable = how;
-    a.data.data_val = const_cast<char*>(data.data());
-    a.data.data_len = static_cast<u_int>(data.size());
-    wp_->Write(
-        a, exp ? *exp : exp_, cred_, may_buffer,
-        [this, tag](std::string r) { replies_.push_back({tag, DecodeWriteReply(r)}); },
-        [this, tag] { forwarded_.push_back(tag); });
-  }
-  void Commit(int tag) {
-    COMMIT3args a{};
-    a.file = FhView(fh_);
-    wp_->Commit(
-        a, exp_, cred_, [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
-        [this, tag] { forwarded_.push_back(tag); });
-  }
-  std::vector<int> Tags() const {
-    std::vector<int> t;
-    for (const auto& [tag, r] : replies_) t.push_back(tag);
-    return t;
-  }
-
-  FakeClock clock_;
-  HeldUpstream up_, bg_;
-  Export exp_, nowait_;
-  WritePathOptions options_;
-  std::unique_ptr<WritePath> wp_;
-  std::multimap<MonoTime, std::function<void()>> timers_;
-  std::vector<uint32_t> learned_;
-  std::vector<std::pair<int, ClientReply>> replies_;
-  std::vector<int> forwarded_;
-  std::string fh_ = "file-handle-1";
-  OpaqueAuth cred_;
-};
 
 TEST_F(WritePathTest, GatheredStableWritesGoAsOneFileSyncWriteAndAreAnsweredInOrder) {
   const std::string a(4096, 'a'), b(4096, 'b'), c(4096, 'c'), d(4096, 'd');
@@ -381,6 +120,34 @@ TEST_F(WritePathTest, LoneWriterIsNotDelayed) {
   // Write 4's company window (ended by write 3's answer), the window after
   // that answer, and write 5's.
   EXPECT_EQ(wp_->stats().windows, 3u);
+}
+
+// A window that does not know how many writes come (here: writes behind a
+// lone one) ends a quarter of the window (1.25 ms) after the last write, and
+// at the window's end (5 ms) however many still come.
+TEST_F(WritePathTest, AnOpenEndedWindowEndsWhenWritesStopComing) {
+  const std::string d(4096, 'd');
+  Write(1, 0, d, FILE_SYNC);  // lone: sent at once
+  Write(2, 4096, d, FILE_SYNC);  // company behind it: an open-ended window
+  for (int i = 3; i <= 4; ++i) {
+    Advance(std::chrono::milliseconds(1));
+    Write(i, (i - 1) * 4096, d, FILE_SYNC);
+  }
+  Advance(std::chrono::microseconds(1200));
+  EXPECT_EQ(up_.calls.size(), 1u) << "1.2 ms after the last write: still open";
+  Advance(std::chrono::microseconds(100));
+  ASSERT_EQ(up_.calls.size(), 2u) << "writes stopped coming";
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[1].args).data, d + d + d);
+  // The writer's next file opens an open-ended window at its first write.
+  // Writes every millisecond: the window still ends 5 ms after it opened.
+  fh_ = "second-file";
+  Write(5, 0, d, FILE_SYNC);
+  for (int i = 6; i <= 10; ++i) {
+    Advance(std::chrono::milliseconds(1));
+    if (i <= 9) Write(i, (i - 5) * 4096, d, FILE_SYNC);
+    EXPECT_EQ(up_.calls.size(), i < 10 ? 2u : 3u) << "at " << i - 5 << " ms";
+  }
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, std::string(5 * 4096, 'd'));
 }
 
 TEST_F(WritePathTest, WritesBehindALoneWriteDoNotWaitForIt) {
@@ -797,4 +564,4 @@ TEST_F(JournalTest, RecoveredRecordsGoUpstreamAtOnceAndHoldReads) {
 }
 
 }  // namespace
-}  // namespace nfsedge
+}  // namespace nfsedge::write_path_test
