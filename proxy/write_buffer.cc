@@ -56,7 +56,9 @@ void WritePath::ArmWindowEnd(File& f) {
   const Duration window = std::chrono::milliseconds(f.exp->config().gather_window_ms);
   Duration delay = window - (clock_.MonoNow() - f.window_start);
   if (f.expected == kOpenEnded) delay = std::min(delay, window / 4);
-  const uint64_t gen = ++f.window_gen;  // an earlier end no longer applies
+  // An earlier end no longer applies; unique across files, so that one left
+  // from a file since forgotten cannot end a new file's window.
+  const uint64_t gen = f.window_gen = next_id_++;
   schedule_(delay, [this, fh = f.fh, gen] { CloseWindow(fh, gen); });
 }
 

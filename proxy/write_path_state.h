@@ -122,7 +122,7 @@ struct WritePath::File {
   size_t expected = 0;  // writes the window waits for; kOpenEnded: not known
   size_t last_batch = 0;
   int lone = 0;
-  bool first_window = false;  // seeded from its writer: the first window is whole
+  bool first_window = false;  // seeded from its writer: the first window is open-ended
   std::string writer;         // WriterKey of its latest stable write
   MonoTime window_start{};
   // Latest attributes and verifier the upstream returned for the file.

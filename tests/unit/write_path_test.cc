@@ -192,8 +192,8 @@ TEST_F(WritePathTest, AWriterWhoseWritesFoundCompanyGathersFromANewFilesFirstWri
   up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 1)));
   up_.Answer(1, WriteOk(8192, FILE_SYNC, kV1, Attr(12288, 2)));
   ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
-  // The same writer's next file: its first write waits for the others (the
-  // whole window: how many come is not known yet), and all go as one.
+  // The same writer's next file: its first write waits for the others (an
+  // open-ended window: how many come is not known yet), and all go as one.
   fh_ = "second-file";
   Write(4, 0, a, FILE_SYNC);
   Write(5, 4096, b, FILE_SYNC);
