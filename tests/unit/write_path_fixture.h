@@ -15,13 +15,11 @@
 #include "proxy/nfs_procs.h"
 #include "proxy/write_path.h"
 #include "rpc/xdr_codec.h"
+#include "xdr_test_util.h"
 
 namespace nfsedge::write_path_test {
 
-template <typename F>
-inline xdrproc_t Proc(F f) {
-  return reinterpret_cast<xdrproc_t>(f);
-}
+using test_xdr::Proc;
 
 using Verf = std::array<char, 8>;
 constexpr Verf kV1{'v', '1'};
