@@ -68,10 +68,12 @@ void EncodeRecordMark(size_t len, char mark[4]) {
   StoreBE32(mark, kLastFragment | static_cast<uint32_t>(len));
 }
 
-std::string EncodeRecord(std::string_view record) {
-  std::string out(4, '\0');
-  EncodeRecordMark(record.size(), out.data());
-  out.append(record);
+std::string EncodeRecord(std::string_view head, std::string_view body) {
+  std::string out;
+  out.reserve(4 + head.size() + body.size());
+  out.resize(4);
+  EncodeRecordMark(head.size() + body.size(), out.data());
+  out.append(head).append(body);
   return out;
 }
 

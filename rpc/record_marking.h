@@ -43,8 +43,9 @@ class RecordReader {
   std::string partial_;  // fragments of the record being assembled
 };
 
-// Returns `record` framed as a single last fragment.
-std::string EncodeRecord(std::string_view record);
+// Returns `head` followed by `body` framed as a single last fragment (one
+// allocation, each byte copied once).
+std::string EncodeRecord(std::string_view head, std::string_view body = {});
 
 // Writes the 4-byte mark for a last fragment of `len` bytes into `mark`.
 void EncodeRecordMark(size_t len, char mark[4]);

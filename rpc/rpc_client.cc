@@ -355,12 +355,8 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   h.vers = vers;
   h.proc = proc;
   h.cred = cred;
-  const std::string header = EncodeCallHeader(h);
   Pending p;
-  p.record.reserve(4 + header.size() + args.size());  // one copy of the arguments
-  p.record.resize(4);
-  EncodeRecordMark(header.size() + args.size(), p.record.data());
-  p.record.append(header).append(args);
+  p.record = EncodeRecord(EncodeCallHeader(h), args);
   p.done = std::move(done);
   if (options_.on_done) {
     p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),

@@ -20,6 +20,7 @@ TEST(RecordMarking, EncodeIsOneLastFragment) {
   ASSERT_EQ(r.size(), 8u);
   EXPECT_EQ(LoadBE32(r.data()), kLastFragment | 4u);
   EXPECT_EQ(r.substr(4), "abcd");
+  EXPECT_EQ(EncodeRecord("ab", "cd"), r) << "a head and a body: one record";
 }
 
 TEST(RecordMarking, SplitAcrossReadsByteByByte) {
