@@ -69,6 +69,8 @@ const char kBenchUsage[] =
     "                          since the previous one at R MB/s (1..1000000, default 200)\n"
     "  --proxy-config FILE     TOML appended to nfsedge's config in proxied runs (e.g. a\n"
     "                          [scheduler] table), shown in the report\n"
+    "  --proxy-log-level L     nfsedge's log level in proxied runs: error, warn, info\n"
+    "                          (default), debug (every upstream WRITE), trace\n"
     "  --tree-files N, --tree-dirs N   treewalk tree (default 2100 / 150; quick 200 / 20)\n"
     "  --stride-depth N        reads in flight in strideread (default 8)\n"
     "  --seed N                content seed\n"
@@ -214,6 +216,13 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
                              " (a whole number of MB/s, 1 to 1000000)");
       }
       o.server_disk_mbps = static_cast<uint32_t>(u);
+    } else if (name == "--proxy-log-level") {
+      if (value != "error" && value != "warn" && value != "info" && value != "debug" &&
+          value != "trace") {
+        return Status::Error("bad value for --proxy-log-level: " + value +
+                             " (error, warn, info, debug or trace)");
+      }
+      o.proxy_log_level = value;
     } else if (name == "--proxy-config") {
       std::ifstream in(value);
       std::stringstream text;

@@ -35,6 +35,9 @@ struct BenchOptions {
   // the file's text), e.g. a [scheduler] table to try other settings.
   std::string proxy_config_file;
   std::string proxy_config_extra;
+  // nfsedge's log level in proxied runs (--proxy-log-level): debug logs
+  // every upstream WRITE and its answer, with times.
+  std::string proxy_log_level = "info";
   BenchSizes sizes;
   uint64_t seed = 20240601;
   std::string build_dir;  // Where nfsedge and nfsedge-wan were built.

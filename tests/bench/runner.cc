@@ -61,7 +61,8 @@ harness::ProxyProcess::Options Runner::ProxyOptions(const std::string& work_dir,
   p.upstream_host = "127.0.0.1";
   p.upstream_nfs_port = nfs_port;
   p.upstream_mount_port = mount_port;
-  p.log_level = "info";  // Start-up and the counters at exit; per-call logging is debug.
+  // info: start-up and the counters at exit; per-call logging is debug.
+  p.log_level = options_.proxy_log_level;
   // The export is written here rather than by ProxyProcess (p.exports stays
   // empty) so that it can carry the cache lifetimes.
   const std::string path = ganesha().export_path();
