@@ -264,6 +264,7 @@ void Daemon::LogWriteStats() {
                      << " batches=" << w.batches << " windows=" << w.windows
                      << " lone=" << w.lone << " procrastination_us=" << w.procrastination_us
                      << " resent=" << w.resent << " errors=" << w.errors
+                     << " verifier_changes=" << w.verifier_changes
                      << " blocked=" << w.blocked << " barriers=" << w.barriers
                      << " buffered_bytes=" << w.buffered_bytes
                      << " max_buffered_bytes=" << w.max_buffered_bytes

@@ -157,7 +157,7 @@ void WritePath::UnrefRecord(uint64_t jseq) {
 }
 
 void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-                       uint64_t jseq) {
+                       uint64_t jseq, bool acked) {
   if (data.empty()) return;
   const uint64_t end = off + data.size();
   Split(f, off);
@@ -167,17 +167,22 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   // sent before that WRITE is answered. Bytes not journaled keep the
   // journal records of what they overwrite.
   std::vector<uint64_t> kept;
+  uint64_t seq = ++f.seq;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
     if (jseq == 0) {
       kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
     }
+    acked |= it->second.acked;
+    seq = std::min(seq, it->second.seq);
     Erase(f, it, jseq != 0);
     it = next;
   }
   Piece p;
   p.data.assign(data);
   p.cred = cred;
+  p.acked = acked;
+  p.seq = seq;
   if (jseq != 0) {
     RefRecord(jseq);
     p.records.push_back(jseq);
@@ -190,13 +195,24 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
 }
 
-bool WritePath::Holds(const File& f, uint64_t off, uint64_t end) {
+bool WritePath::Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp) {
   auto it = f.pieces.upper_bound(off);
   if (it != f.pieces.begin()) {
     auto prev = std::prev(it);
-    if (prev->first + prev->second.data.size() > off) return true;
+    if (prev->first + prev->second.data.size() > off && prev->second.seq <= stamp) return true;
   }
-  return it != f.pieces.end() && it->first < end;
+  if (stamp >= f.seq) return it != f.pieces.end() && it->first < end;
+  for (; it != f.pieces.end() && it->first < end; ++it) {
+    if (it->second.seq <= stamp) return true;
+  }
+  return false;
+}
+
+bool WritePath::HasOlder(const File& f, uint64_t stamp, bool any, int state) {
+  for (const auto& [off, p] : f.pieces) {
+    if (p.seq <= stamp && (any || p.state == state)) return true;
+  }
+  return false;
 }
 
 void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {

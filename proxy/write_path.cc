@@ -11,11 +11,16 @@
 
 namespace nfsedge {
 
+using write_path_internal::kToEnd;
+
 namespace {
 
 // A write or commit the upstream could not take (no connection, queue full,
 // NFS3ERR_JUKEBOX) is tried again after this long.
 constexpr auto kRetryDelay = std::chrono::milliseconds(100);
+// Upstream WRITEs in a row answered NFS3_OK with nothing written, after
+// which the file's data is given up on with NFS3ERR_IO.
+constexpr uint32_t kMaxNoProgress = 10;
 
 std::array<char, 8> RandomVerifier() {
   std::random_device rd;
@@ -27,10 +32,15 @@ std::array<char, 8> RandomVerifier() {
   return out;
 }
 
+// The end of a COMMIT's range: count 0 (RFC 1813), or a range past the
+// largest offset, is to the end of the file.
+uint64_t RangeEnd(uint64_t offset, uint32_t count) {
+  return count == 0 || count > kToEnd - offset ? kToEnd : offset + count;
+}
+
 }  // namespace
 
 using write_path_internal::CommitError;
-using write_path_internal::kToEnd;
 using write_path_internal::SameCred;
 using write_path_internal::WriteError;
 
@@ -117,6 +127,12 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     reply(WriteError(NFS3ERR_STALE));
     return;
   }
+  const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
+  if (n > kToEnd - a.offset) {
+    // Past the largest offset: no file holds it (RFC 1813: NFS3ERR_FBIG).
+    reply(WriteError(NFS3ERR_FBIG));
+    return;
+  }
   File& f = FileFor(fh, exp);
   if (f.error != NFS3_OK) {
     nfsstat3 e = f.error;
@@ -128,7 +144,6 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   const bool stable = a.stable != UNSTABLE || !may_buffer;
   // Journaled: only what the ACCESS cache proves the upstream will take.
   const bool journal = write_back && may_buffer;
-  const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
   const bool room =
       (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
       (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
@@ -170,10 +185,11 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     Pump(f);
     return;
   }
-  Insert(f, offset, data, cred);
+  Insert(f, offset, data, cred, 0, !stable);
   if (stable) {
     SeedFromWriter(f, cred);
-    f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply)});
+    f.waiters.push_back(
+        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq});
     Gather(f);
     NoteWriter(f);
   } else {
@@ -200,7 +216,7 @@ void WritePath::OnJournaled(const std::string& fh, uint64_t offset, uint32_t cou
     return;
   }
   File& f = *it->second;
-  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply)});
+  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply), f.seq});
   Pump(f);
 }
 
@@ -233,7 +249,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       // No journal: the COMMIT waits for the data upstream.
       File& f = w.FileFor(fh, exp);
       f.waiters.push_back(
-          Waiter{true, a_off, a_count == 0 ? kToEnd : a_off + a_count, 0, std::move(reply)});
+          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq});
       w.Pump(f);
     });
     return;
@@ -255,31 +271,30 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     ForgetIfIdle(fh);
     return;
   }
-  const uint64_t end = a.count == 0 ? kToEnd : a.offset + a.count;
+  const uint64_t end = RangeEnd(a.offset, a.count);
   if (f.waiters.empty() && !Holds(f, a.offset, end)) {
     stats_.client_commits++;
     reply(CommitReply(f));
     ForgetIfIdle(fh);
     return;
   }
-  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply)});
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq});
   Pump(f);
 }
 
 bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> then) {
   auto it = files_.find(std::string(fh));
-  auto met = [stable](const File& f) {
-    if (stable) return f.pieces.empty();
-    for (const auto& [off, p] : f.pieces) {
-      if (p.state != Piece::kWritten) return false;
-    }
-    return true;
-  };
-  if (it == files_.end() || met(*it->second)) return false;
+  if (it == files_.end() || BarrierMet(*it->second, stable, it->second->seq)) return false;
   stats_.barriers++;
-  it->second->barriers.emplace_back(stable, std::move(then));
+  // It waits for the writes that came before it, not for those after.
+  it->second->barriers.push_back(Barrier{stable, it->second->seq, std::move(then)});
   Pump(*it->second);
   return true;
+}
+
+bool WritePath::BarrierMet(const File& f, bool stable, uint64_t stamp) {
+  if (stable) return !HasOlder(f, stamp, true, 0);
+  return !HasOlder(f, stamp, false, Piece::kDirty) && !HasOlder(f, stamp, false, Piece::kSending);
 }
 
 bool WritePath::Busy(const File& f) const {
@@ -350,7 +365,8 @@ size_t WritePath::AnswerWaiters(File& f) {
     }
     f.waiters.clear();
   }
-  while (!f.waiters.empty() && !Holds(f, f.waiters.front().off, f.waiters.front().end)) {
+  while (!f.waiters.empty() &&
+         !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp)) {
     Waiter& w = f.waiters.front();
     std::string r;
     if (w.commit) {
@@ -365,16 +381,9 @@ size_t WritePath::AnswerWaiters(File& f) {
     f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
     f.waiters.pop_front();
   }
-  bool sending = false;
-  for (const auto& [off, p] : f.pieces) {
-    if (p.state != Piece::kWritten) {
-      sending = true;
-      break;
-    }
-  }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {
-    if (it->first ? f.pieces.empty() : !sending) {
-      f.ready.push_back(std::move(it->second));
+    if (BarrierMet(f, it->stable, it->stamp)) {
+      f.ready.push_back(std::move(it->then));
       it = f.barriers.erase(it);
     } else {
       ++it;
@@ -406,15 +415,25 @@ void WritePath::Pump(File& f) {
     }
   }
   const bool urgent = (!f.waiters.empty() && !f.window) || !f.barriers.empty();
-  if (urgent) {
+  if (f.retry_scheduled) {
+    // The upstream could not take the last call: nothing goes before the
+    // retry (RetryLater).
+  } else if (urgent) {
     if (!Busy(f)) {
-      if (dirty) {
+      // What the waiting calls need: the writes that came before them.
+      // Writes that keep coming after them are not waited for (they go
+      // with the batch if dirty, and in the background otherwise).
+      uint64_t stamp = 0;
+      for (const Waiter& w : f.waiters) stamp = std::max(stamp, w.stamp);
+      for (const Barrier& b : f.barriers) stamp = std::max(stamp, b.stamp);
+      if (dirty && HasOlder(f, stamp, false, Piece::kDirty)) {
         f.last_batch = f.waiters.size();
         SendDirty(f, true, false);
-      } else if (written && f.flights.empty() && f.commit_id == 0) {
+      } else if (written && f.commit_id == 0 && !HasOlder(f, stamp, false, Piece::kDirty) &&
+                 !HasOlder(f, stamp, false, Piece::kSending)) {
         bool need = false;  // a waiter or a stable barrier needs the commit
-        for (const Waiter& w : f.waiters) need |= Holds(f, w.off, w.end);
-        for (const auto& b : f.barriers) need |= b.first;
+        for (const Waiter& w : f.waiters) need |= Holds(f, w.off, w.end, w.stamp);
+        for (const Barrier& b : f.barriers) need |= b.stable && HasOlder(f, b.stamp, true, 0);
         if (need) SendCommit(f, true);
       }
     }
@@ -492,7 +511,10 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
       if (!urgent &&
           ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
-        if (whole_only && len < write_size_) ScheduleFlush(f);
+        // Tried again after the flush delay: what is short of a whole
+        // WRITE, and what found every background slot taken (under
+        // pressure nothing else may come back to this file).
+        ScheduleFlush(f);
         break;
       }
       if (!SendRun(f, off, len, urgent, sync, lone)) return;
@@ -624,11 +646,36 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
-    each([this, &f](auto it) { Erase(f, it); });
-    Failed(f, res->status);
+    bool acked = false;
+    each([this, &f, &acked](auto it) {
+      acked |= it->second.acked;
+      Erase(f, it);
+    });
+    Failed(f, res->status, acked);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
     LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
+    if (ok.count == 0 && flight.len > 0) {
+      // Nothing written: tried again later, and given up on after a few
+      // such replies in a row (the server's fault; the error reaches the
+      // clients as any upstream error does).
+      if (++f.no_progress >= kMaxNoProgress) {
+        f.no_progress = 0;
+        bool acked = false;
+        each([this, &f, &acked](auto it) {
+          acked |= it->second.acked;
+          Erase(f, it);
+        });
+        Failed(f, NFS3ERR_IO, acked);
+      } else {
+        each([](auto it) { it->second.state = Piece::kDirty; });
+        RetryLater(f);
+      }
+      Pump(f);
+      AdmitBlocked();
+      return;
+    }
+    f.no_progress = 0;
     std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
     const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
     if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
@@ -673,8 +720,12 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
-    each([this, &f](auto it) { Erase(f, it); });
-    Failed(f, res->status);
+    bool acked = false;
+    each([this, &f, &acked](auto it) {
+      acked |= it->second.acked;
+      Erase(f, it);
+    });
+    Failed(f, res->status, acked);
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
     LearnAttr(f, ok.file_wcc, solo);
@@ -700,9 +751,18 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   AdmitBlocked();
 }
 
-void WritePath::Failed(File& f, nfsstat3 status) {
+void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {
   stats_.errors++;
   f.error = status;
+  if (acknowledged && status != NFS3ERR_STALE && !(f.exp->config().write_back && options_.journal)) {
+    // Data answered from the buffer is lost, and the error reaches only the
+    // next WRITE or COMMIT of the file: every other client that wrote it
+    // must learn it too. A new write verifier does that, as a server restart
+    // would: their COMMITs show it, and they send again what they had not
+    // committed (and meet the error themselves, if it lasts).
+    verifier_ = RandomVerifier();
+    stats_.verifier_changes++;
+  }
   if (status == NFS3ERR_STALE) {
     // The file is gone (typically removed with writes still buffered): its
     // handle stays stale for good, so later WRITEs and COMMITs get STALE

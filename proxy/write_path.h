@@ -136,6 +136,7 @@ struct WritePathStats {
   uint64_t procrastination_us = 0;  // total time in windows
   uint64_t resent = 0;            // bytes sent again after a verifier change
   uint64_t errors = 0;            // upstream errors kept for the file's clients
+  uint64_t verifier_changes = 0;  // new write verifiers: acknowledged data was lost
   uint64_t blocked = 0;           // writes that waited for buffer room
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
   uint64_t journaled = 0;         // client writes answered once in the journal
@@ -201,6 +202,7 @@ class WritePath {
  private:
   struct Piece;
   struct Waiter;
+  struct Barrier;
   struct Flight;
   struct File;
   struct Blocked;
@@ -214,8 +216,9 @@ class WritePath {
                    const Status& s, ReplyFn reply);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
   // journal record `jseq` holds (0 = none).
+  // `acked`: the bytes are answered from the buffer (Piece::acked).
   void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-              uint64_t jseq = 0);
+              uint64_t jseq = 0, bool acked = false);
   // Journal records are removed in sequence order, each once no piece
   // refers to it and every older one is removed: what a restart replays,
   // in order, then leaves every range as the latest acknowledged write
@@ -252,7 +255,9 @@ class WritePath {
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
-  void Failed(File& f, nfsstat3 status);
+  // The upstream refused the file's data with `status`; `acknowledged`:
+  // some of the data dropped had been answered from the buffer.
+  void Failed(File& f, nfsstat3 status, bool acknowledged);
   void RetryLater(File& f);
   void ScheduleFlush(File& f);
   void AdmitBlocked();
@@ -267,8 +272,17 @@ class WritePath {
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
   // Returns true iff any piece intersects [off, end).
-  static bool Holds(const File& f, uint64_t off, uint64_t end);
+  // Returns true iff [off, end) holds a piece with bytes of a write up to
+  // `stamp` (Piece::seq); by default, of any write.
+  static bool Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp = UINT64_MAX);
+  // Returns true iff a piece of the writes up to `stamp` is in `state`
+  // (any state: `any`).
+  static bool HasOlder(const File& f, uint64_t stamp, bool any, int state);
   bool Busy(const File& f) const;
+  // Returns true iff a call held with `stable` after the writes up to
+  // `stamp` may go: none of their bytes is still to send (`stable`: none is
+  // still in the buffer, stable upstream).
+  static bool BarrierMet(const File& f, bool stable, uint64_t stamp);
 
   const Clock& clock_;
   RpcCaller& upstream_;

@@ -70,6 +70,13 @@ struct WritePath::Piece {
   uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
   uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
   std::array<char, 8> verf{};  // kWritten: what its WRITE returned
+  // Answered to a client from the buffer (an UNSTABLE write buffered), or
+  // overwriting such bytes: lost, it needs a new write verifier.
+  bool acked = false;
+  // When its bytes came (File::seq): the oldest write it carries bytes of
+  // (new bytes over older ones take the older stamp, so that a client
+  // call that waits for the older ones waits for what replaced them).
+  uint64_t seq = 0;
   // Journal records this piece keeps: the one holding its bytes, or, for
   // bytes not journaled, those of the journaled bytes they overwrote (an
   // acknowledged write stays in the journal until what replaced it is
@@ -78,13 +85,23 @@ struct WritePath::Piece {
 };
 
 // A stable client write or a client COMMIT, answered once [off, end) holds
-// no piece, in arrival order.
+// no piece of the writes that came before it (seq up to `stamp`), in
+// arrival order.
 struct WritePath::Waiter {
   bool commit = false;
   uint64_t off = 0;
   uint64_t end = 0;
   uint32_t count = 0;
   ReplyFn reply;
+  uint64_t stamp = 0;
+};
+
+// A client call (READ, GETATTR, SETATTR...) held until the writes that came
+// before it (seq up to `stamp`) are upstream, or, `stable`, stable there.
+struct WritePath::Barrier {
+  bool stable = false;
+  uint64_t stamp = 0;
+  std::function<void()> then;
 };
 
 struct WritePath::Flight {
@@ -113,7 +130,8 @@ struct WritePath::File {
   uint64_t commit_seq = 0;
   uint64_t calls_sent = 0;           // upstream WRITEs and COMMITs sent for the file
   std::deque<Waiter> waiters;
-  std::vector<std::pair<bool, std::function<void()>>> barriers;  // (stable, then)
+  std::vector<Barrier> barriers;
+  uint64_t seq = 0;  // the stamp of the latest write buffered (Piece::seq)
   std::vector<std::function<void()>> ready;  // to run at the end of Pump
   nfsstat3 error = NFS3_OK;  // kept for the next WRITE or COMMIT
   // Gathering.
@@ -135,6 +153,7 @@ struct WritePath::File {
   bool flush_scheduled = false;
   bool flush_all = false;
   bool retry_scheduled = false;
+  uint32_t no_progress = 0;  // upstream WRITEs in a row that wrote nothing
   uint32_t blocked = 0;  // client writes waiting for room
 };
 

@@ -3,6 +3,8 @@
 // rules 1-4 and 8 on the write path: FIFO replies, no reply before the data
 // is stable upstream, resend on a verifier change, lone writers not
 // delayed, bounded buffers, flush errors reported, reads held for writes.
+#include <limits>
+
 #include "write_path_fixture.h"
 
 namespace nfsedge::write_path_test {
@@ -561,6 +563,223 @@ TEST_F(JournalTest, RecoveredRecordsGoUpstreamAtOnceAndHoldReads) {
   bg_.Answer(1, CommitOk(kV1, Attr(600, 5)));
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7}));
   EXPECT_EQ(wp_->stats().recovered, 1u);
+}
+
+OpaqueAuth Cred(const std::string& who) {
+  OpaqueAuth c;
+  c.flavor = 0;
+  c.body = who;
+  return c;
+}
+
+// An upstream WRITE that wrote fewer bytes than asked
+// (count < requested) leaves the rest buffered; only the rest is sent
+// again, and the client is answered once all of it is stable.
+TEST_F(WritePathTest, ShortUpstreamWriteSendsOnlyTheRestAgain) {
+  std::string data(1000, 'a');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 26);
+  Write(1, 0, data, FILE_SYNC, true, &nowait_);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(400, FILE_SYNC, kV1, Attr(400, 1)));
+  EXPECT_TRUE(replies_.empty()) << "600 bytes are not upstream yet";
+  ASSERT_EQ(up_.calls.size(), 2u);
+  SentWrite rest = DecodeWriteArgs(up_.calls[1].args);
+  EXPECT_EQ(rest.offset, 400u);
+  EXPECT_EQ(rest.data, data.substr(400));
+  up_.Answer(1, WriteOk(600, FILE_SYNC, kV1, Attr(1000, 2)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.status, NFS3_OK);
+  EXPECT_EQ(replies_[0].second.count, 1000u);
+  EXPECT_EQ(wp_->stats().upstream_writes, 2u);
+}
+
+// Each WRITE's verifier is compared with the COMMIT's.
+// A server restart between two WRITEs (V1, then V2) and a COMMIT answering
+// V2: only the bytes written under V1 go again.
+TEST_F(WritePathTest, CommitVerifierIsComparedWithEachWritesOwn) {
+  options_.lone_after = 0;
+  Make();
+  const std::string a(4096, 'a'), b(4096, 'b');
+  Write(1, 0, a, FILE_SYNC);
+  Write(2, 65536, b, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 2u);
+  up_.Answer(0, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
+  up_.Answer(1, WriteOk(4096, UNSTABLE, kV2, Attr(1, 2)));  // the server restarted
+  ASSERT_EQ(up_.calls.size(), 3u);
+  up_.Answer(2, CommitOk(kV2, Attr(1, 3)));
+  EXPECT_TRUE(replies_.empty()) << "the first write's bytes are not proven stable";
+  ASSERT_EQ(up_.calls.size(), 4u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[3].args).data, a) << "only the V1 bytes again";
+  up_.Answer(3, WriteOk(4096, UNSTABLE, kV2, Attr(1, 4)));
+  ASSERT_EQ(up_.calls.size(), 5u);
+  up_.Answer(4, CommitOk(kV2, Attr(1, 5)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(wp_->stats().resent, 4096u);
+}
+
+// DESIGN rules 1, 2: a flush error is kept for the next WRITE or COMMIT of
+// the file, whoever sends it. Writer A's buffered bytes fail upstream
+// (NOSPC) and are dropped; writer B's next WRITE takes the error; A's
+// COMMIT must not then be answered OK with the verifier A's WRITE got (A
+// would believe bytes that never reached the server stable): the write
+// verifier changes, and A sends its bytes again.
+TEST_F(WritePathTest, AFlushErrorTakenByAnotherWriterChangesTheVerifierForTheFirst) {
+  cred_ = Cred("writer-a");
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 1u);
+  const Verf told_a = replies_[0].second.verf;
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteFail(NFS3ERR_NOSPC));  // A's bytes are dropped
+  cred_ = Cred("writer-b");
+  Write(2, 5000, std::string(10, 'b'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 2u);
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
+  cred_ = Cred("writer-a");
+  Commit(3);
+  ASSERT_EQ(replies_.size(), 3u);
+  const ClientReply& c = replies_[2].second;
+  EXPECT_FALSE(c.status == NFS3_OK && c.verf == told_a)
+      << "A's COMMIT claims its lost bytes are stable (same verifier, NFS3_OK)";
+  EXPECT_EQ(wp_->stats().verifier_changes, 1u);
+  // A sends its bytes again, under the new verifier, and they get there.
+  Write(4, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 4u);
+  EXPECT_EQ(replies_[3].second.verf, c.verf);
+}
+
+// A stable write the upstream refuses was never answered from the buffer:
+// its own client gets the error, and the verifier stays (a new one would
+// have every client send its uncommitted writes again).
+TEST_F(WritePathTest, AStableWriteRefusedUpstreamKeepsTheVerifier) {
+  const auto before = wp_->verifier();
+  Write(1, 0, std::string(100, 'a'), FILE_SYNC, true, &nowait_);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(NFS3ERR_ACCES));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.status, NFS3ERR_ACCES);
+  EXPECT_EQ(wp_->verifier(), before);
+  EXPECT_EQ(wp_->stats().verifier_changes, 0u);
+}
+
+// DESIGN rule 8, liveness: under pressure (a writer waits for room), a
+// background flush that finds every background slot taken
+// (max_background) is tried again: the file's bytes do not stay in the
+// buffer until something else touches the file.
+TEST_F(WritePathTest, FlushThatFoundNoFreeSlotIsTriedAgain) {
+  options_.max_background = 1;
+  options_.max_file_bytes = 1000;
+  Make();
+  fh_ = "file-f";
+  Write(1, 0, std::string(1000, 'f'), UNSTABLE);
+  fh_ = "file-g";
+  Write(2, 0, std::string(1000, 'g'), UNSTABLE);
+  Write(3, 1000, std::string(1000, 'h'), UNSTABLE);  // beyond G's room: waits
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  ASSERT_EQ(bg_.calls.size(), 1u) << "pressure: one file takes the one slot, the other none";
+  // The flush delay ends while that WRITE holds the slot.
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  // From here the upstream answers everything at once, for 10 s.
+  for (int round = 0; round < 100; ++round) {
+    for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
+      const auto idx = static_cast<size_t>(i);
+      if (bg_.calls[idx].proc == NFSPROC3_WRITE) {
+        const auto n = static_cast<uint32_t>(DecodeWriteArgs(bg_.calls[idx].args).data.size());
+        bg_.Answer(idx, WriteOk(n, UNSTABLE, kV1, Attr(n, 1)));
+      } else {
+        bg_.Answer(idx, CommitOk(kV1, Attr(1000, 2)));
+      }
+    }
+    Advance(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u)
+      << "bytes left in the buffer after 10 s of an idle, answering upstream; upstream "
+         "calls: "
+      << bg_.calls.size();
+}
+
+// DESIGN rule 1: a write ending past 2^64 is refused (NFS3ERR_FBIG), not
+// answered FILE_SYNC with nothing upstream (a wrapped [off, end) would hold
+// no piece).
+TEST_F(WritePathTest, StableWriteWrappingTheOffsetSpaceIsNotAnsweredBeforeUpstream) {
+  const uint64_t off = std::numeric_limits<uint64_t>::max() - 9;
+  Write(1, off, std::string(20, 'z'), FILE_SYNC, true, &nowait_);
+  if (!replies_.empty()) {
+    EXPECT_NE(replies_[0].second.status, NFS3_OK)
+        << "answered FILE_SYNC with nothing upstream (" << up_.calls.size()
+        << " upstream call(s) sent, none answered)";
+  }
+}
+
+// DESIGN rule 4 asks only for the writes acknowledged before the read: a
+// READ/GETATTR held for buffered data does not wait for writes that keep
+// coming after it (a log being appended, a copy in progress).
+TEST_F(WritePathTest, HeldReadIsNotStarvedByWritesThatCameAfterIt) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, false, [&] { ran++; }));
+  ASSERT_EQ(up_.calls.size(), 1u);
+  for (int i = 1; i <= 5; ++i) {
+    // A write after the READ, then the upstream has everything before it.
+    Write(10 + i, static_cast<uint64_t>(i) * 1000, std::string(1000, 'b'), UNSTABLE);
+    const int p = up_.Pending();
+    ASSERT_GE(p, 0);
+    up_.Answer(static_cast<size_t>(p), WriteOk(1000, UNSTABLE, kV1, Attr(1000, i)));
+    if (ran > 0) break;
+  }
+  EXPECT_EQ(ran, 1) << "the READ waited for " << up_.calls.size()
+                    << " upstream WRITEs, all but the first for writes that came after it";
+}
+
+// The same for a client COMMIT: a whole-file COMMIT (count 0) waits for
+// the writes before it, not for those that keep coming after it (every
+// stable write queued behind it would wait too, FIFO).
+TEST_F(WritePathTest, CommitIsNotStarvedByWritesThatCameAfterIt) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Commit(2);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  auto commit_answered = [this] {
+    int n = 0;
+    for (const auto& [tag, r] : replies_) n += tag == 2;
+    return n;
+  };
+  for (int i = 1; i <= 6 && commit_answered() == 0; ++i) {
+    Write(10 + i, static_cast<uint64_t>(i) * 1000, std::string(1000, 'b'), UNSTABLE);
+    const int p = up_.Pending();
+    ASSERT_GE(p, 0);
+    const auto idx = static_cast<size_t>(p);
+    if (up_.calls[idx].proc == NFSPROC3_WRITE) {
+      up_.Answer(idx, WriteOk(1000, UNSTABLE, kV1, Attr(1000, i)));
+    } else {
+      up_.Answer(idx, CommitOk(kV1, Attr(1000, i)));
+    }
+  }
+  EXPECT_EQ(commit_answered(), 1) << "the COMMIT still waits after " << up_.calls.size()
+                                << " upstream calls, for writes that came after it";
+}
+
+// An upstream WRITE answered NFS3_OK with count 0 makes no progress: it is
+// tried again after a delay, not at once, and given up on after a few.
+TEST_F(WritePathTest, ZeroCountWriteIsNotResentInATightLoop) {
+  Write(1, 0, std::string(100, 'a'), FILE_SYNC, true, &nowait_);
+  for (int i = 0; i < 50; ++i) {
+    const int p = up_.Pending();
+    if (p < 0) break;
+    up_.Answer(static_cast<size_t>(p), WriteOk(0, FILE_SYNC, kV1, Attr(0, 1)));
+  }
+  EXPECT_LE(up_.calls.size(), 2u) << "resent " << up_.calls.size()
+                                  << " times without the clock moving";
+  // Tried again after the retry delay, each time; the tenth such reply in
+  // a row fails the write with NFS3ERR_IO.
+  for (int i = 0; i < 50 && replies_.empty(); ++i) {
+    Advance(std::chrono::milliseconds(100));
+    const int p = up_.Pending();
+    if (p >= 0) up_.Answer(static_cast<size_t>(p), WriteOk(0, FILE_SYNC, kV1, Attr(0, 1)));
+  }
+  EXPECT_EQ(up_.calls.size(), 10u);
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.status, NFS3ERR_IO);
 }
 
 }  // namespace
