@@ -213,6 +213,21 @@ class WritePathTest : public ::testing::Test {
         options_);
   }
 
+  // Two stable writes far apart (tags 1 and 2, at 0 and 65536) on a file
+  // that gathers: sent as two WRITEs, answered UNSTABLE with `v1` and `v2`;
+  // the COMMIT that follows is call 2, unanswered.
+  void TwoApartAnsweredUnstable(const std::string& a, const std::string& b, const Verf& v1,
+                                const Verf& v2) {
+    options_.lone_after = 0;
+    Make();
+    Write(1, 0, a, FILE_SYNC);
+    Write(2, 65536, b, FILE_SYNC);
+    ASSERT_EQ(up_.calls.size(), 2u);
+    up_.Answer(0, WriteOk(static_cast<uint32_t>(a.size()), UNSTABLE, v1, Attr(1, 1)));
+    up_.Answer(1, WriteOk(static_cast<uint32_t>(b.size()), UNSTABLE, v2, Attr(1, 2)));
+    ASSERT_EQ(up_.calls.size(), 3u);
+  }
+
   // Moves the clock by `d`, running the timers that fall due.
   void Advance(Duration d) {
     const MonoTime until = clock_.MonoNow() + d;

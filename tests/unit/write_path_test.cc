@@ -68,15 +68,8 @@ TEST_F(WritePathTest, RepliesStayInArrivalOrderWhenLaterDataIsStableFirst) {
 }
 
 TEST_F(WritePathTest, VerifierMismatchResendsAndHoldsTheReply) {
-  options_.lone_after = 0;
-  Make();
   const std::string a(4096, 'a'), b(4096, 'b');
-  Write(1, 0, a, FILE_SYNC);
-  Write(2, 65536, b, FILE_SYNC);
-  ASSERT_EQ(up_.calls.size(), 2u);
-  up_.Answer(0, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
-  up_.Answer(1, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
-  ASSERT_EQ(up_.calls.size(), 3u);
+  ASSERT_NO_FATAL_FAILURE(TwoApartAnsweredUnstable(a, b, kV1, kV1));
   // The server restarted between the writes and the commit.
   up_.Answer(2, CommitOk(kV2, Attr(1, 2)));
   EXPECT_TRUE(replies_.empty()) << "a COMMIT with another verifier proves nothing";
@@ -597,15 +590,9 @@ TEST_F(WritePathTest, ShortUpstreamWriteSendsOnlyTheRestAgain) {
 // A server restart between two WRITEs (V1, then V2) and a COMMIT answering
 // V2: only the bytes written under V1 go again.
 TEST_F(WritePathTest, CommitVerifierIsComparedWithEachWritesOwn) {
-  options_.lone_after = 0;
-  Make();
   const std::string a(4096, 'a'), b(4096, 'b');
-  Write(1, 0, a, FILE_SYNC);
-  Write(2, 65536, b, FILE_SYNC);
-  ASSERT_EQ(up_.calls.size(), 2u);
-  up_.Answer(0, WriteOk(4096, UNSTABLE, kV1, Attr(1, 1)));
-  up_.Answer(1, WriteOk(4096, UNSTABLE, kV2, Attr(1, 2)));  // the server restarted
-  ASSERT_EQ(up_.calls.size(), 3u);
+  // The server restarted between the two WRITEs.
+  ASSERT_NO_FATAL_FAILURE(TwoApartAnsweredUnstable(a, b, kV1, kV2));
   up_.Answer(2, CommitOk(kV2, Attr(1, 3)));
   EXPECT_TRUE(replies_.empty()) << "the first write's bytes are not proven stable";
   ASSERT_EQ(up_.calls.size(), 4u);
