@@ -183,8 +183,28 @@ class WriteJournal::Store {
       Status st = s.ok() ? Status::Ok()
                          : Status(StatusCode::kIoError, "write journal: " + s.ToString());
       on_batch(std::move(st), std::move(done));
+      if (!s.ok()) RequeueRemovals(ops);
     }
   }
+
+  // A removal lost with a failed batch would leave its record on disk, to
+  // be replayed at the next start over newer data: the batch's removals go
+  // again, first in the next batch, after a pause (a disk that keeps
+  // failing is not retried in a loop). Not once stopping: the record then
+  // stays, as after a crash.
+  void RequeueRemovals(std::deque<Op>& ops) {
+    std::deque<Op> again;
+    for (Op& op : ops) {
+      if (op.remove) again.push_back(Op{std::move(op.key), std::string(), true, {}});
+    }
+    if (again.empty()) return;
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, kRetryPause, [this] { return stopping_; });
+    if (stopping_) return;
+    for (auto it = again.rbegin(); it != again.rend(); ++it) queue_.push_front(std::move(*it));
+  }
+
+  static constexpr auto kRetryPause = std::chrono::milliseconds(100);
 
   std::unique_ptr<rocksdb::DB> db_;
   std::mutex mu_;
