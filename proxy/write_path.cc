@@ -34,6 +34,10 @@ std::array<char, 8> RandomVerifier() {
 
 // The end of a COMMIT's range: count 0 (RFC 1813), or a range past the
 // largest offset, is to the end of the file.
+// An RPC-level refusal (the upstream denied the credential) is an answer,
+// not a transport failure: tried again, it would be refused for ever.
+bool Denied(const StatusOr<RpcReply>& r) { return r.ok() && r->header.reply_stat == kMsgDenied; }
+
 uint64_t RangeEnd(uint64_t offset, uint32_t count) {
   return count == 0 || count > kToEnd - offset ? kToEnd : offset + count;
 }
@@ -634,6 +638,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
                       << " us";
   XdrValue<WRITE3res> res(reinterpret_cast<xdrproc_t>(xdr_WRITE3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
+  auto sent_in_it = [id](const Piece& p) { return p.state == Piece::kSending && p.flight == id; };
   auto each = [&f, id](auto fn) {
     for (auto it = f.pieces.begin(); it != f.pieces.end();) {
       auto next = std::next(it);
@@ -641,17 +646,14 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       it = next;
     }
   };
-  if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+  if (Denied(r)) {
+    DropAndFail(f, NFS3ERR_ACCES, sent_in_it);
+  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
-    bool acked = false;
-    each([this, &f, &acked](auto it) {
-      acked |= it->second.acked;
-      Erase(f, it);
-    });
-    Failed(f, res->status, acked);
+    DropAndFail(f, res->status, sent_in_it);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
     LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
@@ -661,12 +663,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       // clients as any upstream error does).
       if (++f.no_progress >= kMaxNoProgress) {
         f.no_progress = 0;
-        bool acked = false;
-        each([this, &f, &acked](auto it) {
-          acked |= it->second.acked;
-          Erase(f, it);
-        });
-        Failed(f, NFS3ERR_IO, acked);
+        DropAndFail(f, NFS3ERR_IO, sent_in_it);
       } else {
         each([](auto it) { it->second.state = Piece::kDirty; });
         RetryLater(f);
@@ -708,6 +705,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   if (f.commit_id == id) f.commit_id = 0;
   XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
+  auto covered = [id](const Piece& p) { return p.state == Piece::kWritten && p.commit == id; };
   auto each = [&f, id](auto fn) {
     for (auto it = f.pieces.begin(); it != f.pieces.end();) {
       auto next = std::next(it);
@@ -715,17 +713,14 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
       it = next;
     }
   };
-  if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+  if (Denied(r)) {
+    DropAndFail(f, NFS3ERR_ACCES, covered);
+  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
-    bool acked = false;
-    each([this, &f, &acked](auto it) {
-      acked |= it->second.acked;
-      Erase(f, it);
-    });
-    Failed(f, res->status, acked);
+    DropAndFail(f, res->status, covered);
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
     LearnAttr(f, ok.file_wcc, solo);
@@ -749,6 +744,20 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   }
   Pump(f);
   AdmitBlocked();
+}
+
+void WritePath::DropAndFail(File& f, nfsstat3 status,
+                            const std::function<bool(const Piece&)>& which) {
+  bool acked = false;
+  for (auto it = f.pieces.begin(); it != f.pieces.end();) {
+    auto next = std::next(it);
+    if (which(it->second)) {
+      acked |= it->second.acked;
+      Erase(f, it);
+    }
+    it = next;
+  }
+  Failed(f, status, acked);
 }
 
 void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {

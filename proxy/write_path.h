@@ -255,6 +255,9 @@ class WritePath {
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
+  // Drops the pieces `which` selects, which the upstream refused with
+  // `status` (Failed).
+  void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which);
   // The upstream refused the file's data with `status`; `acknowledged`:
   // some of the data dropped had been answered from the buffer.
   void Failed(File& f, nfsstat3 status, bool acknowledged);

@@ -61,6 +61,13 @@ class HeldUpstream : public RpcCaller {
     calls[i].answered = true;
     calls[i].done(std::move(r));
   }
+  // An RPC-level refusal of call `i` (MSG_DENIED, AUTH_ERROR).
+  void Deny(size_t i) {
+    RpcReply r;
+    r.header.reply_stat = kMsgDenied;
+    calls[i].answered = true;
+    calls[i].done(std::move(r));
+  }
   std::vector<Held> calls;
   bool refuse = false;
 };

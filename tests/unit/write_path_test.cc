@@ -635,6 +635,23 @@ TEST_F(WritePathTest, AFlushErrorTakenByAnotherWriterChangesTheVerifierForTheFir
   EXPECT_EQ(replies_[3].second.verf, c.verf);
 }
 
+// The upstream denying the credential at the RPC level (MSG_DENIED) is an
+// answer: the buffered bytes are given up on with NFS3ERR_ACCES, returned
+// at the file's next WRITE, not tried again for ever.
+TEST_F(WritePathTest, AnRpcLevelDenialOfAFlushIsAnErrorNotARetry) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 1u);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Deny(0);
+  Advance(std::chrono::seconds(1));
+  EXPECT_EQ(bg_.calls.size(), 1u) << "a denied WRITE is not sent again";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  Write(2, 1000, std::string(10, 'b'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 2u);
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_ACCES);
+}
+
 // A stable write the upstream refuses was never answered from the buffer:
 // its own client gets the error, and the verifier stays (a new one would
 // have every client send its uncommitted writes again).
