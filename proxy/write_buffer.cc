@@ -64,7 +64,14 @@ void WritePath::ArmWindowEnd(File& f) {
 
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
   if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
-  return f.exp->config().write_behind ? verifier_ : f.upstream_verf;
+  if (!f.exp->config().write_behind) return f.upstream_verf;
+  std::array<char, 8> v = verifier_;
+  // A file that lost answered data: the shared verifier, changed by how
+  // many times (never back to it: the count is at least 1).
+  if (const uint64_t* lost = lost_.Peek(f.fh)) {
+    for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(v[i] ^ static_cast<char>(*lost >> (8 * i)));
+  }
+  return v;
 }
 
 std::string WritePath::JournaledReply(uint32_t count, bool stable, bool commit) const {

@@ -96,7 +96,7 @@ void WritePath::FlushAll() {
     if (it == files_.end()) continue;
     File& f = *it->second;
     f.flush_all = true;  // commit once what is written is answered
-    if (f.waiters.empty()) SendDirty(f, false, false);
+    if (f.waiters.empty() && !f.retry_scheduled) SendDirty(f, false, false);
     Pump(f);
   }
 }
@@ -661,7 +661,9 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       // Nothing written: tried again later, and given up on after a few
       // such replies in a row (the server's fault; the error reaches the
       // clients as any upstream error does).
-      if (++f.no_progress >= kMaxNoProgress) {
+      // Counted once per retry round (several WRITEs may be in flight).
+      if (!f.retry_scheduled) f.no_progress++;
+      if (f.no_progress >= kMaxNoProgress) {
         f.no_progress = 0;
         DropAndFail(f, NFS3ERR_IO, sent_in_it);
       } else {
@@ -766,11 +768,21 @@ void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {
   if (acknowledged && status != NFS3ERR_STALE && !(f.exp->config().write_back && options_.journal)) {
     // Data answered from the buffer is lost, and the error reaches only the
     // next WRITE or COMMIT of the file: every other client that wrote it
-    // must learn it too. A new write verifier does that, as a server restart
-    // would: their COMMITs show it, and they send again what they had not
-    // committed (and meet the error themselves, if it lasts).
-    verifier_ = RandomVerifier();
+    // must learn it too. A new write verifier for the file does that, as a
+    // server restart would: their COMMITs show it, and they send again what
+    // they had not committed (and meet the error themselves, if it lasts).
+    // Other files keep theirs (a writer over its quota must not have every
+    // client resend).
+    constexpr size_t kMaxLost = 4096;
+    const uint64_t* lost = lost_.Peek(f.fh);
+    lost_.Put(f.fh, lost ? *lost + 1 : 1);
     stats_.verifier_changes++;
+    if (lost_.size() > kMaxLost) {
+      // The file forgotten here would answer the shared verifier again:
+      // that one changes (for every file, as at a restart).
+      lost_.Erase(lost_.Oldest()->key);
+      verifier_ = RandomVerifier();
+    }
   }
   if (status == NFS3ERR_STALE) {
     // The file is gone (typically removed with writes still buffered): its
@@ -808,7 +820,7 @@ void WritePath::ScheduleFlush(File& f) {
     File& f = *it->second;
     f.flush_scheduled = false;
     f.flush_all = true;  // commit once what is written is answered
-    if (f.waiters.empty()) SendDirty(f, false, false);
+    if (f.waiters.empty() && !f.retry_scheduled) SendDirty(f, false, false);
     Pump(f);
   });
 }

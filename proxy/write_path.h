@@ -302,6 +302,11 @@ class WritePath {
   std::deque<std::unique_ptr<Blocked>> blocked_;
   // Handles the upstream called stale under buffered writes (bounded).
   LruMap<bool> stale_;
+  // Files whose data answered from the buffer was lost to an upstream
+  // error -> how many times: their clients get a verifier of their own
+  // (ReplyVerf), so that they resend. Bounded: a file evicted from it
+  // would go back to the shared verifier, which then changes for all.
+  mutable LruMap<uint64_t> lost_;  // Peek() is not const
   // Writers' gathering history: the lone count (File::lone) of the last
   // file each credential wrote stable writes to (bounded).
   LruMap<int> writers_;

@@ -633,6 +633,11 @@ TEST_F(WritePathTest, AFlushErrorTakenByAnotherWriterChangesTheVerifierForTheFir
   Write(4, 0, std::string(1000, 'a'), UNSTABLE);
   ASSERT_EQ(replies_.size(), 4u);
   EXPECT_EQ(replies_[3].second.verf, c.verf);
+  // Another file keeps the verifier: its writers need not send again.
+  fh_ = "other-file";
+  Write(5, 0, std::string(10, 'o'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 5u);
+  EXPECT_EQ(replies_[4].second.verf, told_a);
 }
 
 // The upstream denying the credential at the RPC level (MSG_DENIED) is an
