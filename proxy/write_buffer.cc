@@ -215,11 +215,12 @@ bool WritePath::Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp)
   return false;
 }
 
-bool WritePath::HasOlder(const File& f, uint64_t stamp, bool any, int state) {
+uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
+  uint32_t states = 0;
   for (const auto& [off, p] : f.pieces) {
-    if (p.seq <= stamp && (any || p.state == state)) return true;
+    if (p.seq <= stamp) states |= 1u << p.state;
   }
-  return false;
+  return states;
 }
 
 void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
-#include <random>
 
 #include "proxy/write_path_state.h"
 #include "rpc/log.h"
@@ -15,29 +14,8 @@ using write_path_internal::kToEnd;
 
 namespace {
 
-// A write or commit the upstream could not take (no connection, queue full,
-// NFS3ERR_JUKEBOX) is tried again after this long.
-constexpr auto kRetryDelay = std::chrono::milliseconds(100);
-// Upstream WRITEs in a row answered NFS3_OK with nothing written, after
-// which the file's data is given up on with NFS3ERR_IO.
-constexpr uint32_t kMaxNoProgress = 10;
-
-std::array<char, 8> RandomVerifier() {
-  std::random_device rd;
-  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-               static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  std::array<char, 8> out{};
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
-  if (v == 0) out[0] = 1;
-  return out;
-}
-
 // The end of a COMMIT's range: count 0 (RFC 1813), or a range past the
 // largest offset, is to the end of the file.
-// An RPC-level refusal (the upstream denied the credential) is an answer,
-// not a transport failure: tried again, it would be refused for ever.
-bool Denied(const StatusOr<RpcReply>& r) { return r.ok() && r->header.reply_stat == kMsgDenied; }
-
 uint64_t RangeEnd(uint64_t offset, uint32_t count) {
   return count == 0 || count > kToEnd - offset ? kToEnd : offset + count;
 }
@@ -45,6 +23,7 @@ uint64_t RangeEnd(uint64_t offset, uint32_t count) {
 }  // namespace
 
 using write_path_internal::CommitError;
+using write_path_internal::RandomVerifier;
 using write_path_internal::SameCred;
 using write_path_internal::WriteError;
 
@@ -297,8 +276,8 @@ bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> the
 }
 
 bool WritePath::BarrierMet(const File& f, bool stable, uint64_t stamp) {
-  if (stable) return !HasOlder(f, stamp, true, 0);
-  return !HasOlder(f, stamp, false, Piece::kDirty) && !HasOlder(f, stamp, false, Piece::kSending);
+  const uint32_t states = OlderStates(f, stamp);
+  return stable ? states == 0 : (states & ~(1u << Piece::kWritten)) == 0;
 }
 
 bool WritePath::Busy(const File& f) const {
@@ -430,14 +409,14 @@ void WritePath::Pump(File& f) {
       uint64_t stamp = 0;
       for (const Waiter& w : f.waiters) stamp = std::max(stamp, w.stamp);
       for (const Barrier& b : f.barriers) stamp = std::max(stamp, b.stamp);
-      if (dirty && HasOlder(f, stamp, false, Piece::kDirty)) {
+      const uint32_t older = OlderStates(f, stamp);
+      if (older & (1u << Piece::kDirty)) {
         f.last_batch = f.waiters.size();
         SendDirty(f, true, false);
-      } else if (written && f.commit_id == 0 && !HasOlder(f, stamp, false, Piece::kDirty) &&
-                 !HasOlder(f, stamp, false, Piece::kSending)) {
+      } else if (written && f.commit_id == 0 && (older & (1u << Piece::kSending)) == 0) {
         bool need = false;  // a waiter or a stable barrier needs the commit
         for (const Waiter& w : f.waiters) need |= Holds(f, w.off, w.end, w.stamp);
-        for (const Barrier& b : f.barriers) need |= b.stable && HasOlder(f, b.stamp, true, 0);
+        for (const Barrier& b : f.barriers) need |= b.stable && OlderStates(f, b.stamp) != 0;
         if (need) SendCommit(f, true);
       }
     }
@@ -614,200 +593,6 @@ void WritePath::SendCommit(File& f, bool urgent) {
   f.flush_all = false;
   stats_.upstream_commits++;
   if (urgent && !f.waiters.empty()) stats_.batches++;
-}
-
-void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r) {
-  if (!urgent) background_--;
-  auto fit = files_.find(fh);
-  if (fit == files_.end()) return;
-  File& f = *fit->second;
-  auto fl = std::find_if(f.flights.begin(), f.flights.end(),
-                         [id](const Flight& x) { return x.id == id; });
-  if (fl == f.flights.end()) {
-    if (urgent) f.urgent_flights--;
-    return;
-  }
-  const Flight flight = *fl;
-  if (urgent) f.urgent_flights--;
-  if (flight.lone) f.lone_flights--;
-  f.flights.erase(fl);
-  NFSEDGE_LOG(kDebug) << "write path: upstream WRITE of " << flight.len << " bytes answered in "
-                      << std::chrono::duration_cast<std::chrono::microseconds>(clock_.MonoNow() -
-                                                                               flight.sent)
-                             .count()
-                      << " us";
-  XdrValue<WRITE3res> res(reinterpret_cast<xdrproc_t>(xdr_WRITE3res));
-  const bool decoded = Succeeded(r) && res.Decode(r->results());
-  auto sent_in_it = [id](const Piece& p) { return p.state == Piece::kSending && p.flight == id; };
-  auto each = [&f, id](auto fn) {
-    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-      auto next = std::next(it);
-      if (it->second.state == Piece::kSending && it->second.flight == id) fn(it);
-      it = next;
-    }
-  };
-  if (Denied(r)) {
-    DropAndFail(f, NFS3ERR_ACCES, sent_in_it);
-  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
-    each([](auto it) { it->second.state = Piece::kDirty; });
-    RetryLater(f);
-  } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
-    DropAndFail(f, res->status, sent_in_it);
-  } else {
-    const WRITE3resok& ok = res->WRITE3res_u.resok;
-    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
-    if (ok.count == 0 && flight.len > 0) {
-      // Nothing written: tried again later, and given up on after a few
-      // such replies in a row (the server's fault; the error reaches the
-      // clients as any upstream error does).
-      // Counted once per retry round (several WRITEs may be in flight).
-      if (!f.retry_scheduled) f.no_progress++;
-      if (f.no_progress >= kMaxNoProgress) {
-        f.no_progress = 0;
-        DropAndFail(f, NFS3ERR_IO, sent_in_it);
-      } else {
-        each([](auto it) { it->second.state = Piece::kDirty; });
-        RetryLater(f);
-      }
-      Pump(f);
-      AdmitBlocked();
-      return;
-    }
-    f.no_progress = 0;
-    std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
-    const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
-    if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
-    each([&](auto it) {
-      if (it->first >= done) {
-        it->second.state = Piece::kDirty;
-      } else if (ok.committed == FILE_SYNC) {
-        Erase(f, it);
-      } else {
-        it->second.state = Piece::kWritten;
-        it->second.commit = 0;
-        std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
-      }
-    });
-    WRITE3args a{};
-    a.file = FhView(fh);
-    learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
-  }
-  Pump(f);
-  AdmitBlocked();
-}
-
-void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r) {
-  auto fit = files_.find(fh);
-  if (fit == files_.end()) return;
-  File& f = *fit->second;
-  // Alone upstream from its sending to its reply: its attributes are the
-  // latest.
-  const bool solo = f.commit_id == id && f.commit_solo && f.commit_seq == f.calls_sent;
-  if (f.commit_id == id) f.commit_id = 0;
-  XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
-  const bool decoded = Succeeded(r) && res.Decode(r->results());
-  auto covered = [id](const Piece& p) { return p.state == Piece::kWritten && p.commit == id; };
-  auto each = [&f, id](auto fn) {
-    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-      auto next = std::next(it);
-      if (it->second.state == Piece::kWritten && it->second.commit == id) fn(it);
-      it = next;
-    }
-  };
-  if (Denied(r)) {
-    DropAndFail(f, NFS3ERR_ACCES, covered);
-  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
-    each([](auto it) { it->second.commit = 0; });
-    RetryLater(f);
-  } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
-    DropAndFail(f, res->status, covered);
-  } else {
-    const COMMIT3resok& ok = res->COMMIT3res_u.resok;
-    LearnAttr(f, ok.file_wcc, solo);
-    std::array<char, 8> verf{};
-    std::copy(ok.verf, ok.verf + 8, verf.begin());
-    f.upstream_verf = verf;
-    each([&](auto it) {
-      if (it->second.verf == verf) {
-        Erase(f, it);
-      } else {
-        // The server lost what it had not committed: send it again.
-        stats_.resent += it->second.data.size();
-        it->second.state = Piece::kDirty;
-        it->second.commit = 0;
-      }
-    });
-    COMMIT3args a{};
-    a.file = FhView(fh);
-    OpaqueAuth cred;
-    learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, cred);
-  }
-  Pump(f);
-  AdmitBlocked();
-}
-
-void WritePath::DropAndFail(File& f, nfsstat3 status,
-                            const std::function<bool(const Piece&)>& which) {
-  bool acked = false;
-  for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-    auto next = std::next(it);
-    if (which(it->second)) {
-      acked |= it->second.acked;
-      Erase(f, it);
-    }
-    it = next;
-  }
-  Failed(f, status, acked);
-}
-
-void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {
-  stats_.errors++;
-  f.error = status;
-  if (acknowledged && status != NFS3ERR_STALE && !(f.exp->config().write_back && options_.journal)) {
-    // Data answered from the buffer is lost, and the error reaches only the
-    // next WRITE or COMMIT of the file: every other client that wrote it
-    // must learn it too. A new write verifier for the file does that, as a
-    // server restart would: their COMMITs show it, and they send again what
-    // they had not committed (and meet the error themselves, if it lasts).
-    // Other files keep theirs (a writer over its quota must not have every
-    // client resend).
-    constexpr size_t kMaxLost = 4096;
-    const uint64_t* lost = lost_.Peek(f.fh);
-    lost_.Put(f.fh, lost ? *lost + 1 : 1);
-    stats_.verifier_changes++;
-    if (lost_.size() > kMaxLost) {
-      // The file forgotten here would answer the shared verifier again:
-      // that one changes (for every file, as at a restart).
-      lost_.Erase(lost_.Oldest()->key);
-      verifier_ = RandomVerifier();
-    }
-  }
-  if (status == NFS3ERR_STALE) {
-    // The file is gone (typically removed with writes still buffered): its
-    // handle stays stale for good, so later WRITEs and COMMITs get STALE
-    // at once, and the file's state need not be kept for them.
-    constexpr size_t kMaxStale = 4096;
-    stale_.Put(f.fh, true);
-    while (stale_.size() > kMaxStale) stale_.Erase(stale_.Oldest()->key);
-    NFSEDGE_LOG(kDebug) << "write path: buffered writes of a removed file (NFS3ERR_STALE)";
-    return;
-  }
-  NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
-                     << " on a buffered write; answered to the file's next WRITE or COMMIT";
-}
-
-void WritePath::RetryLater(File& f) {
-  if (f.retry_scheduled) return;
-  f.retry_scheduled = true;
-  const std::string fh = f.fh;
-  schedule_(kRetryDelay, [this, fh] {
-    auto it = files_.find(fh);
-    if (it == files_.end()) return;
-    it->second->retry_scheduled = false;
-    Pump(*it->second);
-  });
 }
 
 void WritePath::ScheduleFlush(File& f) {

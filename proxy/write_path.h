@@ -278,9 +278,9 @@ class WritePath {
   // Returns true iff [off, end) holds a piece with bytes of a write up to
   // `stamp` (Piece::seq); by default, of any write.
   static bool Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp = UINT64_MAX);
-  // Returns true iff a piece of the writes up to `stamp` is in `state`
-  // (any state: `any`).
-  static bool HasOlder(const File& f, uint64_t stamp, bool any, int state);
+  // The states (bit 1 << Piece::State) of the pieces holding bytes of the
+  // writes up to `stamp`; 0 when there is none.
+  static uint32_t OlderStates(const File& f, uint64_t stamp);
   bool Busy(const File& f) const;
   // Returns true iff a call held with `stable` after the writes up to
   // `stamp` may go: none of their bytes is still to send (`stable`: none is

@@ -7,12 +7,14 @@
 #include <rpc/xdr/nfs3.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +60,17 @@ inline std::string WriteError(nfsstat3 status) {
 
 inline std::string CommitError(nfsstat3 status) {
   return EncodeNfsError(*FindNfsProc(NFSPROC3_COMMIT), status);
+}
+
+// A write verifier no one had: random, never all zero.
+inline std::array<char, 8> RandomVerifier() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+               static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::array<char, 8> out{};
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
+  if (v == 0) out[0] = 1;
+  return out;
 }
 
 }  // namespace write_path_internal
