@@ -27,6 +27,17 @@ constexpr uint32_t kMaxNoProgress = 10;
 // not a transport failure: tried again, it would be refused for ever.
 bool Denied(const StatusOr<RpcReply>& r) { return r.ok() && r->header.reply_stat == kMsgDenied; }
 
+// Runs `fn` on each entry of `pieces` whose piece `which` selects; `fn`
+// may erase the entry it is given.
+template <typename Pieces, typename Which, typename Fn>
+void EachOf(Pieces& pieces, const Which& which, const Fn& fn) {
+  for (auto it = pieces.begin(); it != pieces.end();) {
+    auto next = std::next(it);
+    if (which(it->second)) fn(it);
+    it = next;
+  }
+}
+
 }  // namespace
 
 void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r) {
@@ -52,13 +63,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   XdrValue<WRITE3res> res(reinterpret_cast<xdrproc_t>(xdr_WRITE3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
   auto sent_in_it = [id](const Piece& p) { return p.state == Piece::kSending && p.flight == id; };
-  auto each = [&f, id](auto fn) {
-    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-      auto next = std::next(it);
-      if (it->second.state == Piece::kSending && it->second.flight == id) fn(it);
-      it = next;
-    }
-  };
+  auto each = [&f, &sent_in_it](auto fn) { EachOf(f.pieces, sent_in_it, fn); };
   if (Denied(r)) {
     DropAndFail(f, NFS3ERR_ACCES, sent_in_it);
   } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
@@ -121,13 +126,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
   auto covered = [id](const Piece& p) { return p.state == Piece::kWritten && p.commit == id; };
-  auto each = [&f, id](auto fn) {
-    for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-      auto next = std::next(it);
-      if (it->second.state == Piece::kWritten && it->second.commit == id) fn(it);
-      it = next;
-    }
-  };
+  auto each = [&f, &covered](auto fn) { EachOf(f.pieces, covered, fn); };
   if (Denied(r)) {
     DropAndFail(f, NFS3ERR_ACCES, covered);
   } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
@@ -164,14 +163,10 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
 void WritePath::DropAndFail(File& f, nfsstat3 status,
                             const std::function<bool(const Piece&)>& which) {
   bool acked = false;
-  for (auto it = f.pieces.begin(); it != f.pieces.end();) {
-    auto next = std::next(it);
-    if (which(it->second)) {
-      acked |= it->second.acked;
-      Erase(f, it);
-    }
-    it = next;
-  }
+  EachOf(f.pieces, which, [&](auto it) {
+    acked |= it->second.acked;
+    Erase(f, it);
+  });
   Failed(f, status, acked);
 }
 
