@@ -35,6 +35,16 @@ const nfs_fh3* DotDotHandle(const READDIRPLUS3res& res) {
   return nullptr;
 }
 
+// Returns true iff `attr` shows a regular file owned by `cred`'s uid with the
+// owner's write bit: what a CREATE's reply shows its creator, who may then
+// write the file (the server lets an owner write by the mode's owner bits;
+// a squashed creator is not the owner).
+bool OwnerMayWrite(const fattr3& attr, const OpaqueAuth& cred) {
+  if (attr.type != NF3REG || (attr.mode & 0200) == 0 || cred.flavor != kAuthSys) return false;
+  std::optional<AuthSys> sys = DecodeAuthSys(cred.body);
+  return sys && sys->uid == attr.uid;
+}
+
 // Returns true iff `cred` is one any NFSv3 server accepts, so that a cached
 // answer cannot be given where the upstream would refuse the credential:
 // AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
@@ -336,6 +346,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
           speculating_.erase(it);
         }
         writes_may_wait_.erase(id);
+        created_by_.erase(id);
         if (Succeeded(r)) {
           ACCESS3args a{};
           a.object = FhView(handle);
@@ -384,9 +395,17 @@ void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_
     // its first writes are buffered (and wait for the evidence, at most a
     // round trip, rather than going upstream one by one as stable writes).
     XdrValue<CREATE3res> res(reinterpret_cast<xdrproc_t>(xdr_CREATE3res));
-    if (res.Decode(results) && res->CREATE3res_u.resok.obj.handle_follows) {
-      SpeculateAccess(HandleBytes(res->CREATE3res_u.resok.obj.post_op_fh3_u.handle), exp, cred,
-                      /*for_writes=*/true);
+    if (!res.Decode(results) || !res->CREATE3res_u.resok.obj.handle_follows) return;
+    const CREATE3resok& ok = res->CREATE3res_u.resok;
+    const std::string_view fh = HandleBytes(ok.obj.post_op_fh3_u.handle);
+    SpeculateAccess(fh, exp, cred, /*for_writes=*/true);
+    // A creator the reply shows as the owner, with the owner's write bit,
+    // writes at once: its writes need not wait for the ACCESS, whose
+    // answer then stands in for this.
+    const std::string id = std::string(fh) + std::string(CredKeyOf(cred).bytes());
+    if (writes_may_wait_.contains(id) && ok.obj_attributes.attributes_follow &&
+        OwnerMayWrite(ok.obj_attributes.post_op_attr_u.attributes, cred)) {
+      created_by_.insert(id);
     }
   } else if (p.proc == NFSPROC3_READDIRPLUS) {
     XdrBox box(p.res_xdr, p.res_size);
@@ -520,8 +539,11 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       bool may_buffer = false;
       if (cache_ && IsCacheableCred(cred)) {
         std::optional<fattr3> attr = cache_->FreshPermissions(fh);
+        const CredKey key = CredKeyOf(cred);
         may_buffer = attr && attr->type == NF3REG &&
-                     cache_->Allows(fh, CredKeyOf(cred), ACCESS3_MODIFY, *attr);
+                     (cache_->Allows(fh, key, ACCESS3_MODIFY, *attr) ||
+                      (created_by_.contains(std::string(fh) + std::string(key.bytes())) &&
+                       OwnerMayWrite(*attr, cred)));
         if (!may_buffer && WaitForAccess(p, call, args, exp, cred, *a)) return true;
         if (!may_buffer) SpeculateAccess(fh, exp, cred);
       }

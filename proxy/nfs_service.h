@@ -197,6 +197,10 @@ class NfsService : public RpcProgram {
   std::unordered_map<std::string, std::vector<Waiter>> speculating_;
   // Those of them a CREATE started: WRITEs of the new file wait for them.
   std::unordered_set<std::string> writes_may_wait_;
+  // Those of them whose CREATE's reply showed the credential as the owner
+  // with the owner's write bit: its writes are buffered at once (the fresh
+  // attributes must still show that) until the ACCESS answers.
+  std::unordered_set<std::string> created_by_;
   // Calls waiting on an identical call in flight, by FlightKey.
   std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
   // Calls ParkForOutage kept (answered ones are dropped lazily), oldest

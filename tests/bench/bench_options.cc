@@ -51,7 +51,7 @@ const char kBenchUsage[] =
     "\n"
     "  --quick                 small sizes and RTT 10 ms (a few minutes; the CI test)\n"
     "  --workloads A,B,...     treewalk,stablewrite,stablewrite-journal,unstablewrite,\n"
-    "                          unstablewrite-small,\n"
+    "                          unstablewrite-small,smallfiles,\n"
     "                          seqread,strideread,congestion,lan (default: all)\n"
     "  --modes M,...           direct,proxied (default: both)\n"
     "  --rtt-ms D              round-trip time of the WAN (default 50; quick 10)\n"
@@ -87,6 +87,7 @@ BenchSizes QuickSizes() {
   s.tree_dirs = 20;
   s.stable_bytes = 1 * kMiB;
   s.unstable_bytes = 4 * kMiB;
+  s.small_files = 8;
   s.seq_bytes = 4 * kMiB;
   s.stride_bytes = 4 * kMiB;
   s.congestion_bytes = 1 * kMiB;

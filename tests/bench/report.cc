@@ -205,7 +205,10 @@ std::string SizesText(const BenchOptions& o) {
          " UNSTABLE writes, " + std::to_string(s.unstable_depth) + " in flight, then COMMIT\n" +
          "- unstablewrite-small: " + mib(s.unstable_bytes) + " in " + kib(s.unstable_small_write) +
          " UNSTABLE writes, " + std::to_string(s.unstable_small_depth) +
-         " in flight, then COMMIT\n" +
+         " in flight, then COMMIT\n" + "- smallfiles: " + std::to_string(s.small_files) +
+         " files of " + kib(s.small_file_bytes) + ", one after another: CREATE, " +
+         kib(s.unstable_small_write) + " UNSTABLE writes (" +
+         std::to_string(s.unstable_small_depth) + " in flight), COMMIT\n" +
          "- seqread: " + mib(s.seq_bytes) + " in " + kib(s.seq_read) + " reads, " +
          std::to_string(s.seq_depth) + " in flight\n" + "- strideread: " + mib(s.stride_bytes) +
          " per pattern (a fresh file each), " + kib(s.stride_block) + " reads, " +

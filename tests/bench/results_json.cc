@@ -70,6 +70,8 @@ Json SizesJson(const BenchSizes& s) {
   j["unstable_depth"] = s.unstable_depth;
   j["unstable_small_write"] = static_cast<uint64_t>(s.unstable_small_write);
   j["unstable_small_depth"] = s.unstable_small_depth;
+  j["small_files"] = s.small_files;
+  j["small_file_bytes"] = s.small_file_bytes;
   j["seq_bytes"] = s.seq_bytes;
   j["seq_read"] = static_cast<uint64_t>(s.seq_read);
   j["seq_depth"] = s.seq_depth;

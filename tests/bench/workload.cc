@@ -40,6 +40,10 @@ const std::vector<WorkloadInfo>& AllWorkloads() {
       {"unstablewrite-small",
        "sequential 64 KiB UNSTABLE writes, 4 in flight, then COMMIT (a small-window client)",
        LinkKind::kBulk, false, nullptr, &RunUnstableWriteSmall},
+      {"smallfiles",
+       "small files one after another: CREATE, 64 KiB UNSTABLE writes (4 in flight), COMMIT "
+       "(a copy of small files)",
+       LinkKind::kDefault, false, nullptr, &RunSmallFiles},
       {"seqread",
        "sequential reads, 4 in flight; cold, warm, and again after a proxy restart (disk tier)",
        LinkKind::kBulk, false,

@@ -37,6 +37,9 @@ struct BenchSizes {
   // unstablewrite-small: the same bytes from a small-window client.
   uint32_t unstable_small_write = 64 * kKiB;
   int unstable_small_depth = 4;
+  // smallfiles: files created, written and committed one after another.
+  int small_files = 32;
+  uint64_t small_file_bytes = 256 * kKiB;
   uint64_t seq_bytes = 64 * kMiB;
   uint32_t seq_read = 128 * kKiB;
   int seq_depth = 4;
@@ -166,6 +169,7 @@ Status RunTreewalk(const WorkloadContext& ctx, WorkloadReport* report);
 Status RunStableWrite(const WorkloadContext& ctx, WorkloadReport* report);
 Status RunUnstableWrite(const WorkloadContext& ctx, WorkloadReport* report);
 Status RunUnstableWriteSmall(const WorkloadContext& ctx, WorkloadReport* report);
+Status RunSmallFiles(const WorkloadContext& ctx, WorkloadReport* report);
 Status PrepareSeqRead(const WorkloadContext& ctx);
 Status RunSeqRead(const WorkloadContext& ctx, WorkloadReport* report);
 Status PrepareStrideRead(const WorkloadContext& ctx);

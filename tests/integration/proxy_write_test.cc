@@ -348,11 +348,13 @@ TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {
   EXPECT_EQ(ReadFile(Disk() + "/f"), data) << "stable upstream once flush returns";
 }
 
-TEST_F(WriteTest, FirstWritesAfterCreateWaitForTheSpeculativeAccessAndAreBuffered) {
+TEST_F(WriteTest, FirstWritesAfterCreateAreBufferedWithoutAnAccessOfTheClients) {
   // The client writes right after CREATE, without an ACCESS of its own (as
   // the Linux client does after an exclusive or unchecked create): the
   // proxy asked ACCESS when the CREATE was answered, and the first writes
-  // wait for that evidence instead of going upstream as stable writes.
+  // are buffered (the creator as the owner at once, others once that
+  // evidence is in: create_write_test) instead of going upstream as stable
+  // writes.
   StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
   auto c = Client();
   ASSERT_NE(c, nullptr);

@@ -1,0 +1,245 @@
+// A new file's first writes through the proxy's programs (real loopback
+// socket, in-memory upstream, metadata cache and write path): the creator
+// the CREATE's reply shows as the owner, with the owner's write bit, has its
+// UNSTABLE writes buffered at once, while the speculative ACCESS the CREATE
+// started is still on its way; any other creator's writes wait for that
+// ACCESS, and go upstream as stable writes when it does not grant MODIFY.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "cache/clock.h"
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
+#include "proxy/mount_service.h"
+#include "proxy/nfs_service.h"
+#include "rpc/rpc_server.h"
+#include "test_loop.h"
+#include "write_path_fixture.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace write_path_test;  // NOLINT: test file, the fixture's helpers.
+using test_xdr::Fh;
+using test_xdr::PostOp;
+using test_xdr::Xdr;
+
+constexpr char kRootFh[] = "ROOT-HANDLE-0001";
+constexpr char kFileFh[] = "FILE-HANDLE-0001";
+
+std::string MntOk() {
+  std::string out;
+  XdrWriter w(&out);
+  w.WriteU32(MNT3_OK);
+  w.WriteOpaque(kRootFh);
+  w.WriteU32(1);
+  w.WriteU32(kAuthSys);
+  return out;
+}
+
+class CreateWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ExportConfig e = MakeExport(0);
+    e.path = "/data";
+    e.upstream_path = "/srv/data";
+    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{e});
+    registry_ = std::make_unique<HandleRegistry>(1000);
+    cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
+    up_ = std::make_unique<FakeUpstream>(loop_.base());
+    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
+    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{},
+                                        cache_.get());
+    WritePathOptions wo;
+    wo.flush_delay = std::chrono::hours(1);  // buffered writes stay in the buffer
+    writes_ = std::make_unique<WritePath>(
+        clock_, *up_, *up_, [](Duration, std::function<void()>) {},
+        [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+               const OpaqueAuth& cred) { nfs_->LearnReply(p, args, reply, exp, cred); },
+        wo);
+    nfs_->SetWritePath(writes_.get());
+    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
+    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
+    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
+    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    mount_up_->set_responder([](const FakeUpstream::Seen&) { return MntOk(); });
+    up_->set_responder([this](const FakeUpstream::Seen& s) { return Respond(s); });
+    loop_.Start();
+  }
+  void TearDown() override {
+    loop_.RunSync([this] {
+      server_.reset();
+      nfs_->SetWritePath(nullptr);
+      writes_.reset();
+    });
+  }
+
+  std::string Call(BlockingClient& c, uint32_t xid, uint32_t prog, uint32_t proc,
+                   const std::string& args) {
+    c.SendRecord(MakeCall(xid, prog, 3, proc, args, SysCred(1000, 100)));
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return "";
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok() && h->accept_stat == kSuccess);
+    return h.ok() ? reply->substr(h->results_offset) : "";
+  }
+
+  // The upstream: CREATE makes kFileFh with created_'s attributes, ACCESS
+  // is held (the test answers it), a WRITE is made stable at once.
+  std::optional<std::string> Respond(const FakeUpstream::Seen& s) {
+    if (s.proc == NFSPROC3_CREATE) {
+      CREATE3res res{};
+      res.status = NFS3_OK;
+      res.CREATE3res_u.resok.obj.handle_follows = TRUE;
+      res.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
+      res.CREATE3res_u.resok.obj_attributes = PostOp(created_);
+      return Xdr(Proc(xdr_CREATE3res), res);
+    }
+    if (s.proc == NFSPROC3_WRITE) {
+      fattr3 after = created_;
+      after.size = 4096;
+      return WriteOk(static_cast<uint32_t>(DecodeWriteArgs(s.args).data.size()), FILE_SYNC, kV1,
+                     after);
+    }
+    if (s.proc != NFSPROC3_ACCESS) ADD_FAILURE() << "unexpected upstream call " << s.proc;
+    return std::nullopt;
+  }
+
+  // Mounts, then creates kFileFh as a file owned by `owner` with `mode`.
+  void MountAndCreate(BlockingClient& c, uint32_t owner, uint32_t mode) {
+    std::string path;
+    XdrWriter(&path).WriteOpaque("/data");
+    ASSERT_EQ(LoadBE32(Call(c, 1, kMountProgram, /*MNT*/ 1, path).data()),
+              static_cast<uint32_t>(MNT3_OK));
+    loop_.RunSync([&] {
+      created_ = Attr(0, 1);
+      created_.uid = owner;
+      created_.gid = 100;
+      created_.mode = mode;
+    });
+    CREATE3args a{};
+    a.where.dir = Fh(root_);
+    a.where.name = const_cast<char*>("new");
+    a.how.mode = UNCHECKED;
+    const std::string results =
+        Call(c, 2, kNfsProgram, NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), a));
+    ASSERT_GE(results.size(), 4u);
+    ASSERT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(NFS3_OK));
+  }
+
+  // Sends an UNSTABLE WRITE of 4096 bytes at 0 (the reply is read apart).
+  void SendWrite(BlockingClient& c, uint32_t xid) {
+    std::string data(4096, 'w');
+    WRITE3args a{};
+    a.file = Fh(file_);
+    a.count = 4096;
+    a.stable = UNSTABLE;
+    a.data.data_val = data.data();
+    a.data.data_len = 4096;
+    c.SendRecord(MakeCall(xid, kNfsProgram, 3, NFSPROC3_WRITE, Xdr(Proc(xdr_WRITE3args), a),
+                          SysCred(1000, 100)));
+  }
+  ClientReply ReadWriteReply(BlockingClient& c) {
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return {};
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok());
+    return DecodeWriteReply(reply->substr(h.ok() ? h->results_offset : 0));
+  }
+  // Answers the held ACCESS with `granted`.
+  void AnswerAccess(uint32_t granted) {
+    loop_.RunSync([&] {
+      for (size_t i = 0; i < up_->calls.size(); ++i) {
+        if (up_->calls[i].proc != NFSPROC3_ACCESS) continue;
+        ACCESS3res res{};
+        res.status = NFS3_OK;
+        res.ACCESS3res_u.resok.obj_attributes = PostOp(created_);
+        res.ACCESS3res_u.resok.access = granted;
+        up_->Answer(i, Xdr(Proc(xdr_ACCESS3res), res));
+        return;
+      }
+      ADD_FAILURE() << "no ACCESS upstream";
+    });
+  }
+  void ExpectWriteWaitsForAccess(uint32_t owner, uint32_t mode) {
+    BlockingClient c(port_);
+    MountAndCreate(c, owner, mode);
+    SendWrite(c, 3);
+    ASSERT_TRUE(WriteWaits()) << "the WRITE waits for the ACCESS";
+    AnswerAccess(ACCESS3_READ);
+    ClientReply r = ReadWriteReply(c);
+    EXPECT_EQ(r.status, NFS3_OK);
+    EXPECT_EQ(r.committed, FILE_SYNC) << "sent upstream as a stable write";
+    EXPECT_EQ(Count(NFSPROC3_WRITE), 1u);
+  }
+  // Returns true once a WRITE waits for the speculative ACCESS (within 5 s).
+  bool WriteWaits() {
+    for (int i = 0; i < 500; ++i) {
+      uint64_t waiting = 0;
+      loop_.RunSync([&] { waiting = nfs_->stats(NFSPROC3_WRITE).coalesced; });
+      if (waiting > 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  size_t Count(uint32_t proc) {
+    size_t n = 0;
+    loop_.RunSync([&] {
+      for (const FakeUpstream::Seen& s : up_->calls) n += s.proc == proc;
+    });
+    return n;
+  }
+
+  LoopThread loop_;
+  FakeClock clock_;
+  std::unique_ptr<ExportTable> exports_;
+  std::unique_ptr<HandleRegistry> registry_;
+  std::unique_ptr<MetadataCache> cache_;
+  std::unique_ptr<FakeUpstream> up_, mount_up_;
+  std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<WritePath> writes_;
+  std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RpcServer> server_;
+  const std::string root_ = kRootFh, file_ = kFileFh;
+  fattr3 created_{};  // on the loop thread
+  uint16_t port_ = 0;
+};
+
+
+// The owner with the owner's write bit: the WRITE is answered from the
+// buffer while the ACCESS is still on its way.
+TEST_F(CreateWriteTest, TheOwningCreatorsFirstWriteIsBufferedWithoutWaitingForAccess) {
+  BlockingClient c(port_);
+  MountAndCreate(c, 1000, 0644);
+  ASSERT_EQ(Count(NFSPROC3_ACCESS), 1u) << "the CREATE's speculative ACCESS";
+  SendWrite(c, 3);
+  ClientReply r = ReadWriteReply(c);
+  EXPECT_EQ(r.status, NFS3_OK);
+  EXPECT_EQ(r.count, 4096u);
+  EXPECT_EQ(r.committed, UNSTABLE) << "answered from the buffer";
+  EXPECT_EQ(Count(NFSPROC3_WRITE), 0u);
+  loop_.RunSync([&] { EXPECT_EQ(nfs_->stats(NFSPROC3_WRITE).coalesced, 0u); });
+  AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
+}
+
+// Another owner (a squashed creator), or no owner's write bit: the WRITE
+// waits for the ACCESS, and without MODIFY granted goes upstream stable.
+TEST_F(CreateWriteTest, AnotherOwnersWritesWaitForTheAccess) {
+  ExpectWriteWaitsForAccess(65534, 0644);
+}
+
+TEST_F(CreateWriteTest, WritesWithoutTheOwnersWriteBitWaitForTheAccess) {
+  ExpectWriteWaitsForAccess(1000, 0444);
+}
+
+}  // namespace
+}  // namespace nfsedge
