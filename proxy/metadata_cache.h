@@ -103,6 +103,9 @@ class MetadataCache {
   // The same, also from an entry whose size and times are ambiguous (two
   // replies in one server clock tick): its type, owner and mode are sure.
   std::optional<fattr3> FreshPermissions(std::string_view fh) { return attrs_.Get(fh, true); }
+  // Returns the handle `d` last named, from RememberChild or the name cache
+  // (possibly out of date); empty if unknown.
+  std::string KnownChild(const diropargs3& d);
   // Returns true iff a fresh ACCESS result proves that the upstream grants
   // every bit of `bits` to `cred` on `fh`, whose fresh attributes are `attr`.
   // With `allow_expired` (ServeStale), an expired ACCESS result counts.
@@ -163,9 +166,6 @@ class MetadataCache {
   // directory's name cache entries, so that a REMOVE, RMDIR or RENAME
   // through the proxy can forget the child's attributes.
   void RememberChild(std::string_view dir, std::string_view name, std::string_view child);
-  // Returns the handle `d` last named, from RememberChild or the name cache
-  // (possibly out of date); empty if unknown.
-  std::string KnownChild(const diropargs3& d);
   // Forgets the attributes (and names, for a directory) of the object `d`
   // last named, if known.
   // `dir_wcc`, if given, is the REMOVE's: the removed name's object (other

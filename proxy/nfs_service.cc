@@ -550,6 +550,20 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       write_path_->Write(*a, exp, cred, may_buffer, reply, forward);
       return true;
     }
+    case NFSPROC3_CREATE: {
+      // An UNCHECKED CREATE that sets the size truncates a file of that
+      // name that exists: its buffered writes go upstream first, as for a
+      // SETATTR, lest they land after the truncation.
+      const auto* a = static_cast<const CREATE3args*>(args->get());
+      if (!cache_ || a->how.mode != UNCHECKED ||
+          !a->how.createhow3_u.obj_attributes.size.set_it) {
+        return false;
+      }
+      const std::string child = cache_->KnownChild(a->where);
+      return !child.empty() &&
+             write_path_->Hold(child, /*stable=*/true,
+                               [this, &p, call, args, e, cred] { Serve(p, call, args, *e, cred); });
+    }
     case NFSPROC3_COMMIT:
       write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, reply,
                           forward);

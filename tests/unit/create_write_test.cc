@@ -4,10 +4,13 @@
 // UNSTABLE writes buffered at once, while the speculative ACCESS the CREATE
 // started is still on its way; any other creator's writes wait for that
 // ACCESS, and go upstream as stable writes when it does not grant MODIFY.
+// An UNCHECKED CREATE that truncates a file with buffered writes waits for
+// them to reach the upstream.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <memory>
+#include <vector>
 #include <thread>
 
 #include "cache/clock.h"
@@ -124,14 +127,19 @@ class CreateWriteTest : public ::testing::Test {
       created_.gid = 100;
       created_.mode = mode;
     });
+    ASSERT_EQ(Create(c, 2, /*truncate=*/false), static_cast<uint32_t>(NFS3_OK));
+  }
+  // Sends an UNCHECKED CREATE of "new" (setting the size to 0 with
+  // `truncate`) and returns its status.
+  uint32_t Create(BlockingClient& c, uint32_t xid, bool truncate) {
     CREATE3args a{};
     a.where.dir = Fh(root_);
     a.where.name = const_cast<char*>("new");
     a.how.mode = UNCHECKED;
+    a.how.createhow3_u.obj_attributes.size.set_it = truncate;
     const std::string results =
-        Call(c, 2, kNfsProgram, NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), a));
-    ASSERT_GE(results.size(), 4u);
-    ASSERT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(NFS3_OK));
+        Call(c, xid, kNfsProgram, NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), a));
+    return results.size() >= 4 ? LoadBE32(results.data()) : 0xffffffff;
   }
 
   // Sends an UNSTABLE WRITE of 4096 bytes at 0 (the reply is read apart).
@@ -228,6 +236,26 @@ TEST_F(CreateWriteTest, TheOwningCreatorsFirstWriteIsBufferedWithoutWaitingForAc
   EXPECT_EQ(r.committed, UNSTABLE) << "answered from the buffer";
   EXPECT_EQ(Count(NFSPROC3_WRITE), 0u);
   loop_.RunSync([&] { EXPECT_EQ(nfs_->stats(NFSPROC3_WRITE).coalesced, 0u); });
+  AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
+}
+
+// An UNCHECKED CREATE that truncates the file of that name, which has
+// buffered writes: they go upstream before it, not after the truncation.
+TEST_F(CreateWriteTest, TruncatingCreateOfAFileWithBufferedWritesWaitsForThem) {
+  BlockingClient c(port_);
+  MountAndCreate(c, 1000, 0644);
+  SendWrite(c, 3);
+  ASSERT_EQ(ReadWriteReply(c).committed, UNSTABLE);
+  ASSERT_EQ(Count(NFSPROC3_WRITE), 0u) << "buffered";
+  EXPECT_EQ(Create(c, 4, /*truncate=*/true), static_cast<uint32_t>(NFS3_OK));
+  loop_.RunSync([&] {
+    std::vector<uint32_t> order;
+    for (const FakeUpstream::Seen& s : up_->calls) {
+      if (s.proc == NFSPROC3_WRITE || s.proc == NFSPROC3_CREATE) order.push_back(s.proc);
+    }
+    EXPECT_EQ(order, (std::vector<uint32_t>{NFSPROC3_CREATE, NFSPROC3_WRITE, NFSPROC3_CREATE}))
+        << "the buffered write before the truncating CREATE";
+  });
   AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
 }
 
