@@ -146,17 +146,28 @@ void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool rele
   stats_.buffered_bytes -= n;
   std::vector<uint64_t> records = std::move(it->second.records);
   f.pieces.erase(it);
-  if (release) {
-    for (uint64_t r : records) UnrefRecord(r);
-  }
+  if (release) UnrefRecords(std::move(records));
 }
 
 void WritePath::RefRecord(uint64_t jseq) { journal_refs_[jseq]++; }
 
-void WritePath::UnrefRecord(uint64_t jseq) {
-  auto it = journal_refs_.find(jseq);
-  if (it == journal_refs_.end() || it->second == 0) return;
-  it->second--;
+void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
+  // A worklist, not recursion: a record let go of may let go of those it
+  // overwrote, and so on down a chain of refused appends.
+  while (!jseqs.empty()) {
+    const uint64_t jseq = jseqs.back();
+    jseqs.pop_back();
+    auto it = journal_refs_.find(jseq);
+    if (it == journal_refs_.end() || it->second == 0) continue;
+    if (--it->second > 0) continue;
+    // No piece holds its bytes: they are stable upstream, or replaced by
+    // bytes that keep records of their own. What it overwrote need not
+    // wait for its append any longer.
+    if (auto o = overwritten_.find(jseq); o != overwritten_.end()) {
+      jseqs.insert(jseqs.end(), o->second.begin(), o->second.end());
+      overwritten_.erase(o);
+    }
+  }
   while (!journal_refs_.empty() && journal_refs_.begin()->second == 0) {
     if (options_.journal) options_.journal->Remove(journal_refs_.begin()->first);
     journal_refs_.erase(journal_refs_.begin());
@@ -171,18 +182,18 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   Split(f, end);
   // Older bytes of the range are superseded, whatever their state: the wire
   // range of a WRITE in flight stays in flights, so the new data is not
-  // sent before that WRITE is answered. Bytes not journaled keep the
-  // journal records of what they overwrite.
+  // sent before that WRITE is answered. The journal records of what they
+  // overwrite are kept (their references move, none is let go of here):
+  // by the new piece when it is not journaled; for the new record `jseq`
+  // in overwritten_ otherwise, until its append is known to be on disk.
   std::vector<uint64_t> kept;
   uint64_t seq = ++f.seq;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
-    if (jseq == 0) {
-      kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
-    }
+    kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
     acked |= it->second.acked;
     seq = std::min(seq, it->second.seq);
-    Erase(f, it, jseq != 0);
+    Erase(f, it, false);
     it = next;
   }
   Piece p;
@@ -193,6 +204,10 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   if (jseq != 0) {
     RefRecord(jseq);
     p.records.push_back(jseq);
+    if (!kept.empty()) {
+      std::vector<uint64_t>& held = overwritten_[jseq];
+      held.insert(held.end(), kept.begin(), kept.end());
+    }
   } else {
     p.records = std::move(kept);
   }
@@ -200,6 +215,14 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   f.bytes += data.size();
   stats_.buffered_bytes += data.size();
   stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
+}
+
+void WritePath::ReleaseOverwritten(uint64_t jseq) {
+  auto it = overwritten_.find(jseq);
+  if (it == overwritten_.end()) return;
+  std::vector<uint64_t> records = std::move(it->second);
+  overwritten_.erase(it);
+  UnrefRecords(std::move(records));
 }
 
 bool WritePath::Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp) {

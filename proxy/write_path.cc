@@ -47,6 +47,7 @@ WritePath::~WritePath() = default;
 void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   File& f = FileFor(r.fh, exp);
   Insert(f, r.offset, r.data, r.cred, r.seq);
+  ReleaseOverwritten(r.seq);  // on disk already
   stats_.recovered++;
 }
 
@@ -154,14 +155,18 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
                        bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
   if (journal && !data.empty()) {
-    // Appended before Insert() lets go of the records it overwrites, so
-    // that their removal reaches the disk with or after this record.
+    // Insert() keeps the records this write overwrites until its append
+    // is on disk (OnJournaled), or its bytes are stable upstream if the
+    // journal refuses it; appended first, so that their removal reaches
+    // the disk with or after this record in either case.
     const uint64_t jseq = options_.journal->NextSeq();
     options_.journal->Append(
         JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
-        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, offset, count, stable,
+        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, jseq, offset, count, stable,
          reply = std::move(reply)](Status s) {
-          if (auto self = weak.lock()) (*self)->OnJournaled(fh, offset, count, stable, s, reply);
+          if (auto self = weak.lock()) {
+            (*self)->OnJournaled(fh, jseq, offset, count, stable, s, reply);
+          }
         });
     Insert(f, offset, data, cred, jseq);
     ScheduleFlush(f);
@@ -183,14 +188,16 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
   Pump(f);
 }
 
-void WritePath::OnJournaled(const std::string& fh, uint64_t offset, uint32_t count, bool stable,
-                            const Status& s, ReplyFn reply) {
+void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
+                            bool stable, const Status& s, ReplyFn reply) {
   if (s.ok()) {
     stats_.journaled++;
+    ReleaseOverwritten(jseq);
     reply(JournaledReply(count, stable, false));
     return;
   }
-  // The journal could not take it: answered once stable upstream instead.
+  // The journal could not take it: answered once stable upstream instead;
+  // the records it overwrote stay until then (UnrefRecords).
   stats_.journal_failed++;
   auto it = files_.find(fh);
   if (it == files_.end() || !Holds(*it->second, offset, offset + count)) {

@@ -55,8 +55,10 @@
 // restarts; a client COMMIT is answered once everything appended before it
 // is on disk. The data then goes upstream as write-behind data does, and
 // each journal record is removed once no piece of the buffer refers to it
-// (its bytes are stable upstream, or were overwritten). If the journal
-// fails, the write is answered as a stable write is, once upstream.
+// (its bytes are stable upstream, or were overwritten by bytes that are
+// durable themselves: in a record on disk, or stable upstream). If the
+// journal fails, the write is answered as a stable write is, once
+// upstream, and the records it overwrote stay until then.
 // Recover() puts the records a restart found back into the buffer.
 //
 // Read your writes (DESIGN rule 4): Hold() holds a READ, GETATTR or
@@ -212,19 +214,29 @@ class WritePath {
   // `journal`: append it to the journal and answer once it is there.
   void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
               bool stable, bool journal, ReplyFn reply);
-  void OnJournaled(const std::string& fh, uint64_t offset, uint32_t count, bool stable,
-                   const Status& s, ReplyFn reply);
+  // The journal's answer `s` to the append of record `jseq`.
+  void OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
+                   bool stable, const Status& s, ReplyFn reply);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
-  // journal record `jseq` holds (0 = none).
+  // journal record `jseq` holds (0 = none). The records of the bytes
+  // replaced are kept: by the new piece when `jseq` is 0, else in
+  // overwritten_[jseq].
   // `acked`: the bytes are answered from the buffer (Piece::acked).
   void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
               uint64_t jseq = 0, bool acked = false);
-  // Journal records are removed in sequence order, each once no piece
+  // Journal records are removed in sequence order, each once nothing
   // refers to it and every older one is removed: what a restart replays,
   // in order, then leaves every range as the latest acknowledged write
-  // that is not yet stable upstream made it.
+  // that is not yet stable upstream made it. A record is referred to by
+  // the pieces holding its bytes, by the pieces not journaled that
+  // replaced them, and (overwritten_) by the newer record that replaced
+  // them until that one is on disk or referred to no more.
   void RefRecord(uint64_t jseq);
-  void UnrefRecord(uint64_t jseq);
+  // Lets go of one reference to each of `jseqs` (a record may come more
+  // than once: one reference each time).
+  void UnrefRecords(std::vector<uint64_t> jseqs);
+  // Record `jseq` is on disk: lets go of the records it replaced.
+  void ReleaseOverwritten(uint64_t jseq);
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
   // `release`: drop the piece's references to journal records.
@@ -310,9 +322,16 @@ class WritePath {
   // Writers' gathering history: the lone count (File::lone) of the last
   // file each credential wrote stable writes to (bounded).
   LruMap<int> writers_;
-  // Journal record -> references from pieces (0: dead, waiting for the
-  // older ones), in sequence order.
+  // Journal record -> references (0: dead, waiting for the older ones),
+  // in sequence order.
   std::map<uint64_t, uint32_t> journal_refs_;
+  // Journal record -> the records whose bytes its write replaced, one
+  // reference each, kept until its append is on disk or, if the journal
+  // refused it, until no piece holds its bytes any more (they are stable
+  // upstream, or replaced in turn). So an acknowledged write stays in the
+  // journal until what replaced it is durable somewhere, and its removal
+  // reaches the disk with or after the record that replaced it.
+  std::map<uint64_t, std::vector<uint64_t>> overwritten_;
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

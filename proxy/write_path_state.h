@@ -93,7 +93,8 @@ struct WritePath::Piece {
   // Journal records this piece keeps: the one holding its bytes, or, for
   // bytes not journaled, those of the journaled bytes they overwrote (an
   // acknowledged write stays in the journal until what replaced it is
-  // stable upstream). One reference each.
+  // stable upstream). One reference each. (Journaled bytes that overwrote
+  // others keep those records through WritePath::overwritten_.)
   std::vector<uint64_t> records;
 };
 

@@ -1,6 +1,6 @@
 // The fixture of the WritePath tests (write_path_test): a fake upstream
 // that holds every call until the test answers it, a fake clock and timers
-// run by hand.
+// run by hand, and a fake edge journal.
 #ifndef NFSEDGE_TESTS_UNIT_WRITE_PATH_FIXTURE_H_
 #define NFSEDGE_TESTS_UNIT_WRITE_PATH_FIXTURE_H_
 
@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cache/clock.h"
@@ -179,24 +180,34 @@ class FakeJournal : public JournalSink {
   const std::array<char, 8>& verifier() const override { return verf_; }
   uint64_t NextSeq() override { return next_++; }
   void Append(JournalRecord r, std::function<void(Status)> done) override {
+    events.push_back("+" + std::to_string(r.seq));
+    pending_.push_back({r.seq, std::move(done)});
     records.push_back(std::move(r));
-    pending_.push_back(std::move(done));
   }
-  void Sync(std::function<void(Status)> done) override { pending_.push_back(std::move(done)); }
-  void Remove(uint64_t seq) override { removed.push_back(seq); }
-  // The disk answers every pending append and sync, in order.
+  void Sync(std::function<void(Status)> done) override { pending_.push_back({0, std::move(done)}); }
+  void Remove(uint64_t seq) override {
+    removed.push_back(seq);
+    events.push_back("-" + std::to_string(seq));
+  }
+  // The disk answers every pending append and sync, in order, with `s`.
   void Complete(const Status& s = Status::Ok()) {
-    std::vector<std::function<void(Status)>> p = std::move(pending_);
+    std::vector<std::pair<uint64_t, std::function<void(Status)>>> p = std::move(pending_);
     pending_.clear();
-    for (auto& d : p) d(s);
+    for (auto& [seq, done] : p) {
+      if (seq != 0) events.push_back((s.ok() ? "ok" : "fail") + std::to_string(seq));
+      done(s);
+    }
   }
   std::vector<JournalRecord> records;
   std::vector<uint64_t> removed;
+  // In order: "+N" record N appended (queued), "okN" / "failN" the disk
+  // took it / refused it, "-N" record N removed (queued).
+  std::vector<std::string> events;
 
  private:
   std::array<char, 8> verf_{'j', 'o', 'u', 'r', 'n', 'a', 'l'};
   uint64_t next_ = 1;
-  std::vector<std::function<void(Status)>> pending_;
+  std::vector<std::pair<uint64_t, std::function<void(Status)>>> pending_;  // seq 0: a Sync
 };
 
 class WritePathTest : public ::testing::Test {
@@ -292,6 +303,71 @@ class WritePathTest : public ::testing::Test {
   std::vector<int> forwarded_;
   std::string fh_ = "file-handle-1";
   OpaqueAuth cred_;
+};
+
+// The write path with an edge journal (FakeJournal) and a write_back
+// export.
+class JournalTest : public WritePathTest {
+ protected:
+  JournalTest() : back_(2, WriteBackExport()) {
+    options_.journal = &journal_;
+    Make();
+  }
+  static ExportConfig WriteBackExport() {
+    ExportConfig c = MakeExport(5);
+    c.write_back = true;
+    return c;
+  }
+  // The client write on the write_back export.
+  void WriteBack(int tag, uint64_t offset, const std::string& data, stable_how how,
+                 bool may_buffer = true) {
+    Write(tag, offset, data, how, may_buffer, &back_);
+  }
+  void CommitBack(int tag) {
+    COMMIT3args a{};
+    a.file = FhView(fh_);
+    wp_->Commit(
+        a, back_, cred_,
+        [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
+        [this, tag] { forwarded_.push_back(tag); });
+  }
+  // Answers every call `u` holds, and those its answers bring: every WRITE
+  // UNSTABLE with kV1, every COMMIT with kV1. Returns true iff it answered
+  // any.
+  bool AnswerAll(HeldUpstream& u) {
+    bool any = false;
+    for (int i = u.Pending(); i >= 0; i = u.Pending()) {
+      any = true;
+      const auto& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        u.Answer(static_cast<size_t>(i),
+                 WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+    return any;
+  }
+  // Flushes what is buffered and answers the background upstream.
+  void FlushAndAnswer() {
+    Advance(options_.flush_delay);
+    AnswerAll(bg_);
+  }
+  // Flushes and answers both upstreams until nothing is left to answer or
+  // to run.
+  void Settle() {
+    for (int round = 0; round < 100; ++round) {
+      Advance(options_.flush_delay);
+      const bool up = AnswerAll(up_);
+      const bool bg = AnswerAll(bg_);
+      if (!up && !bg && timers_.empty()) return;
+    }
+    ADD_FAILURE() << "the write path keeps calling the upstream";
+  }
+
+  FakeJournal journal_;
+  Export back_;
 };
 
 }  // namespace nfsedge::write_path_test

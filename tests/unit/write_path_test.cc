@@ -425,50 +425,6 @@ TEST_F(WritePathTest, UnreachableUpstreamIsRetried) {
 
 namespace {
 
-class JournalTest : public WritePathTest {
- protected:
-  JournalTest() : back_(2, WriteBackExport()) {
-    options_.journal = &journal_;
-    Make();
-  }
-  static ExportConfig WriteBackExport() {
-    ExportConfig c = MakeExport(5);
-    c.write_back = true;
-    return c;
-  }
-  // The client write on the write_back export.
-  void WriteBack(int tag, uint64_t offset, const std::string& data, stable_how how,
-                 bool may_buffer = true) {
-    Write(tag, offset, data, how, may_buffer, &back_);
-  }
-  void CommitBack(int tag) {
-    COMMIT3args a{};
-    a.file = FhView(fh_);
-    wp_->Commit(
-        a, back_, cred_,
-        [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
-        [this, tag] { forwarded_.push_back(tag); });
-  }
-  // Flushes what is buffered and answers the upstream: every WRITE UNSTABLE
-  // with kV1, every COMMIT with kV1.
-  void FlushAndAnswer() {
-    Advance(options_.flush_delay);
-    for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
-      const auto& c = bg_.calls[static_cast<size_t>(i)];
-      if (c.proc == NFSPROC3_WRITE) {
-        SentWrite w = DecodeWriteArgs(c.args);
-        bg_.Answer(static_cast<size_t>(i),
-                   WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
-      } else {
-        bg_.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
-      }
-    }
-  }
-
-  FakeJournal journal_;
-  Export back_;
-};
-
 TEST_F(JournalTest, WritesAreAnsweredOnceInTheJournalThenGoUpstream) {
   const std::string a(3000, 'a');
   WriteBack(1, 0, a, FILE_SYNC);

@@ -1,0 +1,128 @@
+// The edge journal's records under overwrites (DESIGN rule 1 across a
+// crash): a record whose bytes a newer write replaced is removed only once
+// that newer write is durable itself, in the journal (its append is on
+// disk) or upstream (its bytes are stable there); every record is removed
+// once nothing needs it, none is left behind.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "write_path_fixture.h"
+
+namespace nfsedge::write_path_test {
+namespace {
+
+const Status kDiskError(StatusCode::kIoError, "disk");
+
+TEST_F(JournalTest, ARecordOverwrittenByAWriteTheJournalRefusedStaysUntilThatWriteIsStable) {
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);  // record 1
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1})) << "answered FILE_SYNC: durable in record 1 only";
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);  // record 2, over all of 1
+  journal_.Complete(kDiskError);
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "2 is answered once stable upstream";
+  EXPECT_TRUE(journal_.removed.empty())
+      << "a crash now must still replay record 1: the upstream has neither write";
+  ASSERT_EQ(up_.calls.size(), 1u);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[0].args).data, std::string(1000, 'b'));
+  up_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}))
+      << "the newer bytes are stable upstream: record 1 goes, and so does 2";
+  EXPECT_EQ(wp_->stats().journal_failed, 1u);
+}
+
+TEST_F(JournalTest, ARecordOverwrittenByAJournaledWriteIsRemovedOnlyOnceThatOneIsOnDisk) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  WriteBack(2, 0, std::string(1000, 'b'), UNSTABLE);
+  EXPECT_TRUE(journal_.removed.empty()) << "record 2 is not on disk yet";
+  journal_.Complete();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(journal_.events, (std::vector<std::string>{"+1", "ok1", "+2", "ok2", "-1"}))
+      << "record 1's removal is queued after record 2 is on disk";
+  EXPECT_TRUE(bg_.calls.empty()) << "removed before any of it went upstream";
+  FlushAndAnswer();
+  ASSERT_FALSE(bg_.calls.empty());
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data, std::string(1000, 'b'));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+}
+
+TEST_F(JournalTest, APartlyOverwrittenRecordStaysForItsOtherBytes) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  WriteBack(2, 500, std::string(1000, 'b'), UNSTABLE);  // over the second half of 1
+  journal_.Complete();
+  EXPECT_TRUE(journal_.removed.empty()) << "[0, 500) is in record 1 only";
+  FlushAndAnswer();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+}
+
+// Records appended (overlapping, some refused by the disk, one write not
+// journaled at all) are each removed once, in order, after the flush; none
+// is removed while a write over it is durable nowhere.
+TEST_F(JournalTest, OverwritesLeaveNoRecordBehindAndRemoveNoneEarly) {
+  WriteBack(1, 0, std::string(4000, 'a'), FILE_SYNC);
+  WriteBack(2, 2000, std::string(4000, 'b'), UNSTABLE);
+  WriteBack(3, 1000, std::string(2000, 'c'), FILE_SYNC);  // splits 1, cuts into 2
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  EXPECT_TRUE(journal_.removed.empty()) << "1 and 2 still hold bytes no other record has";
+
+  WriteBack(4, 0, std::string(8000, 'd'), UNSTABLE);  // over all of 1, 2 and 3
+  journal_.Complete(kDiskError);
+  EXPECT_TRUE(journal_.removed.empty()) << "record 4 is not on disk: 1, 2 and 3 must stay";
+  ASSERT_EQ(up_.calls.size(), 1u) << "4 goes upstream for its client";
+
+  WriteBack(5, 3000, std::string(2000, 'e'), FILE_SYNC);  // splits 4's piece in flight
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 5}));
+  EXPECT_TRUE(journal_.removed.empty()) << "the rest of 4 is durable nowhere yet";
+
+  WriteBack(6, 100, std::string(100, 'f'), FILE_SYNC, /*may_buffer=*/false);  // not journaled
+  EXPECT_EQ(journal_.records.size(), 5u);
+
+  Settle();
+  std::vector<int> tags = Tags();
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2, 3, 4, 5}))
+      << "each record removed once, in order, none left behind";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_EQ(wp_->buffered_files(), 0u);
+}
+
+// The upstream refuses the bytes of a write the journal refused: they are
+// dropped, and the record they overwrote with them (nothing is left that
+// would need it).
+class RefusedOverRecordTest : public JournalTest, public ::testing::WithParamInterface<nfsstat3> {};
+
+TEST_P(RefusedOverRecordTest, TheRecordsHeldAreRemoved) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);
+  journal_.Complete(kDiskError);
+  EXPECT_TRUE(journal_.removed.empty());
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(GetParam()));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.status, GetParam());
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Errors, RefusedOverRecordTest,
+                         ::testing::Values(NFS3ERR_NOSPC, NFS3ERR_STALE));
+
+TEST_F(JournalTest, RecoveredRecordsOverwrittenByLaterOnesAreRemovedAtOnce) {
+  wp_->Recover(JournalRecord{7, fh_, "/e", cred_, 0, std::string(100, 'x')}, back_);
+  wp_->Recover(JournalRecord{8, fh_, "/e", cred_, 0, std::string(100, 'y')}, back_);
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7})) << "8 is on disk already";
+  wp_->FlushAll();
+  Settle();
+  ASSERT_FALSE(bg_.calls.empty());
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data, std::string(100, 'y'));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7, 8}));
+}
+
+}  // namespace
+}  // namespace nfsedge::write_path_test
