@@ -268,12 +268,19 @@ class WritePath {
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
   // Drops the pieces `which` selects, which the upstream refused with
-  // `status` (Failed).
+  // `status` (Failed). On a write_back export, those that keep journal
+  // records (acknowledged from the journal, or overwriting such bytes) are
+  // kept instead, unless the file is gone (STALE), and sent again after a
+  // delay that doubles with each refusal in a row, up to kMaxKeptDelay.
   void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which);
   // The upstream refused the file's data with `status`; `acknowledged`:
-  // some of the data dropped had been answered from the buffer.
-  void Failed(File& f, nfsstat3 status, bool acknowledged);
+  // some of the data dropped had been answered from the buffer; `kept`:
+  // some was kept for another try.
+  void Failed(File& f, nfsstat3 status, bool acknowledged, bool kept = false);
+  // Sends nothing of the file for `delay` (by default kRetryDelay); then
+  // what is dirty goes as it would have.
   void RetryLater(File& f);
+  void RetryLater(File& f, Duration delay);
   void ScheduleFlush(File& f);
   void AdmitBlocked();
   void ForgetIfIdle(const std::string& fh);

@@ -168,6 +168,7 @@ struct WritePath::File {
   bool flush_all = false;
   bool retry_scheduled = false;
   uint32_t no_progress = 0;  // upstream WRITEs in a row that wrote nothing
+  uint32_t refusals = 0;     // errors in a row that kept journaled data (DropAndFail)
   uint32_t blocked = 0;  // client writes waiting for room
 };
 

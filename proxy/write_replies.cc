@@ -22,6 +22,9 @@ constexpr auto kRetryDelay = std::chrono::milliseconds(100);
 // nothing written, after which the file's data is given up on with
 // NFS3ERR_IO.
 constexpr uint32_t kMaxNoProgress = 10;
+// The longest wait between tries of data acknowledged from the edge journal
+// that the upstream keeps refusing (DropAndFail).
+constexpr Duration kMaxKeptDelay = std::chrono::seconds(30);
 
 // An RPC-level refusal (the upstream denied the credential) is an answer,
 // not a transport failure: tried again, it would be refused for ever.
@@ -93,6 +96,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       return;
     }
     f.no_progress = 0;
+    f.refusals = 0;
     std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
     const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
     if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
@@ -141,6 +145,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;
+    f.refusals = 0;
     each([&](auto it) {
       if (it->second.verf == verf) {
         Erase(f, it);
@@ -162,15 +167,30 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
 
 void WritePath::DropAndFail(File& f, nfsstat3 status,
                             const std::function<bool(const Piece&)>& which) {
-  bool acked = false;
+  // Bytes acknowledged from the edge journal are stable by the proxy's
+  // promise: they stay (in the buffer and the journal) and go again
+  // later, until the upstream takes them or the file is gone.
+  const bool keep =
+      status != NFS3ERR_STALE && f.exp->config().write_back && options_.journal != nullptr;
+  bool acked = false, kept = false;
   EachOf(f.pieces, which, [&](auto it) {
+    if (keep && !it->second.records.empty()) {
+      it->second.state = Piece::kDirty;
+      it->second.commit = 0;
+      kept = true;
+      return;
+    }
     acked |= it->second.acked;
     Erase(f, it);
   });
-  Failed(f, status, acked);
+  Failed(f, status, acked, kept);
+  if (kept) {
+    const uint32_t doublings = std::min<uint32_t>(f.refusals++, 16);
+    RetryLater(f, std::min<Duration>(kRetryDelay * (1u << doublings), kMaxKeptDelay));
+  }
 }
 
-void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {
+void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
   stats_.errors++;
   f.error = status;
   if (acknowledged && status != NFS3ERR_STALE && !(f.exp->config().write_back && options_.journal)) {
@@ -202,19 +222,38 @@ void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged) {
     NFSEDGE_LOG(kDebug) << "write path: buffered writes of a removed file (NFS3ERR_STALE)";
     return;
   }
+  if (kept) {
+    NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
+                       << " on writes acknowledged from the edge journal (refusal " << f.refusals + 1
+                       << " in a row): kept and sent again later; answered to the file's next "
+                          "WRITE or COMMIT";
+    return;
+  }
   NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
                      << " on a buffered write; answered to the file's next WRITE or COMMIT";
 }
 
-void WritePath::RetryLater(File& f) {
+void WritePath::RetryLater(File& f) { RetryLater(f, kRetryDelay); }
+
+void WritePath::RetryLater(File& f, Duration delay) {
   if (f.retry_scheduled) return;
   f.retry_scheduled = true;
   const std::string fh = f.fh;
-  schedule_(kRetryDelay, [this, fh] {
+  schedule_(delay, [this, fh] {
     auto it = files_.find(fh);
     if (it == files_.end()) return;
-    it->second->retry_scheduled = false;
-    Pump(*it->second);
+    File& f = *it->second;
+    f.retry_scheduled = false;
+    // A flush that came meanwhile sent nothing: what it would have sent
+    // goes now; otherwise the next flush sends the rest.
+    if (f.waiters.empty()) {
+      if (f.flush_all) {
+        SendDirty(f, false, false);
+      } else {
+        ScheduleFlush(f);
+      }
+    }
+    Pump(f);
   });
 }
 

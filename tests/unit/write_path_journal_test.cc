@@ -91,27 +91,82 @@ TEST_F(JournalTest, OverwritesLeaveNoRecordBehindAndRemoveNoneEarly) {
   EXPECT_EQ(wp_->buffered_files(), 0u);
 }
 
-// The upstream refuses the bytes of a write the journal refused: they are
-// dropped, and the record they overwrote with them (nothing is left that
-// would need it).
-class RefusedOverRecordTest : public JournalTest, public ::testing::WithParamInterface<nfsstat3> {};
-
-TEST_P(RefusedOverRecordTest, TheRecordsHeldAreRemoved) {
+// The file is gone (STALE) with the bytes of a write the journal refused:
+// they are dropped, and the record they overwrote with them (nothing is
+// left that would need it).
+TEST_F(JournalTest, TheRecordsHeldForAGoneFileAreRemoved) {
   WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
   journal_.Complete();
   WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);
   journal_.Complete(kDiskError);
   EXPECT_TRUE(journal_.removed.empty());
   ASSERT_EQ(up_.calls.size(), 1u);
-  up_.Answer(0, WriteFail(GetParam()));
+  up_.Answer(0, WriteFail(NFS3ERR_STALE));
   ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
-  EXPECT_EQ(replies_[1].second.status, GetParam());
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_STALE);
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Errors, RefusedOverRecordTest,
-                         ::testing::Values(NFS3ERR_NOSPC, NFS3ERR_STALE));
+// Any other refusal of bytes that keep an acknowledged record: they stay,
+// in the buffer and in the journal, and go again later (the refused
+// write's client gets the error); once the upstream takes them, the
+// records go.
+TEST_F(JournalTest, BytesKeepingAnAcknowledgedRecordStayWhenTheUpstreamRefusesThem) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);
+  journal_.Complete(kDiskError);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(NFS3ERR_NOSPC));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
+  EXPECT_TRUE(journal_.removed.empty()) << "write 1 was acknowledged from the journal";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 1000u);
+  Settle();
+  ASSERT_FALSE(bg_.calls.empty());
+  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data, std::string(1000, 'b'));
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
+// A write acknowledged from the journal that the upstream keeps refusing
+// (out of space): kept and sent again, less and less often, until the
+// upstream takes it; its record stays until then. The file's next COMMIT
+// learns the error.
+TEST_F(JournalTest, AcknowledgedWritesAreRetriedWithGrowingDelaysUntilTheUpstreamTakesThem) {
+  const std::string data(1000, 'a');
+  WriteBack(1, 0, data, FILE_SYNC);
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  wp_->FlushAll();
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteFail(NFS3ERR_NOSPC));
+  EXPECT_TRUE(journal_.removed.empty());
+  EXPECT_EQ(wp_->stats().buffered_bytes, data.size());
+  CommitBack(2);
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC) << "the error is not kept from clients";
+  // Each refusal doubles the wait before the next try.
+  std::vector<Duration> waits;
+  for (int round = 0; round < 4; ++round) {
+    const MonoTime from = clock_.MonoNow();
+    while (bg_.Pending() < 0 && clock_.MonoNow() - from < std::chrono::minutes(2)) {
+      Advance(std::chrono::milliseconds(10));
+    }
+    ASSERT_GE(bg_.Pending(), 0) << "round " << round << ": not sent again";
+    waits.push_back(clock_.MonoNow() - from);
+    const size_t i = static_cast<size_t>(bg_.Pending());
+    EXPECT_EQ(DecodeWriteArgs(bg_.calls[i].args).data, data);
+    if (round < 3) bg_.Answer(i, WriteFail(NFS3ERR_NOSPC));
+  }
+  for (size_t r = 1; r < waits.size(); ++r) EXPECT_GT(waits[r], waits[r - 1]) << "round " << r;
+  EXPECT_TRUE(journal_.removed.empty());
+  AnswerAll(bg_);
+  Settle();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
 
 TEST_F(JournalTest, RecoveredRecordsOverwrittenByLaterOnesAreRemovedAtOnce) {
   wp_->Recover(JournalRecord{7, fh_, "/e", cred_, 0, std::string(100, 'x')}, back_);

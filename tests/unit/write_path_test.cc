@@ -726,6 +726,22 @@ TEST_F(WritePathTest, CommitIsNotStarvedByWritesThatCameAfterIt) {
 
 // An upstream WRITE answered NFS3_OK with count 0 makes no progress: it is
 // tried again after a delay, not at once, and given up on after a few.
+// A background flush the upstream could not take for now (JUKEBOX) goes
+// again after the retry delay, though it is short of a whole WRITE and the
+// flush delay that sent it is past.
+TEST_F(WritePathTest, ABackgroundFlushRefusedForNowIsSentAgainAfterTheDelay) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteFail(NFS3ERR_JUKEBOX));
+  Advance(std::chrono::milliseconds(100));
+  ASSERT_EQ(bg_.calls.size(), 2u) << "left in the buffer";
+  bg_.Answer(1, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  ASSERT_EQ(bg_.calls.size(), 3u);
+  bg_.Answer(2, CommitOk(kV1, Attr(1000, 2)));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
 TEST_F(WritePathTest, ZeroCountWriteIsNotResentInATightLoop) {
   Write(1, 0, std::string(100, 'a'), FILE_SYNC, true, &nowait_);
   for (int i = 0; i < 50; ++i) {
