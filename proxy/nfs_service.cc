@@ -45,6 +45,25 @@ bool OwnerMayWrite(const fattr3& attr, const OpaqueAuth& cred) {
   return sys && sys->uid == attr.uid;
 }
 
+// Returns true iff the CREATE `a` answered `ok` made the file, rather than
+// returning one that existed (whose owner says nothing of the caller: a
+// squashing server answers root with root's own file). GUARDED and
+// EXCLUSIVE fail on a file that exists (EXCLUSIVE but for the caller's own
+// retransmission); an UNCHECKED one shows it by an empty file in a
+// directory that changed.
+bool MadeByThisCreate(const CREATE3args& a, const CREATE3resok& ok) {
+  if (a.how.mode != UNCHECKED) return true;
+  const wcc_data& w = ok.dir_wcc;
+  if (!w.before.attributes_follow || !w.after.attributes_follow) return false;
+  const wcc_attr& before = w.before.pre_op_attr_u.attributes;
+  const fattr3& after = w.after.post_op_attr_u.attributes;
+  const bool changed = before.size != after.size || before.mtime.seconds != after.mtime.seconds ||
+                       before.mtime.nseconds != after.mtime.nseconds ||
+                       before.ctime.seconds != after.ctime.seconds ||
+                       before.ctime.nseconds != after.ctime.nseconds;
+  return changed && ok.obj_attributes.post_op_attr_u.attributes.size == 0;
+}
+
 // Returns true iff `cred` is one any NFSv3 server accepts, so that a cached
 // answer cannot be given where the upstream would refuse the credential:
 // AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
@@ -404,6 +423,7 @@ void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_
     // answer then stands in for this.
     const std::string id = std::string(fh) + std::string(CredKeyOf(cred).bytes());
     if (writes_may_wait_.contains(id) && ok.obj_attributes.attributes_follow &&
+        MadeByThisCreate(*static_cast<const CREATE3args*>(args), ok) &&
         OwnerMayWrite(ok.obj_attributes.post_op_attr_u.attributes, cred)) {
       created_by_.insert(id);
     }
@@ -418,7 +438,6 @@ void NfsService::SpeculateAfter(const NfsProc& p, const void* args, std::string_
       SpeculateAccess(HandleBytes(e->name_handle.post_op_fh3_u.handle), exp, cred);
     }
   }
-  (void)args;
 }
 
 bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {

@@ -170,6 +170,7 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
   }
   while (!journal_refs_.empty() && journal_refs_.begin()->second == 0) {
     if (options_.journal) options_.journal->Remove(journal_refs_.begin()->first);
+    refused_.erase(journal_refs_.begin()->first);
     journal_refs_.erase(journal_refs_.begin());
   }
 }
@@ -215,6 +216,17 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   f.bytes += data.size();
   stats_.buffered_bytes += data.size();
   stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
+}
+
+bool WritePath::KeepsAcknowledged(const Piece& p) const {
+  for (uint64_t r : p.records) {
+    // A record on disk (or on its way): its bytes, or those this piece
+    // replaced, were acknowledged from the journal.
+    if (!refused_.contains(r)) return true;
+    // A refused append keeps what its write replaced, if anything.
+    if (auto o = overwritten_.find(r); o != overwritten_.end() && !o->second.empty()) return true;
+  }
+  return false;
 }
 
 void WritePath::ReleaseOverwritten(uint64_t jseq) {

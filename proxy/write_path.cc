@@ -199,6 +199,7 @@ void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offse
   // The journal could not take it: answered once stable upstream instead;
   // the records it overwrote stay until then (UnrefRecords).
   stats_.journal_failed++;
+  if (journal_refs_.contains(jseq)) refused_.insert(jseq);
   auto it = files_.find(fh);
   if (it == files_.end() || !Holds(*it->second, offset, offset + count)) {
     stats_.stable_writes++;

@@ -86,6 +86,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/clock.h"
@@ -237,6 +238,10 @@ class WritePath {
   void UnrefRecords(std::vector<uint64_t> jseqs);
   // Record `jseq` is on disk: lets go of the records it replaced.
   void ReleaseOverwritten(uint64_t jseq);
+  // Returns true iff `p` holds bytes acknowledged from the journal, or
+  // bytes that replaced such bytes: an upstream error does not drop it at
+  // once (DropAndFail).
+  bool KeepsAcknowledged(const Piece& p) const;
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
   // `release`: drop the piece's references to journal records.
@@ -268,10 +273,11 @@ class WritePath {
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
   // Drops the pieces `which` selects, which the upstream refused with
-  // `status` (Failed). On a write_back export, those that keep journal
-  // records (acknowledged from the journal, or overwriting such bytes) are
-  // kept instead, unless the file is gone (STALE), and sent again after a
-  // delay that doubles with each refusal in a row, up to kMaxKeptDelay.
+  // `status` (Failed). On a write_back export, those that hold bytes
+  // acknowledged from the journal, or that replaced such bytes
+  // (KeepsAcknowledged), are kept instead, unless the file is gone
+  // (STALE), and sent again after a delay that doubles with each refusal
+  // in a row, for up to kMaxKeptRefusals refusals.
   void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which);
   // The upstream refused the file's data with `status`; `acknowledged`:
   // some of the data dropped had been answered from the buffer; `kept`:
@@ -339,6 +345,9 @@ class WritePath {
   // journal until what replaced it is durable somewhere, and its removal
   // reaches the disk with or after the record that replaced it.
   std::map<uint64_t, std::vector<uint64_t>> overwritten_;
+  // The records among journal_refs_ whose append the journal refused (not
+  // on disk: their writes were answered once stable upstream instead).
+  std::unordered_set<uint64_t> refused_;
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

@@ -25,6 +25,9 @@ constexpr uint32_t kMaxNoProgress = 10;
 // The longest wait between tries of data acknowledged from the edge journal
 // that the upstream keeps refusing (DropAndFail).
 constexpr Duration kMaxKeptDelay = std::chrono::seconds(30);
+// Refusals in a row after which such data is given up on: tries 100 ms,
+// 200 ms, ..., 12.8 s apart, about 25 s in all.
+constexpr uint32_t kMaxKeptRefusals = 8;
 
 // An RPC-level refusal (the upstream denied the credential) is an answer,
 // not a transport failure: tried again, it would be refused for ever.
@@ -168,13 +171,22 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
 void WritePath::DropAndFail(File& f, nfsstat3 status,
                             const std::function<bool(const Piece&)>& which) {
   // Bytes acknowledged from the edge journal are stable by the proxy's
-  // promise: they stay (in the buffer and the journal) and go again
-  // later, until the upstream takes them or the file is gone.
-  const bool keep =
-      status != NFS3ERR_STALE && f.exp->config().write_back && options_.journal != nullptr;
+  // promise: they stay (in the buffer and the journal) and go again later,
+  // unless the file is gone, for kMaxKeptRefusals refusals in a row: a
+  // refusal that lasts longer (quota, a full disk) must not hold the
+  // file's reads and attributes (and the journal's older records) for as
+  // long, and is an error as it is without the journal.
+  const bool write_back = f.exp->config().write_back && options_.journal != nullptr;
+  const bool keep = status != NFS3ERR_STALE && write_back && f.refusals < kMaxKeptRefusals;
+  if (write_back && status != NFS3ERR_STALE && !keep) {
+    NFSEDGE_LOG(kError) << "write path: upstream error " << status << " on writes acknowledged "
+                        << "from the edge journal, " << f.refusals
+                        << " refusals in a row: given up, their data is lost";
+    f.refusals = 0;
+  }
   bool acked = false, kept = false;
   EachOf(f.pieces, which, [&](auto it) {
-    if (keep && !it->second.records.empty()) {
+    if (keep && KeepsAcknowledged(it->second)) {
       it->second.state = Piece::kDirty;
       it->second.commit = 0;
       kept = true;

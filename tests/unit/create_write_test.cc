@@ -4,7 +4,8 @@
 // UNSTABLE writes buffered at once, while the speculative ACCESS the CREATE
 // started is still on its way; any other creator's writes wait for that
 // ACCESS, and go upstream as stable writes when it does not grant MODIFY.
-// An UNCHECKED CREATE that truncates a file with buffered writes waits for
+// A CREATE that returned a file that existed is no such evidence. An
+// UNCHECKED CREATE that truncates a file with buffered writes waits for
 // them to reach the upstream.
 #include <gtest/gtest.h>
 
@@ -103,6 +104,15 @@ class CreateWriteTest : public ::testing::Test {
       res.CREATE3res_u.resok.obj.handle_follows = TRUE;
       res.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
       res.CREATE3res_u.resok.obj_attributes = PostOp(created_);
+      // A new entry: the directory changed (unless the name existed).
+      wcc_data& dir = res.CREATE3res_u.resok.dir_wcc;
+      dir.before.attributes_follow = TRUE;
+      dir.before.pre_op_attr_u.attributes.size = 512;
+      dir.before.pre_op_attr_u.attributes.mtime.seconds = 1;
+      dir.before.pre_op_attr_u.attributes.ctime.seconds = 1;
+      fattr3 after = Attr(512, existed_ ? 1 : 2);
+      after.type = NF3DIR;
+      dir.after = PostOp(after);
       return Xdr(Proc(xdr_CREATE3res), res);
     }
     if (s.proc == NFSPROC3_WRITE) {
@@ -116,13 +126,13 @@ class CreateWriteTest : public ::testing::Test {
   }
 
   // Mounts, then creates kFileFh as a file owned by `owner` with `mode`.
-  void MountAndCreate(BlockingClient& c, uint32_t owner, uint32_t mode) {
+  void MountAndCreate(BlockingClient& c, uint32_t owner, uint32_t mode, uint64_t size = 0) {
     std::string path;
     XdrWriter(&path).WriteOpaque("/data");
     ASSERT_EQ(LoadBE32(Call(c, 1, kMountProgram, /*MNT*/ 1, path).data()),
               static_cast<uint32_t>(MNT3_OK));
     loop_.RunSync([&] {
-      created_ = Attr(0, 1);
+      created_ = Attr(size, 1);
       created_.uid = owner;
       created_.gid = 100;
       created_.mode = mode;
@@ -177,9 +187,9 @@ class CreateWriteTest : public ::testing::Test {
       ADD_FAILURE() << "no ACCESS upstream";
     });
   }
-  void ExpectWriteWaitsForAccess(uint32_t owner, uint32_t mode) {
+  void ExpectWriteWaitsForAccess(uint32_t owner, uint32_t mode, uint64_t size = 0) {
     BlockingClient c(port_);
-    MountAndCreate(c, owner, mode);
+    MountAndCreate(c, owner, mode, size);
     SendWrite(c, 3);
     ASSERT_TRUE(WriteWaits()) << "the WRITE waits for the ACCESS";
     AnswerAccess(ACCESS3_READ);
@@ -219,6 +229,7 @@ class CreateWriteTest : public ::testing::Test {
   std::unique_ptr<RpcServer> server_;
   const std::string root_ = kRootFh, file_ = kFileFh;
   fattr3 created_{};  // on the loop thread
+  bool existed_ = false;  // the CREATE returns a file that was there
   uint16_t port_ = 0;
 };
 
@@ -257,6 +268,15 @@ TEST_F(CreateWriteTest, TruncatingCreateOfAFileWithBufferedWritesWaitsForThem) {
         << "the buffered write before the truncating CREATE";
   });
   AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
+}
+
+// An UNCHECKED CREATE of a name that exists returns that file, made by
+// whomever: its owner is no evidence about the caller (a server squashing
+// root answers root's CREATE with root's own file, then refuses its
+// writes). The WRITE waits for the ACCESS.
+TEST_F(CreateWriteTest, AnExistingFileReturnedByCreateIsNoEvidence) {
+  loop_.RunSync([&] { existed_ = true; });
+  ExpectWriteWaitsForAccess(1000, 0644, /*size=*/4096);
 }
 
 // Another owner (a squashed creator), or no owner's write bit: the WRITE

@@ -1,0 +1,169 @@
+// Refusals of written data by the upstream on a write_back export (edge
+// journal): what was acknowledged from the journal, or replaced such bytes,
+// is kept and tried again, for a bounded number of tries; a write the
+// journal refused, answered with the upstream's error, is not sent again;
+// calls held for the file are answered once the data is given up on.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "write_path_fixture.h"
+
+namespace nfsedge::write_path_test {
+namespace {
+
+using test_xdr::Xdr;
+
+const Status kDiskError(StatusCode::kIoError, "disk");
+
+// Answers every pending call of `u`: WRITEs and COMMITs of `refused_fh`
+// with `refusal`, every other one as taken (UNSTABLE / COMMIT with kV1).
+// Returns the number answered.
+size_t AnswerRefusing(HeldUpstream& u, const std::string& refused_fh, nfsstat3 refusal) {
+  size_t n = 0;
+  for (int i = u.Pending(); i >= 0; i = u.Pending()) {
+    ++n;
+    HeldUpstream::Held& c = u.calls[static_cast<size_t>(i)];
+    if (c.proc == NFSPROC3_WRITE) {
+      XdrValue<WRITE3args> a(Proc(xdr_WRITE3args));
+      EXPECT_TRUE(a.Decode(c.args));
+      const std::string fh(a->file.data.data_val, a->file.data.data_len);
+      const uint32_t count = a->data.data_len;
+      u.Answer(static_cast<size_t>(i), fh == refused_fh
+                                           ? WriteFail(refusal)
+                                           : WriteOk(count, UNSTABLE, kV1, Attr(0, 9)));
+    } else {
+      XdrValue<COMMIT3args> a(Proc(xdr_COMMIT3args));
+      EXPECT_TRUE(a.Decode(c.args));
+      const std::string fh(a->file.data.data_val, a->file.data.data_len);
+      if (fh == refused_fh) {
+        COMMIT3res res{};
+        res.status = refusal;
+        u.Answer(static_cast<size_t>(i), Xdr(Proc(xdr_COMMIT3res), res));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+  }
+  return n;
+}
+
+class RefusalTest : public JournalTest {
+ protected:
+  // Runs the clock for `d` in steps of 100 ms, answering every upstream
+  // call as AnswerRefusing does.
+  void RunRefusing(Duration d, const std::string& refused_fh, nfsstat3 refusal) {
+    const MonoTime until = clock_.MonoNow() + d;
+    while (clock_.MonoNow() < until) {
+      Advance(std::chrono::milliseconds(100));
+      while (AnswerRefusing(up_, refused_fh, refusal) + AnswerRefusing(bg_, refused_fh, refusal) >
+             0) {
+      }
+    }
+  }
+  // Journaled write `tag` to `fh`, acknowledged from the journal.
+  void Acknowledged(const std::string& fh, int tag, uint64_t off, const std::string& data) {
+    fh_ = fh;
+    WriteBack(tag, off, data, UNSTABLE);
+    journal_.Complete();
+  }
+};
+
+// A write whose append the journal refused was never acknowledged: it is
+// answered once stable upstream. When the upstream refuses it (NOSPC) its
+// client is told so; its bytes hold no acknowledged record (they overwrote
+// nothing), so nothing justifies keeping them. Kept, they are sent again and
+// land later, after the client was told the write failed (resurrected data,
+// possibly over what was written at the head office since).
+TEST_F(RefusalTest, AWriteTheJournalRefusedIsDroppedWithTheUpstreamsError) {
+  WriteBack(1, 0, std::string(1000, 'x'), FILE_SYNC);
+  journal_.Complete(kDiskError);  // answered once stable upstream instead
+  ASSERT_TRUE(replies_.empty());
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(NFS3ERR_NOSPC));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  ASSERT_EQ(replies_[0].second.status, NFS3ERR_NOSPC) << "the client learns the write failed";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u) << "the failed write's bytes are still buffered";
+  // Space is freed at the upstream; whatever the proxy still sends lands.
+  const size_t before = up_.calls.size() + bg_.calls.size();
+  Settle();
+  size_t resent = 0;
+  for (HeldUpstream* u : {&up_, &bg_}) {
+    for (const HeldUpstream::Held& c : u->calls) {
+      if (c.proc == NFSPROC3_WRITE && DecodeWriteArgs(c.args).data == std::string(1000, 'x')) {
+        resent++;
+      }
+    }
+  }
+  EXPECT_EQ(resent, 1u) << "the write its client was told failed (NOSPC) reached the upstream "
+                        << (resent - 1) << " more time(s) later ("
+                        << (up_.calls.size() + bg_.calls.size() - before) << " calls after)";
+}
+
+// One file's acknowledged data that the upstream keeps refusing (its owner
+// is over quota) is given up on after a bounded number of tries: records
+// are removed in order, so until then it holds back the removal of every
+// newer record, of every file (disk and memory, DESIGN rule 8), and a
+// restart would replay them all. Afterwards the journal is empty and the
+// refused file's next COMMIT learns the error.
+TEST_F(RefusalTest, ARefusalThatLastsIsGivenUpOnAndLetsTheJournalEmpty) {
+  const std::string over_quota = "FH-OVER-QUOTA", other = "FH-OTHER";
+  Acknowledged(over_quota, 1, 0, std::string(1000, 'q'));  // record 1
+  ASSERT_EQ(replies_.size(), 1u);
+  wp_->FlushAll();
+  ASSERT_EQ(AnswerRefusing(bg_, over_quota, NFS3ERR_DQUOT), 1u);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 1000u) << "kept for another try";
+  // Another user writes another file: 20 records, all taken upstream.
+  for (int i = 0; i < 20; ++i) {
+    Acknowledged(other, 10 + i, static_cast<uint64_t>(i) * 4096, std::string(4096, 'o'));
+  }
+  RunRefusing(std::chrono::minutes(5), over_quota, NFS3ERR_DQUOT);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u) << "the refused data is given up on";
+  size_t tries = 0;
+  for (const HeldUpstream& u : {std::cref(up_), std::cref(bg_)}) {
+    for (const HeldUpstream::Held& c : u.calls) {
+      tries += c.proc == NFSPROC3_WRITE && DecodeWriteArgs(c.args).data == std::string(1000, 'q');
+    }
+  }
+  EXPECT_EQ(tries, 9u) << "the first try and 8 more";
+  std::vector<uint64_t> removed = journal_.removed;
+  std::sort(removed.begin(), removed.end());
+  for (uint64_t s = 1; s <= 21; ++s) {
+    EXPECT_TRUE(std::binary_search(removed.begin(), removed.end(), s)) << "record " << s;
+  }
+  fh_ = over_quota;
+  CommitBack(99);
+  ASSERT_FALSE(replies_.empty());
+  EXPECT_EQ(replies_.back().first, 99);
+  EXPECT_EQ(replies_.back().second.status, NFS3ERR_DQUOT);
+}
+
+// A READ or GETATTR of a file is held until the upstream has answered the
+// WRITEs of its buffered data (rule 4). Data acknowledged from the journal
+// that the upstream refuses is kept for a while, and the held call waits
+// with it, but not for as long as the refusal lasts (quota, full disk,
+// permissions): else every LOOKUP and READDIRPLUS naming the file would
+// hang too, and a SETATTR or truncating CREATE (Hold stable) that would
+// free the quota would wait for the very data the quota refuses.
+TEST_F(RefusalTest, AGetattrOfAFileWhoseJournaledDataIsRefusedIsAnswered) {
+  Acknowledged(fh_, 1, 0, std::string(1000, 'q'));
+  wp_->FlushAll();
+  ASSERT_EQ(AnswerRefusing(bg_, fh_, NFS3ERR_DQUOT), 1u);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 1000u);
+  bool released = false;
+  const bool held = wp_->Hold(fh_, /*stable=*/false, [&released] { released = true; });
+  RunRefusing(std::chrono::minutes(5), fh_, NFS3ERR_DQUOT);
+  EXPECT_TRUE(!held || released)
+      << "a GETATTR of the file, held behind data the upstream refused for 5 minutes, is still "
+         "not answered";
+  bool truncated = false;
+  const bool setattr_held = wp_->Hold(fh_, /*stable=*/true, [&truncated] { truncated = true; });
+  RunRefusing(std::chrono::minutes(5), fh_, NFS3ERR_DQUOT);
+  EXPECT_TRUE(!setattr_held || truncated)
+      << "a SETATTR (truncation to free the quota) waits for data the quota refuses";
+}
+
+}  // namespace
+}  // namespace nfsedge::write_path_test
