@@ -218,6 +218,17 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
 }
 
+std::vector<uint64_t> WritePath::RecordsIn(const File& f, uint64_t off, uint64_t end) {
+  std::vector<uint64_t> out;
+  auto it = f.pieces.upper_bound(off);
+  if (it != f.pieces.begin()) --it;
+  for (; it != f.pieces.end() && it->first < end; ++it) {
+    if (it->first + it->second.data.size() <= off) continue;
+    out.insert(out.end(), it->second.records.begin(), it->second.records.end());
+  }
+  return out;
+}
+
 bool WritePath::KeepsAcknowledged(const Piece& p) const {
   for (uint64_t r : p.records) {
     // A record on disk (or on its way): its bytes, or those this piece

@@ -173,11 +173,24 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     Pump(f);
     return;
   }
+  // A stable write over journaled bytes, on a write_back export: their
+  // records may stay on disk after it is stable (their other bytes are
+  // not, or older records hold them back), and a restart would replay them
+  // over it; its own record, appended once it is stable, comes after them.
+  std::vector<uint64_t> over;
+  if (stable && options_.journal && f.exp->config().write_back) {
+    over = RecordsIn(f, offset, offset + data.size());
+  }
   Insert(f, offset, data, cred, 0, !stable);
   if (stable) {
     SeedFromWriter(f, cred);
     f.waiters.push_back(
-        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq});
+        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq, {}, {}, {}});
+    if (!over.empty()) {
+      f.waiters.back().over = std::move(over);
+      f.waiters.back().rejournal = std::string(data);
+      f.waiters.back().cred = cred;
+    }
     Gather(f);
     NoteWriter(f);
   } else {
@@ -207,7 +220,7 @@ void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offse
     return;
   }
   File& f = *it->second;
-  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply), f.seq});
+  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply), f.seq, {}, {}, {}});
   Pump(f);
 }
 
@@ -240,7 +253,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       // No journal: the COMMIT waits for the data upstream.
       File& f = w.FileFor(fh, exp);
       f.waiters.push_back(
-          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq});
+          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq, {}, {}, {}});
       w.Pump(f);
     });
     return;
@@ -269,7 +282,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     ForgetIfIdle(fh);
     return;
   }
-  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq});
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, {}, {}, {}});
   Pump(f);
 }
 
@@ -350,10 +363,7 @@ size_t WritePath::AnswerWaiters(File& f) {
     // The error reaches the clients waiting; their data may not be there.
     const nfsstat3 e = f.error;
     f.error = NFS3_OK;
-    for (Waiter& w : f.waiters) {
-      std::string r = w.commit ? CommitError(e) : WriteError(e);
-      f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
-    }
+    for (Waiter& w : f.waiters) Deliver(f, std::move(w.reply), w.commit ? CommitError(e) : WriteError(e));
     f.waiters.clear();
   }
   while (!f.waiters.empty() &&
@@ -369,7 +379,22 @@ size_t WritePath::AnswerWaiters(File& f) {
       answered++;
       r = WriteReply(f, w.count, true);
     }
-    f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
+    const bool on_disk = std::any_of(w.over.begin(), w.over.end(),
+                                     [this](uint64_t r) { return journal_refs_.contains(r); });
+    if (on_disk) {
+      // Answered once its bytes are in the journal too (whatever the
+      // journal says: they are stable upstream), in a record removed only
+      // after the older ones it must be replayed after.
+      const uint64_t jseq = options_.journal->NextSeq();
+      journal_refs_.emplace(jseq, 0);
+      stats_.rejournaled++;
+      ReplyAfterJournal(
+          f, std::move(w.reply), std::move(r),
+          JournalRecord{jseq, f.fh, f.exp->config().path, w.cred, w.off, std::move(w.rejournal)});
+      UnrefRecords({});  // removed at once if nothing older stays
+    } else {
+      Deliver(f, std::move(w.reply), std::move(r));
+    }
     f.waiters.pop_front();
   }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {
@@ -381,6 +406,34 @@ size_t WritePath::AnswerWaiters(File& f) {
     }
   }
   return answered;
+}
+
+void WritePath::Deliver(File& f, ReplyFn reply, std::string r) {
+  if (journal_replies_.contains(f.fh)) {
+    ReplyAfterJournal(f, std::move(reply), std::move(r), std::nullopt);
+  } else {
+    f.ready.push_back([reply = std::move(reply), r = std::move(r)] { reply(r); });
+  }
+}
+
+void WritePath::ReplyAfterJournal(File& f, ReplyFn reply, std::string r,
+                                  std::optional<JournalRecord> record) {
+  journal_replies_[f.fh]++;
+  auto done = [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, reply = std::move(reply),
+               r = std::move(r)](const Status&) {
+    if (auto self = weak.lock()) {
+      auto it = (*self)->journal_replies_.find(fh);
+      if (it != (*self)->journal_replies_.end() && --it->second == 0) {
+        (*self)->journal_replies_.erase(it);
+      }
+    }
+    reply(r);
+  };
+  if (record) {
+    options_.journal->Append(std::move(*record), std::move(done));
+  } else {
+    options_.journal->Sync(std::move(done));  // after what went before
+  }
 }
 
 void WritePath::Pump(File& f) {

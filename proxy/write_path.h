@@ -144,6 +144,7 @@ struct WritePathStats {
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
   uint64_t journaled = 0;         // client writes answered once in the journal
   uint64_t journal_failed = 0;    // ... that the journal could not take
+  uint64_t rejournaled = 0;       // stable writes journaled once upstream (Accept)
   uint64_t recovered = 0;         // journal records put back into the buffer at start
   uint64_t buffered_bytes = 0;    // now
   uint64_t max_buffered_bytes = 0;
@@ -242,6 +243,15 @@ class WritePath {
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).
   bool KeepsAcknowledged(const Piece& p) const;
+  // Answers a waiter with `r` at the end of Pump, or, while a reply of the
+  // file waits for the journal, after it (FIFO, rule 3).
+  void Deliver(File& f, ReplyFn reply, std::string r);
+  // Answers with `r` once the journal has `record` (or, without one, once
+  // what was queued before is done).
+  void ReplyAfterJournal(File& f, ReplyFn reply, std::string r,
+                         std::optional<JournalRecord> record);
+  // Returns the journal records of the pieces intersecting [off, end).
+  static std::vector<uint64_t> RecordsIn(const File& f, uint64_t off, uint64_t end);
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
   // `release`: drop the piece's references to journal records.
@@ -348,6 +358,9 @@ class WritePath {
   // The records among journal_refs_ whose append the journal refused (not
   // on disk: their writes were answered once stable upstream instead).
   std::unordered_set<uint64_t> refused_;
+  // Files with waiters' replies waiting for the journal (ReplyAfterJournal),
+  // and how many.
+  std::unordered_map<std::string, uint32_t> journal_replies_;
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

@@ -165,6 +165,14 @@ inline ClientReply DecodeCommitReply(const std::string& r) {
   return c;
 }
 
+// A credential told apart from others by `who` alone.
+inline OpaqueAuth Cred(const std::string& who) {
+  OpaqueAuth c;
+  c.flavor = 0;
+  c.body = who;
+  return c;
+}
+
 inline ExportConfig MakeExport(uint32_t window_ms) {
   ExportConfig c;
   c.path = "/e";

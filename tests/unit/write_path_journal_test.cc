@@ -179,5 +179,63 @@ TEST_F(JournalTest, RecoveredRecordsOverwrittenByLaterOnesAreRemovedAtOnce) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7, 8}));
 }
 
+// A write answered once stable upstream (not journaled: no ACCESS evidence
+// for it) over part of an acknowledged record whose other bytes are not
+// stable upstream yet: the record stays on disk after the write is stable,
+// and a restart would replay it over the write. So the write's bytes are
+// journaled too, in a record after it, before its answer; that record goes
+// only after the older one.
+TEST_F(JournalTest, AStableWriteOverARecordThatStaysIsJournaledBeforeItsAnswer) {
+  WriteBack(1, 0, std::string(2000, 'a'), UNSTABLE);  // record 1
+  journal_.Complete();
+  wp_->FlushAll();
+  ASSERT_EQ(bg_.calls.size(), 1u) << "record 1's bytes on their way upstream";
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC, /*may_buffer=*/false);
+  ASSERT_EQ(journal_.records.size(), 1u) << "not journaled: no evidence";
+  bg_.Answer(0, WriteOk(2000, UNSTABLE, kV1, Attr(2000, 2)));  // not committed yet
+  const int b = up_.Pending();
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(DecodeWriteArgs(up_.calls[static_cast<size_t>(b)].args).data, std::string(1000, 'b'));
+  up_.Answer(static_cast<size_t>(b), WriteOk(1000, FILE_SYNC, kV1, Attr(2000, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "answered once its record is on disk";
+  ASSERT_EQ(journal_.records.size(), 2u);
+  EXPECT_EQ(journal_.records[1].offset, 0u);
+  EXPECT_EQ(journal_.records[1].data, std::string(1000, 'b'));
+  EXPECT_TRUE(journal_.removed.empty()) << "record 1 keeps bytes not stable upstream yet";
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(wp_->stats().rejournaled, 1u);
+  EXPECT_TRUE(journal_.removed.empty()) << "record 2 goes after record 1 only";
+  Settle();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+}
+
+// Replies stay in arrival order (rule 3) while one waits for the journal:
+// a later stable write of the file is answered after it.
+TEST_F(JournalTest, RepliesAfterOneWaitingForTheJournalStayInOrder) {
+  WriteBack(1, 0, std::string(2000, 'a'), UNSTABLE);
+  journal_.Complete();
+  wp_->FlushAll();
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC, /*may_buffer=*/false);
+  bg_.Answer(0, WriteOk(2000, UNSTABLE, kV1, Attr(2000, 2)));
+  const int b = up_.Pending();
+  ASSERT_GE(b, 0);
+  up_.Answer(static_cast<size_t>(b), WriteOk(1000, FILE_SYNC, kV1, Attr(2000, 3)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  WriteBack(3, 8192, std::string(100, 'c'), FILE_SYNC, /*may_buffer=*/false);
+  for (int round = 0; round < 10; ++round) {
+    Advance(std::chrono::milliseconds(10));
+    for (int i = up_.Pending(); i >= 0; i = up_.Pending()) {
+      const SentWrite w = DecodeWriteArgs(up_.calls[static_cast<size_t>(i)].args);
+      up_.Answer(static_cast<size_t>(i),
+                 WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(8292, 4)));
+    }
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "3 must not overtake 2";
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

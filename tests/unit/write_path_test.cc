@@ -514,13 +514,6 @@ TEST_F(JournalTest, RecoveredRecordsGoUpstreamAtOnceAndHoldReads) {
   EXPECT_EQ(wp_->stats().recovered, 1u);
 }
 
-OpaqueAuth Cred(const std::string& who) {
-  OpaqueAuth c;
-  c.flavor = 0;
-  c.body = who;
-  return c;
-}
-
 // An upstream WRITE that wrote fewer bytes than asked
 // (count < requested) leaves the rest buffered; only the rest is sent
 // again, and the client is answered once all of it is stable.
