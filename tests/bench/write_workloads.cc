@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "content.h"
@@ -59,23 +60,46 @@ std::string Content(uint64_t seed, uint64_t size) {
   return data;
 }
 
+namespace {
+
+// A write workload's start: mounted, the run's directory looked up, that
+// set-up recorded as the hidden phase "mount".
+struct WriteRun {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<PhaseRecorder> phases;
+  std::string dir;
+};
+
+StatusOr<WriteRun> StartRun(const WorkloadContext& ctx, WorkloadReport* report) {
+  auto session = Session::Mount(ctx.mount);
+  if (!session.ok()) return session.status();
+  WriteRun run;
+  run.session = std::move(session).value();
+  run.phases = std::make_unique<PhaseRecorder>(ctx, *run.session, report);
+  auto dir = run.session->LookupPath(ctx.run_dir);
+  if (!dir.ok()) return dir.status();
+  run.dir = std::move(dir).value();
+  auto mounted = run.phases->End("mount", false);
+  if (!mounted.ok()) return mounted.status();
+  return run;
+}
+
+}  // namespace
+
 Status RunStableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
   const uint64_t seed = SeedFor(ctx.seed, "stablewrite");
   const std::string data = Content(seed, ctx.sizes.stable_bytes);
-  auto session = Session::Mount(ctx.mount);
-  if (!session.ok()) return session.status();
-  Session& s = **session;
-  PhaseRecorder phases(ctx, s, report);
-  auto dir = s.LookupPath(ctx.run_dir);
-  if (!dir.ok()) return dir.status();
-  auto mounted = phases.End("mount", false);
-  if (!mounted.ok()) return mounted.status();
+  auto run = StartRun(ctx, report);
+  if (!run.ok()) return run.status();
+  Session& s = *run->session;
+  PhaseRecorder& phases = *run->phases;
+  const std::string& dir = run->dir;
 
   const uint32_t chunk = std::min(ctx.sizes.stable_write, s.wsize());
   for (int k : ctx.sizes.stable_depths) {
     const std::string name = "copy-k" + std::to_string(k);
     phases.Begin();
-    auto fh = s.CreateFile(*dir, name);
+    auto fh = s.CreateFile(dir, name);
     if (!fh.ok()) return fh.status();
     Status st = WriteData(s, *fh, data, chunk, k, Stable::kFileSync, nullptr);
     if (!st.ok()) return Status::Error(name + ": " + st.message());
@@ -117,18 +141,15 @@ Status UnstableWrite(const WorkloadContext& ctx, const std::string& name, uint32
                      int depth, WorkloadReport* report) {
   const uint64_t seed = SeedFor(ctx.seed, name);
   const std::string data = Content(seed, ctx.sizes.unstable_bytes);
-  auto session = Session::Mount(ctx.mount);
-  if (!session.ok()) return session.status();
-  Session& s = **session;
-  PhaseRecorder phases(ctx, s, report);
-  auto dir = s.LookupPath(ctx.run_dir);
-  if (!dir.ok()) return dir.status();
-  auto mounted = phases.End("mount", false);
-  if (!mounted.ok()) return mounted.status();
+  auto run = StartRun(ctx, report);
+  if (!run.ok()) return run.status();
+  Session& s = *run->session;
+  PhaseRecorder& phases = *run->phases;
+  const std::string& dir = run->dir;
 
   const uint32_t chunk = std::min(write_size, s.wsize());
   phases.Begin();
-  auto fh = s.CreateFile(*dir, name);
+  auto fh = s.CreateFile(dir, name);
   if (!fh.ok()) return fh.status();
   std::vector<std::string> verfs;
   Status st = WriteData(s, *fh, data, chunk, depth, Stable::kUnstable, &verfs);
@@ -172,20 +193,17 @@ Status RunUnstableWriteSmall(const WorkloadContext& ctx, WorkloadReport* report)
 Status RunSmallFiles(const WorkloadContext& ctx, WorkloadReport* report) {
   const uint64_t seed = SeedFor(ctx.seed, "smallfiles");
   const std::string data = Content(seed, ctx.sizes.small_file_bytes);
-  auto session = Session::Mount(ctx.mount);
-  if (!session.ok()) return session.status();
-  Session& s = **session;
-  PhaseRecorder phases(ctx, s, report);
-  auto dir = s.LookupPath(ctx.run_dir);
-  if (!dir.ok()) return dir.status();
-  auto mounted = phases.End("mount", false);
-  if (!mounted.ok()) return mounted.status();
+  auto run = StartRun(ctx, report);
+  if (!run.ok()) return run.status();
+  Session& s = *run->session;
+  PhaseRecorder& phases = *run->phases;
+  const std::string& dir = run->dir;
 
   const uint32_t chunk = std::min(ctx.sizes.unstable_small_write, s.wsize());
   phases.Begin();
   for (int i = 0; i < ctx.sizes.small_files; ++i) {
     const std::string name = "small-" + std::to_string(i);
-    auto fh = s.CreateFile(*dir, name);
+    auto fh = s.CreateFile(dir, name);
     if (!fh.ok()) return fh.status();
     std::vector<std::string> verfs;
     Status st = WriteData(s, *fh, data, chunk, ctx.sizes.unstable_small_depth, Stable::kUnstable,
