@@ -136,7 +136,7 @@ void WritePath::Split(File& f, uint64_t at) {
   Piece tail = p;
   tail.data = p.data.substr(at - start);
   p.data.resize(at - start);
-  for (uint64_t r : tail.records) RefRecord(r);
+  for (uint64_t r : tail.records) RefRecord(f.fh, r);
   f.pieces.emplace(at, std::move(tail));
 }
 
@@ -149,17 +149,26 @@ void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool rele
   if (release) UnrefRecords(std::move(records));
 }
 
-void WritePath::RefRecord(uint64_t jseq) { journal_refs_[jseq]++; }
+void WritePath::RefRecord(const std::string& fh, uint64_t jseq) {
+  auto [it, added] = journal_refs_.try_emplace(jseq);
+  if (added) {
+    it->second.fh = fh;
+    file_records_[fh].insert(jseq);
+  }
+  it->second.count++;
+}
 
 void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
   // A worklist, not recursion: a record let go of may let go of those it
   // overwrote, and so on down a chain of refused appends.
+  std::vector<std::string> files;  // of the records let go of
   while (!jseqs.empty()) {
     const uint64_t jseq = jseqs.back();
     jseqs.pop_back();
     auto it = journal_refs_.find(jseq);
-    if (it == journal_refs_.end() || it->second == 0) continue;
-    if (--it->second > 0) continue;
+    if (it == journal_refs_.end() || it->second.count == 0) continue;
+    if (--it->second.count > 0) continue;
+    files.push_back(it->second.fh);
     // No piece holds its bytes: they are stable upstream, or replaced by
     // bytes that keep records of their own. What it overwrote need not
     // wait for its append any longer.
@@ -168,10 +177,23 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
       overwritten_.erase(o);
     }
   }
-  while (!journal_refs_.empty() && journal_refs_.begin()->second == 0) {
-    if (options_.journal) options_.journal->Remove(journal_refs_.begin()->first);
-    refused_.erase(journal_refs_.begin()->first);
-    journal_refs_.erase(journal_refs_.begin());
+  // Each file's records go in order: replayed in order, the file's ranges
+  // end as the latest acknowledged write not yet stable upstream made them.
+  // Other files' records do not wait for them.
+  for (const std::string& fh : files) {
+    auto fit = file_records_.find(fh);
+    if (fit == file_records_.end()) continue;
+    std::set<uint64_t>& records = fit->second;
+    while (!records.empty()) {
+      const uint64_t oldest = *records.begin();
+      auto it = journal_refs_.find(oldest);
+      if (it != journal_refs_.end() && it->second.count > 0) break;
+      if (options_.journal) options_.journal->Remove(oldest);
+      refused_.erase(oldest);
+      if (it != journal_refs_.end()) journal_refs_.erase(it);
+      records.erase(records.begin());
+    }
+    if (records.empty()) file_records_.erase(fit);
   }
 }
 
@@ -203,7 +225,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   p.acked = acked;
   p.seq = seq;
   if (jseq != 0) {
-    RefRecord(jseq);
+    RefRecord(f.fh, jseq);
     p.records.push_back(jseq);
     if (!kept.empty()) {
       std::vector<uint64_t>& held = overwritten_[jseq];

@@ -386,12 +386,12 @@ size_t WritePath::AnswerWaiters(File& f) {
       // journal says: they are stable upstream), in a record removed only
       // after the older ones it must be replayed after.
       const uint64_t jseq = options_.journal->NextSeq();
-      journal_refs_.emplace(jseq, 0);
+      RefRecord(f.fh, jseq);
       stats_.rejournaled++;
       ReplyAfterJournal(
           f, std::move(w.reply), std::move(r),
           JournalRecord{jseq, f.fh, f.exp->config().path, w.cred, w.off, std::move(w.rejournal)});
-      UnrefRecords({});  // removed at once if nothing older stays
+      UnrefRecords({jseq});  // removed at once if nothing older of the file stays
     } else {
       Deliver(f, std::move(w.reply), std::move(r));
     }

@@ -83,6 +83,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -226,14 +227,15 @@ class WritePath {
   // `acked`: the bytes are answered from the buffer (Piece::acked).
   void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
               uint64_t jseq = 0, bool acked = false);
-  // Journal records are removed in sequence order, each once nothing
-  // refers to it and every older one is removed: what a restart replays,
-  // in order, then leaves every range as the latest acknowledged write
-  // that is not yet stable upstream made it. A record is referred to by
-  // the pieces holding its bytes, by the pieces not journaled that
-  // replaced them, and (overwritten_) by the newer record that replaced
-  // them until that one is on disk or referred to no more.
-  void RefRecord(uint64_t jseq);
+  // A file's journal records are removed in sequence order, each once
+  // nothing refers to it and every older one of the file is removed: what a
+  // restart replays, in order, then leaves every range as the latest
+  // acknowledged write that is not yet stable upstream made it. A record is
+  // referred to by the pieces holding its bytes, by the pieces not
+  // journaled that replaced them, and (overwritten_) by the newer record
+  // that replaced them until that one is on disk or referred to no more.
+  // Adds a reference to record `jseq` of file `fh`.
+  void RefRecord(const std::string& fh, uint64_t jseq);
   // Lets go of one reference to each of `jseqs` (a record may come more
   // than once: one reference each time).
   void UnrefRecords(std::vector<uint64_t> jseqs);
@@ -345,9 +347,15 @@ class WritePath {
   // Writers' gathering history: the lone count (File::lone) of the last
   // file each credential wrote stable writes to (bounded).
   LruMap<int> writers_;
-  // Journal record -> references (0: dead, waiting for the older ones),
-  // in sequence order.
-  std::map<uint64_t, uint32_t> journal_refs_;
+  // Journal record -> references (0: dead, waiting for the file's older
+  // ones) and its file.
+  struct RecordRef {
+    uint32_t count = 0;
+    std::string fh;
+  };
+  std::unordered_map<uint64_t, RecordRef> journal_refs_;
+  // File -> its records in journal_refs_, in sequence order.
+  std::unordered_map<std::string, std::set<uint64_t>> file_records_;
   // Journal record -> the records whose bytes its write replaced, one
   // reference each, kept until its append is on disk or, if the journal
   // refused it, until no piece holds its bytes any more (they are stable

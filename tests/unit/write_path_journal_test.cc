@@ -179,6 +179,30 @@ TEST_F(JournalTest, RecoveredRecordsOverwrittenByLaterOnesAreRemovedAtOnce) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{7, 8}));
 }
 
+// Each file's records go in order, but not after other files' records:
+// a file whose data is still buffered (or kept after a refusal) does not
+// keep every newer record of every other file on disk.
+TEST_F(JournalTest, AFilesRecordsDoNotWaitForAnotherFilesOlderOnes) {
+  fh_ = "FH-A";
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);  // record 1
+  fh_ = "FH-B";
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);  // record 2
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  wp_->FlushAll();
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  for (size_t i = 0; i < bg_.calls.size(); ++i) {
+    XdrValue<WRITE3args> a(Proc(xdr_WRITE3args));
+    ASSERT_TRUE(a.Decode(bg_.calls[i].args));
+    if (std::string(a->file.data.data_val, a->file.data.data_len) == "FH-B") {
+      bg_.Answer(i, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 2)));
+    }
+  }
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{2})) << "FH-A's record 1 holds nothing of FH-B";
+  Settle();
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{2, 1}));
+}
+
 // A write answered once stable upstream (not journaled: no ACCESS evidence
 // for it) over part of an acknowledged record whose other bytes are not
 // stable upstream yet: the record stays on disk after the write is stable,
