@@ -269,7 +269,6 @@ void Daemon::LogWriteStats() {
                      << " buffered_bytes=" << w.buffered_bytes
                      << " max_buffered_bytes=" << w.max_buffered_bytes
                      << " journaled=" << w.journaled << " journal_failed=" << w.journal_failed
-                     << " rejournaled=" << w.rejournaled
                      << " recovered=" << w.recovered
                      << " write_size=" << write_path_->write_size();
   if (journal_) {

@@ -338,15 +338,13 @@ void Daemon::AddCollectors() {
     CountEach(w, "nfsedge_write_events_total",
               "Write path events: writes that waited for buffer room, reads/getattrs/setattrs "
               "held for a flush, upstream errors kept for clients, bytes resent after a "
-              "verifier change, new write verifiers after acknowledged data was lost, stable "
-              "writes journaled once upstream.",
+              "verifier change, new write verifiers after acknowledged data was lost.",
               {}, "event",
               {{"blocked", s.blocked},
                {"barrier", s.barriers},
                {"error", s.errors},
                {"resent_bytes", s.resent},
-               {"verifier_change", s.verifier_changes},
-               {"rejournaled", s.rejournaled}});
+               {"verifier_change", s.verifier_changes}});
   });
   metrics_.Add([this](MetricsWriter& w) {
     const DrcStats d = nfs_->drc_stats();

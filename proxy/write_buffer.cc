@@ -63,19 +63,27 @@ void WritePath::ArmWindowEnd(File& f) {
 }
 
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
-  if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
+  if (f.exp->config().write_back && options_.journal) return JournalVerf(f.fh);
   if (!f.exp->config().write_behind) return f.upstream_verf;
-  std::array<char, 8> v = verifier_;
-  // A file that lost answered data: the shared verifier, changed by how
-  // many times (never back to it: the count is at least 1).
-  if (const uint64_t* lost = lost_.Peek(f.fh)) {
+  return WithLost(verifier_, f.fh);
+}
+
+std::array<char, 8> WritePath::WithLost(std::array<char, 8> v, const std::string& fh) const {
+  // A file that lost answered data: the verifier, changed by how many times
+  // (never back to it: the count is at least 1).
+  if (const uint64_t* lost = lost_.Peek(fh)) {
     for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(v[i] ^ static_cast<char>(*lost >> (8 * i)));
   }
   return v;
 }
 
-std::string WritePath::JournaledReply(uint32_t count, bool stable, bool commit) const {
-  const std::array<char, 8>& v = options_.journal->verifier();
+std::array<char, 8> WritePath::JournalVerf(const std::string& fh) const {
+  return WithLost(options_.journal->verifier(), fh);
+}
+
+std::string WritePath::JournaledReply(const std::string& fh, uint32_t count, bool stable,
+                                      bool commit) const {
+  const std::array<char, 8> v = JournalVerf(fh);
   std::string out;
   if (commit) {
     COMMIT3res res{};
@@ -189,7 +197,7 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
       auto it = journal_refs_.find(oldest);
       if (it != journal_refs_.end() && it->second.count > 0) break;
       if (options_.journal) options_.journal->Remove(oldest);
-      refused_.erase(oldest);
+      unacknowledged_.erase(oldest);
       if (it != journal_refs_.end()) journal_refs_.erase(it);
       records.erase(records.begin());
     }
@@ -240,22 +248,11 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   stats_.max_buffered_bytes = std::max(stats_.max_buffered_bytes, stats_.buffered_bytes);
 }
 
-std::vector<uint64_t> WritePath::RecordsIn(const File& f, uint64_t off, uint64_t end) {
-  std::vector<uint64_t> out;
-  auto it = f.pieces.upper_bound(off);
-  if (it != f.pieces.begin()) --it;
-  for (; it != f.pieces.end() && it->first < end; ++it) {
-    if (it->first + it->second.data.size() <= off) continue;
-    out.insert(out.end(), it->second.records.begin(), it->second.records.end());
-  }
-  return out;
-}
-
 bool WritePath::KeepsAcknowledged(const Piece& p) const {
   for (uint64_t r : p.records) {
     // A record on disk (or on its way): its bytes, or those this piece
     // replaced, were acknowledged from the journal.
-    if (!refused_.contains(r)) return true;
+    if (!unacknowledged_.contains(r)) return true;
     // A refused append keeps what its write replaced, if anything.
     if (auto o = overwritten_.find(r); o != overwritten_.end() && !o->second.empty()) return true;
   }

@@ -154,43 +154,43 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
 void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
                        bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
-  if (journal && !data.empty()) {
+  // On a write_back export every write is appended to the journal: one the
+  // ACCESS cache proves the upstream will take (`journal`) is answered from
+  // it; any other is answered once stable upstream, its record there only
+  // to order it after the older records of the bytes it replaces, which a
+  // restart must not replay over it.
+  if (!data.empty() && options_.journal != nullptr && f.exp->config().write_back) {
     // Insert() keeps the records this write overwrites until its append
     // is on disk (OnJournaled), or its bytes are stable upstream if the
     // journal refuses it; appended first, so that their removal reaches
     // the disk with or after this record in either case.
     const uint64_t jseq = options_.journal->NextSeq();
+    ReplyFn answer = journal ? std::move(reply) : nullptr;
+    // Its place among the file's writes, should it wait for the upstream.
+    const uint64_t stamp = f.seq + 1;
     options_.journal->Append(
         JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
-        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, jseq, offset, count, stable,
-         reply = std::move(reply)](Status s) {
+        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, jseq, offset, count, stable, stamp,
+         answer = std::move(answer)](Status s) {
           if (auto self = weak.lock()) {
-            (*self)->OnJournaled(fh, jseq, offset, count, stable, s, reply);
+            (*self)->OnJournaled(fh, jseq, offset, count, stable, stamp, s, answer);
           }
         });
-    Insert(f, offset, data, cred, jseq);
-    ScheduleFlush(f);
-    Pump(f);
-    return;
+    // Answered UNSTABLE from the journal: lost, it needs a new verifier.
+    Insert(f, offset, data, cred, jseq, journal && !stable);
+    if (journal) {
+      ScheduleFlush(f);
+      Pump(f);
+      return;
+    }
+    unacknowledged_.insert(jseq);
+  } else {
+    Insert(f, offset, data, cred, 0, !stable);
   }
-  // A stable write over journaled bytes, on a write_back export: their
-  // records may stay on disk after it is stable (their other bytes are
-  // not, or older records hold them back), and a restart would replay them
-  // over it; its own record, appended once it is stable, comes after them.
-  std::vector<uint64_t> over;
-  if (stable && options_.journal && f.exp->config().write_back) {
-    over = RecordsIn(f, offset, offset + data.size());
-  }
-  Insert(f, offset, data, cred, 0, !stable);
   if (stable) {
     SeedFromWriter(f, cred);
     f.waiters.push_back(
-        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq, {}, {}, {}});
-    if (!over.empty()) {
-      f.waiters.back().over = std::move(over);
-      f.waiters.back().rejournal = std::string(data);
-      f.waiters.back().cred = cred;
-    }
+        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq});
     Gather(f);
     NoteWriter(f);
   } else {
@@ -202,25 +202,35 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
 }
 
 void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                            bool stable, const Status& s, ReplyFn reply) {
+                            bool stable, uint64_t stamp, const Status& s, ReplyFn reply) {
   if (s.ok()) {
     stats_.journaled++;
     ReleaseOverwritten(jseq);
-    reply(JournaledReply(count, stable, false));
+    if (reply) reply(JournaledReply(fh, count, stable, false));
     return;
   }
   // The journal could not take it: answered once stable upstream instead;
   // the records it overwrote stay until then (UnrefRecords).
   stats_.journal_failed++;
-  if (journal_refs_.contains(jseq)) refused_.insert(jseq);
+  if (journal_refs_.contains(jseq)) unacknowledged_.insert(jseq);
+  if (!reply) return;  // a waiter already: answered once stable upstream
   auto it = files_.find(fh);
   if (it == files_.end() || !Holds(*it->second, offset, offset + count)) {
+    // Its bytes are no longer buffered: stable upstream, or dropped with
+    // the file (STALE).
+    if (stale_.Peek(fh) != nullptr) {
+      reply(WriteError(NFS3ERR_STALE));
+      return;
+    }
     stats_.stable_writes++;
-    reply(JournaledReply(count, true, false));
+    reply(JournaledReply(fh, count, true, false));
     return;
   }
   File& f = *it->second;
-  f.waiters.push_back(Waiter{false, offset, offset + count, count, std::move(reply), f.seq, {}, {}, {}});
+  // In its place among the stable writes waiting (arrival order, rule 3).
+  auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
+                         [stamp](const Waiter& w) { return w.stamp > stamp; });
+  f.waiters.insert(at, Waiter{false, offset, offset + count, count, std::move(reply), stamp});
   Pump(f);
 }
 
@@ -247,13 +257,13 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       WritePath& w = **self;
       if (s.ok()) {
         w.stats_.client_commits++;
-        reply(w.JournaledReply(0, true, true));
+        reply(w.JournaledReply(fh, 0, true, true));
         return;
       }
       // No journal: the COMMIT waits for the data upstream.
       File& f = w.FileFor(fh, exp);
       f.waiters.push_back(
-          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq, {}, {}, {}});
+          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq});
       w.Pump(f);
     });
     return;
@@ -282,7 +292,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     ForgetIfIdle(fh);
     return;
   }
-  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, {}, {}, {}});
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq});
   Pump(f);
 }
 
@@ -363,7 +373,10 @@ size_t WritePath::AnswerWaiters(File& f) {
     // The error reaches the clients waiting; their data may not be there.
     const nfsstat3 e = f.error;
     f.error = NFS3_OK;
-    for (Waiter& w : f.waiters) Deliver(f, std::move(w.reply), w.commit ? CommitError(e) : WriteError(e));
+    for (Waiter& w : f.waiters) {
+      std::string r = w.commit ? CommitError(e) : WriteError(e);
+      f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
+    }
     f.waiters.clear();
   }
   while (!f.waiters.empty() &&
@@ -379,22 +392,7 @@ size_t WritePath::AnswerWaiters(File& f) {
       answered++;
       r = WriteReply(f, w.count, true);
     }
-    const bool on_disk = std::any_of(w.over.begin(), w.over.end(),
-                                     [this](uint64_t r) { return journal_refs_.contains(r); });
-    if (on_disk) {
-      // Answered once its bytes are in the journal too (whatever the
-      // journal says: they are stable upstream), in a record removed only
-      // after the older ones it must be replayed after.
-      const uint64_t jseq = options_.journal->NextSeq();
-      RefRecord(f.fh, jseq);
-      stats_.rejournaled++;
-      ReplyAfterJournal(
-          f, std::move(w.reply), std::move(r),
-          JournalRecord{jseq, f.fh, f.exp->config().path, w.cred, w.off, std::move(w.rejournal)});
-      UnrefRecords({jseq});  // removed at once if nothing older of the file stays
-    } else {
-      Deliver(f, std::move(w.reply), std::move(r));
-    }
+    f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
     f.waiters.pop_front();
   }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {
@@ -406,34 +404,6 @@ size_t WritePath::AnswerWaiters(File& f) {
     }
   }
   return answered;
-}
-
-void WritePath::Deliver(File& f, ReplyFn reply, std::string r) {
-  if (journal_replies_.contains(f.fh)) {
-    ReplyAfterJournal(f, std::move(reply), std::move(r), std::nullopt);
-  } else {
-    f.ready.push_back([reply = std::move(reply), r = std::move(r)] { reply(r); });
-  }
-}
-
-void WritePath::ReplyAfterJournal(File& f, ReplyFn reply, std::string r,
-                                  std::optional<JournalRecord> record) {
-  journal_replies_[f.fh]++;
-  auto done = [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, reply = std::move(reply),
-               r = std::move(r)](const Status&) {
-    if (auto self = weak.lock()) {
-      auto it = (*self)->journal_replies_.find(fh);
-      if (it != (*self)->journal_replies_.end() && --it->second == 0) {
-        (*self)->journal_replies_.erase(it);
-      }
-    }
-    reply(r);
-  };
-  if (record) {
-    options_.journal->Append(std::move(*record), std::move(done));
-  } else {
-    options_.journal->Sync(std::move(done));  // after what went before
-  }
 }
 
 void WritePath::Pump(File& f) {

@@ -145,7 +145,6 @@ struct WritePathStats {
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
   uint64_t journaled = 0;         // client writes answered once in the journal
   uint64_t journal_failed = 0;    // ... that the journal could not take
-  uint64_t rejournaled = 0;       // stable writes journaled once upstream (Accept)
   uint64_t recovered = 0;         // journal records put back into the buffer at start
   uint64_t buffered_bytes = 0;    // now
   uint64_t max_buffered_bytes = 0;
@@ -217,9 +216,11 @@ class WritePath {
   // `journal`: append it to the journal and answer once it is there.
   void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
               bool stable, bool journal, ReplyFn reply);
-  // The journal's answer `s` to the append of record `jseq`.
+  // The journal's answer `s` to the append of record `jseq`, written when
+  // the file's write stamp became `stamp`; `reply`: to answer (null if the
+  // write waits for the upstream anyway).
   void OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                   bool stable, const Status& s, ReplyFn reply);
+                   bool stable, uint64_t stamp, const Status& s, ReplyFn reply);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
   // journal record `jseq` holds (0 = none). The records of the bytes
   // replaced are kept: by the new piece when `jseq` is 0, else in
@@ -245,15 +246,6 @@ class WritePath {
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).
   bool KeepsAcknowledged(const Piece& p) const;
-  // Answers a waiter with `r` at the end of Pump, or, while a reply of the
-  // file waits for the journal, after it (FIFO, rule 3).
-  void Deliver(File& f, ReplyFn reply, std::string r);
-  // Answers with `r` once the journal has `record` (or, without one, once
-  // what was queued before is done).
-  void ReplyAfterJournal(File& f, ReplyFn reply, std::string r,
-                         std::optional<JournalRecord> record);
-  // Returns the journal records of the pieces intersecting [off, end).
-  static std::vector<uint64_t> RecordsIn(const File& f, uint64_t off, uint64_t end);
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
   // `release`: drop the piece's references to journal records.
@@ -308,9 +300,14 @@ class WritePath {
   std::string WriteReply(const File& f, uint32_t count, bool stable) const;
   // The reply to a journaled write or COMMIT: the journal's verifier, no
   // attributes.
-  std::string JournaledReply(uint32_t count, bool stable, bool commit) const;
+  std::string JournaledReply(const std::string& fh, uint32_t count, bool stable,
+                             bool commit) const;
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
+  // `v` changed for a file that lost answered data (lost_).
+  std::array<char, 8> WithLost(std::array<char, 8> v, const std::string& fh) const;
+  // The journal's verifier, as a write_back file's clients see it.
+  std::array<char, 8> JournalVerf(const std::string& fh) const;
   // Returns true iff any piece intersects [off, end).
   // Returns true iff [off, end) holds a piece with bytes of a write up to
   // `stamp` (Piece::seq); by default, of any write.
@@ -363,12 +360,10 @@ class WritePath {
   // journal until what replaced it is durable somewhere, and its removal
   // reaches the disk with or after the record that replaced it.
   std::map<uint64_t, std::vector<uint64_t>> overwritten_;
-  // The records among journal_refs_ whose append the journal refused (not
-  // on disk: their writes were answered once stable upstream instead).
-  std::unordered_set<uint64_t> refused_;
-  // Files with waiters' replies waiting for the journal (ReplyAfterJournal),
-  // and how many.
-  std::unordered_map<std::string, uint32_t> journal_replies_;
+  // The records among journal_refs_ of writes not answered from the
+  // journal: without ACCESS evidence, or whose append the journal refused
+  // (answered once stable upstream instead).
+  std::unordered_set<uint64_t> unacknowledged_;
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

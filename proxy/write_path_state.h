@@ -108,13 +108,6 @@ struct WritePath::Waiter {
   uint32_t count = 0;
   ReplyFn reply;
   uint64_t stamp = 0;
-  // A stable write not journaled (write_back export) over journaled bytes:
-  // their records, and its bytes and credential, journaled once stable
-  // upstream before its answer if one of those records is still on disk
-  // (AnswerWaiters).
-  std::vector<uint64_t> over;
-  std::string rejournal;
-  OpaqueAuth cred;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came

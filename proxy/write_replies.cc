@@ -197,7 +197,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   });
   Failed(f, status, acked, kept);
   if (kept) {
-    const uint32_t doublings = std::min<uint32_t>(f.refusals++, 16);
+    // Counted once a round (several WRITEs of the file may be refused).
+    if (!f.retry_scheduled) f.refusals++;
+    const uint32_t doublings = std::min<uint32_t>(f.refusals - 1, 16);
     RetryLater(f, std::min<Duration>(kRetryDelay * (1u << doublings), kMaxKeptDelay));
   }
 }
@@ -205,7 +207,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
   stats_.errors++;
   f.error = status;
-  if (acknowledged && status != NFS3ERR_STALE && !(f.exp->config().write_back && options_.journal)) {
+  if (acknowledged && status != NFS3ERR_STALE) {
     // Data answered from the buffer is lost, and the error reaches only the
     // next WRITE or COMMIT of the file: every other client that wrote it
     // must learn it too. A new write verifier for the file does that, as a

@@ -57,8 +57,8 @@ TEST_F(JournalTest, APartlyOverwrittenRecordStaysForItsOtherBytes) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
 }
 
-// Records appended (overlapping, some refused by the disk, one write not
-// journaled at all) are each removed once, in order, after the flush; none
+// Records appended (overlapping, some refused by the disk, one of a write
+// without evidence) are each removed once, in order, after the flush; none
 // is removed while a write over it is durable nowhere.
 TEST_F(JournalTest, OverwritesLeaveNoRecordBehindAndRemoveNoneEarly) {
   WriteBack(1, 0, std::string(4000, 'a'), FILE_SYNC);
@@ -78,14 +78,15 @@ TEST_F(JournalTest, OverwritesLeaveNoRecordBehindAndRemoveNoneEarly) {
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 5}));
   EXPECT_TRUE(journal_.removed.empty()) << "the rest of 4 is durable nowhere yet";
 
-  WriteBack(6, 100, std::string(100, 'f'), FILE_SYNC, /*may_buffer=*/false);  // not journaled
-  EXPECT_EQ(journal_.records.size(), 5u);
+  // No evidence: journaled (record 6), answered once stable upstream.
+  WriteBack(6, 100, std::string(100, 'f'), FILE_SYNC, /*may_buffer=*/false);
+  EXPECT_EQ(journal_.records.size(), 6u);
 
   Settle();
   std::vector<int> tags = Tags();
   std::sort(tags.begin(), tags.end());
   EXPECT_EQ(tags, (std::vector<int>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2, 3, 4, 5}))
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}))
       << "each record removed once, in order, none left behind";
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
   EXPECT_EQ(wp_->buffered_files(), 0u);
@@ -203,62 +204,45 @@ TEST_F(JournalTest, AFilesRecordsDoNotWaitForAnotherFilesOlderOnes) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{2, 1}));
 }
 
-// A write answered once stable upstream (not journaled: no ACCESS evidence
-// for it) over part of an acknowledged record whose other bytes are not
-// stable upstream yet: the record stays on disk after the write is stable,
-// and a restart would replay it over the write. So the write's bytes are
-// journaled too, in a record after it, before its answer; that record goes
-// only after the older one.
-TEST_F(JournalTest, AStableWriteOverARecordThatStaysIsJournaledBeforeItsAnswer) {
+// A write without ACCESS evidence, on a write_back export, is answered
+// once stable upstream, but appended to the journal all the same: its
+// record comes after the older records of the bytes it replaces, which may
+// stay on disk after it is stable (their other bytes are not stable yet),
+// so a restart replays them before it, never over it.
+TEST_F(JournalTest, AWriteWithoutEvidenceIsJournaledAfterTheRecordsItReplaces) {
   WriteBack(1, 0, std::string(2000, 'a'), UNSTABLE);  // record 1
   journal_.Complete();
   wp_->FlushAll();
   ASSERT_EQ(bg_.calls.size(), 1u) << "record 1's bytes on their way upstream";
   WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC, /*may_buffer=*/false);
-  ASSERT_EQ(journal_.records.size(), 1u) << "not journaled: no evidence";
+  ASSERT_EQ(journal_.records.size(), 2u) << "journaled, though not answered from the journal";
+  EXPECT_EQ(journal_.records[1].data, std::string(1000, 'b'));
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "answered once stable upstream only";
   bg_.Answer(0, WriteOk(2000, UNSTABLE, kV1, Attr(2000, 2)));  // not committed yet
   const int b = up_.Pending();
   ASSERT_GE(b, 0);
   ASSERT_EQ(DecodeWriteArgs(up_.calls[static_cast<size_t>(b)].args).data, std::string(1000, 'b'));
   up_.Answer(static_cast<size_t>(b), WriteOk(1000, FILE_SYNC, kV1, Attr(2000, 3)));
-  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "answered once its record is on disk";
-  ASSERT_EQ(journal_.records.size(), 2u);
-  EXPECT_EQ(journal_.records[1].offset, 0u);
-  EXPECT_EQ(journal_.records[1].data, std::string(1000, 'b'));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.committed, FILE_SYNC);
   EXPECT_TRUE(journal_.removed.empty()) << "record 1 keeps bytes not stable upstream yet";
-  journal_.Complete();
-  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
-  EXPECT_EQ(wp_->stats().rejournaled, 1u);
-  EXPECT_TRUE(journal_.removed.empty()) << "record 2 goes after record 1 only";
   Settle();
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
 }
 
-// Replies stay in arrival order (rule 3) while one waits for the journal:
-// a later stable write of the file is answered after it.
-TEST_F(JournalTest, RepliesAfterOneWaitingForTheJournalStayInOrder) {
-  WriteBack(1, 0, std::string(2000, 'a'), UNSTABLE);
+// Such a write that the upstream refuses, having replaced nothing answered
+// from the journal, is dropped with the error (its client learns it), not
+// kept and sent again later.
+TEST_F(JournalTest, AWriteWithoutEvidenceRefusedUpstreamIsDropped) {
+  WriteBack(1, 0, std::string(1000, 'x'), FILE_SYNC, /*may_buffer=*/false);
   journal_.Complete();
-  wp_->FlushAll();
-  ASSERT_EQ(bg_.calls.size(), 1u);
-  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC, /*may_buffer=*/false);
-  bg_.Answer(0, WriteOk(2000, UNSTABLE, kV1, Attr(2000, 2)));
-  const int b = up_.Pending();
-  ASSERT_GE(b, 0);
-  up_.Answer(static_cast<size_t>(b), WriteOk(1000, FILE_SYNC, kV1, Attr(2000, 3)));
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(NFS3ERR_ACCES));
   ASSERT_EQ(Tags(), (std::vector<int>{1}));
-  WriteBack(3, 8192, std::string(100, 'c'), FILE_SYNC, /*may_buffer=*/false);
-  for (int round = 0; round < 10; ++round) {
-    Advance(std::chrono::milliseconds(10));
-    for (int i = up_.Pending(); i >= 0; i = up_.Pending()) {
-      const SentWrite w = DecodeWriteArgs(up_.calls[static_cast<size_t>(i)].args);
-      up_.Answer(static_cast<size_t>(i),
-                 WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(8292, 4)));
-    }
-  }
-  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "3 must not overtake 2";
-  journal_.Complete();
-  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(replies_[0].second.status, NFS3ERR_ACCES);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
 }
 
 }  // namespace
