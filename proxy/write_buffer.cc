@@ -78,12 +78,15 @@ std::array<char, 8> WritePath::WithLost(std::array<char, 8> v, const std::string
 }
 
 std::array<char, 8> WritePath::JournalVerf(const std::string& fh) const {
-  return WithLost(options_.journal->verifier(), fh);
+  std::array<char, 8> v = options_.journal->verifier();
+  // Once a file that lost data was forgotten (lost_ is bounded), every
+  // write_back file's verifier changes, as the shared one does.
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(v[i] ^ static_cast<char>(journal_epoch_ >> (8 * i)));
+  return WithLost(v, fh);
 }
 
-std::string WritePath::JournaledReply(const std::string& fh, uint32_t count, bool stable,
+std::string WritePath::JournaledReply(const std::array<char, 8>& v, uint32_t count, bool stable,
                                       bool commit) const {
-  const std::array<char, 8> v = JournalVerf(fh);
   std::string out;
   if (commit) {
     COMMIT3res res{};

@@ -46,7 +46,9 @@ WritePath::~WritePath() = default;
 
 void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   File& f = FileFor(r.fh, exp);
-  Insert(f, r.offset, r.data, r.cred, r.seq);
+  // Answered from the journal before the restart (UNSTABLE, for all it
+  // knows: lost, it needs a new verifier).
+  Insert(f, r.offset, r.data, r.cred, r.seq, /*acked=*/true);
   ReleaseOverwritten(r.seq);  // on disk already
   stats_.recovered++;
 }
@@ -154,6 +156,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
 void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
                        bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
+  uint64_t pending_jseq = 0;
   // On a write_back export every write is appended to the journal: one the
   // ACCESS cache proves the upstream will take (`journal`) is answered from
   // it; any other is answered once stable upstream, its record there only
@@ -166,14 +169,17 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     // the disk with or after this record in either case.
     const uint64_t jseq = options_.journal->NextSeq();
     ReplyFn answer = journal ? std::move(reply) : nullptr;
-    // Its place among the file's writes, should it wait for the upstream.
+    // Its place among the file's writes, should it wait for the upstream,
+    // and the verifier of the data it joins (a loss meanwhile changes it).
     const uint64_t stamp = f.seq + 1;
+    const std::array<char, 8> verf = JournalVerf(f.fh);
+    appending_.emplace(jseq, NFS3_OK);
     options_.journal->Append(
         JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
         [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, jseq, offset, count, stable, stamp,
-         answer = std::move(answer)](Status s) {
+         verf, answer = std::move(answer)](Status s) {
           if (auto self = weak.lock()) {
-            (*self)->OnJournaled(fh, jseq, offset, count, stable, stamp, s, answer);
+            (*self)->OnJournaled(fh, jseq, offset, count, stable, stamp, verf, s, answer);
           }
         });
     // Answered UNSTABLE from the journal: lost, it needs a new verifier.
@@ -183,14 +189,17 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
       Pump(f);
       return;
     }
+    // Answered once stable upstream and its record is written: a restart
+    // must not find the older records of its bytes without it.
     unacknowledged_.insert(jseq);
+    pending_jseq = jseq;
   } else {
     Insert(f, offset, data, cred, 0, !stable);
   }
   if (stable) {
     SeedFromWriter(f, cred);
     f.waiters.push_back(
-        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq});
+        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq, pending_jseq});
     Gather(f);
     NoteWriter(f);
   } else {
@@ -202,18 +211,37 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
 }
 
 void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                            bool stable, uint64_t stamp, const Status& s, ReplyFn reply) {
+                            bool stable, uint64_t stamp, const std::array<char, 8>& verf,
+                            const Status& s, ReplyFn reply) {
+  nfsstat3 dropped = NFS3_OK;
+  if (auto a = appending_.find(jseq); a != appending_.end()) {
+    dropped = a->second;
+    appending_.erase(a);
+  }
   if (s.ok()) {
     stats_.journaled++;
-    ReleaseOverwritten(jseq);
-    if (reply) reply(JournaledReply(fh, count, stable, false));
+    // A write not answered from the journal keeps what it replaced until
+    // its bytes are stable upstream (UnrefRecords): they may be refused.
+    if (!unacknowledged_.contains(jseq)) ReleaseOverwritten(jseq);
+  } else {
+    // The journal could not take it: answered once stable upstream
+    // instead; the records it overwrote stay until then (UnrefRecords).
+    stats_.journal_failed++;
+    if (journal_refs_.contains(jseq)) unacknowledged_.insert(jseq);
+  }
+  if (!reply) {  // a waiter's own record: it may be answered now
+    if (auto it = files_.find(fh); it != files_.end()) Pump(*it->second);
     return;
   }
-  // The journal could not take it: answered once stable upstream instead;
-  // the records it overwrote stay until then (UnrefRecords).
-  stats_.journal_failed++;
-  if (journal_refs_.contains(jseq)) unacknowledged_.insert(jseq);
-  if (!reply) return;  // a waiter already: answered once stable upstream
+  if (dropped != NFS3_OK) {
+    // Its bytes were refused upstream and given up on meanwhile.
+    reply(WriteError(dropped));
+    return;
+  }
+  if (s.ok()) {
+    reply(JournaledReply(verf, count, stable, false));
+    return;
+  }
   auto it = files_.find(fh);
   if (it == files_.end() || !Holds(*it->second, offset, offset + count)) {
     // Its bytes are no longer buffered: stable upstream, or dropped with
@@ -223,14 +251,16 @@ void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offse
       return;
     }
     stats_.stable_writes++;
-    reply(JournaledReply(fh, count, true, false));
+    reply(JournaledReply(verf, count, true, false));
     return;
   }
   File& f = *it->second;
-  // In its place among the stable writes waiting (arrival order, rule 3).
+  // In its place among the stable writes waiting (arrival order, rule 3):
+  // before those that came after it (a later one may share its stamp, as
+  // a write of no bytes or a COMMIT does).
   auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
-                         [stamp](const Waiter& w) { return w.stamp > stamp; });
-  f.waiters.insert(at, Waiter{false, offset, offset + count, count, std::move(reply), stamp});
+                         [stamp](const Waiter& w) { return w.stamp >= stamp; });
+  f.waiters.insert(at, Waiter{false, offset, offset + count, count, std::move(reply), stamp, 0});
   Pump(f);
 }
 
@@ -241,6 +271,10 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   if (exp.config().write_back && options_.journal != nullptr) {
     // Every buffered write of the file was journaled before it was
     // answered: the COMMIT needs only what was appended before it on disk.
+    if (stale_.Peek(fh) != nullptr) {
+      reply(CommitError(NFS3ERR_STALE));
+      return;
+    }
     auto it = files_.find(fh);
     if (it != files_.end() && it->second->error != NFS3_OK) {
       nfsstat3 e = it->second->error;
@@ -249,7 +283,9 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       ForgetIfIdle(fh);
       return;
     }
-    options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh, &exp, cred,
+    // Its place among the file's writes, should it wait for the upstream.
+    const uint64_t stamp = it != files_.end() ? it->second->seq : 0;
+    options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh, &exp, cred, stamp,
                             a_off = a.offset, a_count = a.count,
                             reply = std::move(reply)](Status s) mutable {
       auto self = weak.lock();
@@ -257,13 +293,16 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       WritePath& w = **self;
       if (s.ok()) {
         w.stats_.client_commits++;
-        reply(w.JournaledReply(fh, 0, true, true));
+        reply(w.JournaledReply(w.JournalVerf(fh), 0, true, true));
         return;
       }
-      // No journal: the COMMIT waits for the data upstream.
+      // No journal: the COMMIT waits for the data upstream, after the
+      // writes that came before it.
       File& f = w.FileFor(fh, exp);
-      f.waiters.push_back(
-          Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), f.seq});
+      auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
+                             [stamp](const Waiter& x) { return x.stamp > stamp; });
+      f.waiters.insert(
+          at, Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), stamp, 0});
       w.Pump(f);
     });
     return;
@@ -292,7 +331,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     ForgetIfIdle(fh);
     return;
   }
-  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq});
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, 0});
   Pump(f);
 }
 
@@ -379,7 +418,7 @@ size_t WritePath::AnswerWaiters(File& f) {
     }
     f.waiters.clear();
   }
-  while (!f.waiters.empty() &&
+  while (!f.waiters.empty() && !appending_.contains(f.waiters.front().jseq) &&
          !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp)) {
     Waiter& w = f.waiters.front();
     std::string r;

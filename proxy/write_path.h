@@ -217,10 +217,11 @@ class WritePath {
   void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
               bool stable, bool journal, ReplyFn reply);
   // The journal's answer `s` to the append of record `jseq`, written when
-  // the file's write stamp became `stamp`; `reply`: to answer (null if the
-  // write waits for the upstream anyway).
+  // the file's write stamp became `stamp` and its verifier was `verf`;
+  // `reply`: to answer (null if the write waits for the upstream anyway).
   void OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                   bool stable, uint64_t stamp, const Status& s, ReplyFn reply);
+                   bool stable, uint64_t stamp, const std::array<char, 8>& verf,
+                   const Status& s, ReplyFn reply);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
   // journal record `jseq` holds (0 = none). The records of the bytes
   // replaced are kept: by the new piece when `jseq` is 0, else in
@@ -300,7 +301,7 @@ class WritePath {
   std::string WriteReply(const File& f, uint32_t count, bool stable) const;
   // The reply to a journaled write or COMMIT: the journal's verifier, no
   // attributes.
-  std::string JournaledReply(const std::string& fh, uint32_t count, bool stable,
+  std::string JournaledReply(const std::array<char, 8>& verf, uint32_t count, bool stable,
                              bool commit) const;
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
@@ -364,6 +365,14 @@ class WritePath {
   // journal: without ACCESS evidence, or whose append the journal refused
   // (answered once stable upstream instead).
   std::unordered_set<uint64_t> unacknowledged_;
+  // Records whose append the journal has not answered yet -> NFS3_OK, or
+  // the upstream's error if their bytes were dropped meanwhile (the write
+  // is then answered with it). A write not answered from the journal waits
+  // for its record's (Waiter::jseq).
+  std::unordered_map<uint64_t, nfsstat3> appending_;
+  // Changes the journal's verifier for every file (JournalVerf): bumped
+  // when a file that lost answered data is forgotten from lost_.
+  uint64_t journal_epoch_ = 0;
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

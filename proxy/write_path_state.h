@@ -108,6 +108,9 @@ struct WritePath::Waiter {
   uint32_t count = 0;
   ReplyFn reply;
   uint64_t stamp = 0;
+  // A write not answered from the journal: its record, answered once the
+  // journal has written it (or refused it) too (appending_).
+  uint64_t jseq = 0;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came
@@ -168,7 +171,8 @@ struct WritePath::File {
   bool flush_all = false;
   bool retry_scheduled = false;
   uint32_t no_progress = 0;  // upstream WRITEs in a row that wrote nothing
-  uint32_t refusals = 0;     // errors in a row that kept journaled data (DropAndFail)
+  uint32_t refusals = 0;     // rounds in a row whose errors kept journaled data (DropAndFail)
+  bool refusal_counted = false;  // ... this round's counted
   uint32_t blocked = 0;  // client writes waiting for room
 };
 

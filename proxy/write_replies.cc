@@ -100,6 +100,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     }
     f.no_progress = 0;
     f.refusals = 0;
+    f.refusal_counted = false;
     std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
     const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
     if (done < flight.off + flight.len) Split(f, done);  // a short write: the rest again
@@ -149,6 +150,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;
     f.refusals = 0;
+    f.refusal_counted = false;
     each([&](auto it) {
       if (it->second.verf == verf) {
         Erase(f, it);
@@ -177,28 +179,44 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   // file's reads and attributes (and the journal's older records) for as
   // long, and is an error as it is without the journal.
   const bool write_back = f.exp->config().write_back && options_.journal != nullptr;
-  const bool keep = status != NFS3ERR_STALE && write_back && f.refusals < kMaxKeptRefusals;
-  if (write_back && status != NFS3ERR_STALE && !keep) {
-    NFSEDGE_LOG(kError) << "write path: upstream error " << status << " on writes acknowledged "
-                        << "from the edge journal, " << f.refusals
-                        << " refusals in a row: given up, their data is lost";
-    f.refusals = 0;
-  }
-  bool acked = false, kept = false;
+  // Given up on once the refusals reach the bound, for every call of that
+  // round (and after, until the file's data is all gone or the upstream
+  // takes some).
+  const uint32_t before = f.refusal_counted ? f.refusals - 1 : f.refusals;
+  const bool give_up = before >= kMaxKeptRefusals;
+  const bool keep = status != NFS3ERR_STALE && write_back && !give_up;
+  bool acked = false, kept = false, lost = false;
   EachOf(f.pieces, which, [&](auto it) {
-    if (keep && KeepsAcknowledged(it->second)) {
+    const bool acknowledged = write_back && KeepsAcknowledged(it->second);
+    if (keep && acknowledged) {
       it->second.state = Piece::kDirty;
       it->second.commit = 0;
       kept = true;
       return;
     }
+    lost |= acknowledged;
     acked |= it->second.acked;
+    for (uint64_t r : it->second.records) {
+      if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
+    }
     Erase(f, it);
   });
+  if (lost && status != NFS3ERR_STALE) {
+    NFSEDGE_LOG(kError) << "write path: upstream error " << status << " on writes acknowledged "
+                        << "from the edge journal, " << f.refusals
+                        << " refusals in a row: given up, their data is lost";
+  }
+  if (give_up && f.pieces.empty()) {
+    f.refusals = 0;
+    f.refusal_counted = false;
+  }
   Failed(f, status, acked, kept);
   if (kept) {
     // Counted once a round (several WRITEs of the file may be refused).
-    if (!f.retry_scheduled) f.refusals++;
+    if (!f.refusal_counted) {
+      f.refusals++;
+      f.refusal_counted = true;
+    }
     const uint32_t doublings = std::min<uint32_t>(f.refusals - 1, 16);
     RetryLater(f, std::min<Duration>(kRetryDelay * (1u << doublings), kMaxKeptDelay));
   }
@@ -224,6 +242,7 @@ void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
       // that one changes (for every file, as at a restart).
       lost_.Erase(lost_.Oldest()->key);
       verifier_ = RandomVerifier();
+      journal_epoch_++;
     }
   }
   if (status == NFS3ERR_STALE) {
@@ -258,6 +277,7 @@ void WritePath::RetryLater(File& f, Duration delay) {
     if (it == files_.end()) return;
     File& f = *it->second;
     f.retry_scheduled = false;
+    f.refusal_counted = false;  // a new round
     // A flush that came meanwhile sent nothing: what it would have sent
     // goes now; otherwise the next flush sends the rest.
     if (f.waiters.empty()) {

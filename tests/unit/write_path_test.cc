@@ -481,6 +481,8 @@ TEST_F(JournalTest, BytesWithoutEvidenceKeepTheRecordsTheyOverwroteUntilStable) 
   EXPECT_TRUE(journal_.removed.empty());
   ASSERT_EQ(up_.calls.size(), 1u);
   up_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 3)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "stable upstream; answered once its record is too";
+  journal_.Complete();
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
 }
