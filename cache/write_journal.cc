@@ -336,6 +336,13 @@ void WriteJournal::Sync(std::function<void(Status)> done) {
   store_->Queue(Store::Op{std::string(), std::string(), false, std::move(done)});
 }
 
+void WriteJournal::ChangeVerifier() {
+  verifier_ = NewVerifier();
+  // Written with the next batch, after what is queued.
+  store_->Queue(Store::Op{kMetaKey, std::string(kMagic) + std::string(verifier_.data(), 8), false,
+                          {}});
+}
+
 void WriteJournal::Remove(uint64_t seq) {
   auto it = sizes_.find(seq);
   if (it == sizes_.end()) return;

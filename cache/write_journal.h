@@ -12,7 +12,8 @@
 // The journal keeps a write verifier of its own, made when it is created and
 // kept across restarts: the clients of write_back exports see no verifier
 // change when the proxy restarts, because nothing they were told is stable
-// was lost.
+// was lost. When data answered from it is lost after all (the upstream
+// refused it for good), ChangeVerifier() makes a new one, kept from then on.
 //
 // RocksDB work runs on one thread of the journal's own, in call order;
 // Append() and Sync() callbacks are posted back to the owner's loop. The
@@ -59,6 +60,10 @@ class JournalSink {
   virtual void Sync(std::function<void(Status)> done) = 0;
   // Removes record `seq` (its bytes are stable upstream, or superseded).
   virtual void Remove(uint64_t seq) = 0;
+  // Makes a new verifier (kept across restarts from then on): data a
+  // client was answered from the journal is lost, and every client of
+  // journaled exports must see a change at its next COMMIT and resend.
+  virtual void ChangeVerifier() = 0;
 };
 
 struct WriteJournalStats {
@@ -95,6 +100,7 @@ class WriteJournal : public JournalSink {
   void Append(JournalRecord r, std::function<void(Status)> done) override;
   void Sync(std::function<void(Status)> done) override;
   void Remove(uint64_t seq) override;
+  void ChangeVerifier() override;
 
   const WriteJournalStats& stats() const { return stats_; }
 

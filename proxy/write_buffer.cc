@@ -78,11 +78,8 @@ std::array<char, 8> WritePath::WithLost(std::array<char, 8> v, const std::string
 }
 
 std::array<char, 8> WritePath::JournalVerf(const std::string& fh) const {
-  std::array<char, 8> v = options_.journal->verifier();
-  // Once a file that lost data was forgotten (lost_ is bounded), every
-  // write_back file's verifier changes, as the shared one does.
-  for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(v[i] ^ static_cast<char>(journal_epoch_ >> (8 * i)));
-  return WithLost(v, fh);
+  (void)fh;  // one verifier for every file: a loss changes it, kept across restarts
+  return options_.journal->verifier();
 }
 
 std::string WritePath::JournaledReply(const std::array<char, 8>& v, uint32_t count, bool stable,
@@ -221,7 +218,9 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   // by the new piece when it is not journaled; for the new record `jseq`
   // in overwritten_ otherwise, until its append is known to be on disk.
   std::vector<uint64_t> kept;
-  uint64_t seq = ++f.seq;
+  // Stamps come from one counter, so a file forgotten and made again goes
+  // on from where it was (a COMMIT waiting for the journal keeps its own).
+  uint64_t seq = f.seq = ++stamps_;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
     kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
@@ -252,12 +251,18 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
 }
 
 bool WritePath::KeepsAcknowledged(const Piece& p) const {
-  for (uint64_t r : p.records) {
-    // A record on disk (or on its way): its bytes, or those this piece
-    // replaced, were acknowledged from the journal.
+  // A record of an acknowledged write (on disk, or on its way): its bytes,
+  // or those this piece replaced, were answered from the journal. A record
+  // of a write that was not keeps what that write replaced: looked at in
+  // turn (a chain of such writes is as long as the overwrites in a row).
+  std::vector<uint64_t> todo = p.records;
+  while (!todo.empty()) {
+    const uint64_t r = todo.back();
+    todo.pop_back();
     if (!unacknowledged_.contains(r)) return true;
-    // A refused append keeps what its write replaced, if anything.
-    if (auto o = overwritten_.find(r); o != overwritten_.end() && !o->second.empty()) return true;
+    if (auto o = overwritten_.find(r); o != overwritten_.end()) {
+      todo.insert(todo.end(), o->second.begin(), o->second.end());
+    }
   }
   return false;
 }

@@ -171,7 +171,7 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     ReplyFn answer = journal ? std::move(reply) : nullptr;
     // Its place among the file's writes, should it wait for the upstream,
     // and the verifier of the data it joins (a loss meanwhile changes it).
-    const uint64_t stamp = f.seq + 1;
+    const uint64_t stamp = stamps_ + 1;  // the one Insert() gives it
     const std::array<char, 8> verf = JournalVerf(f.fh);
     appending_.emplace(jseq, NFS3_OK);
     options_.journal->Append(
@@ -284,7 +284,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       return;
     }
     // Its place among the file's writes, should it wait for the upstream.
-    const uint64_t stamp = it != files_.end() ? it->second->seq : 0;
+    const uint64_t stamp = stamps_;
     options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh, &exp, cred, stamp,
                             a_off = a.offset, a_count = a.count,
                             reply = std::move(reply)](Status s) mutable {

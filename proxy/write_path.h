@@ -307,7 +307,8 @@ class WritePath {
   std::array<char, 8> ReplyVerf(const File& f) const;
   // `v` changed for a file that lost answered data (lost_).
   std::array<char, 8> WithLost(std::array<char, 8> v, const std::string& fh) const;
-  // The journal's verifier, as a write_back file's clients see it.
+  // The journal's verifier, as a write_back file's clients see it (the
+  // same for every file: a loss changes it, kept across restarts).
   std::array<char, 8> JournalVerf(const std::string& fh) const;
   // Returns true iff any piece intersects [off, end).
   // Returns true iff [off, end) holds a piece with bytes of a write up to
@@ -365,14 +366,14 @@ class WritePath {
   // journal: without ACCESS evidence, or whose append the journal refused
   // (answered once stable upstream instead).
   std::unordered_set<uint64_t> unacknowledged_;
+  // The last write stamp given (File::seq, Piece::seq).
+  uint64_t stamps_ = 0;
   // Records whose append the journal has not answered yet -> NFS3_OK, or
   // the upstream's error if their bytes were dropped meanwhile (the write
   // is then answered with it). A write not answered from the journal waits
   // for its record's (Waiter::jseq).
   std::unordered_map<uint64_t, nfsstat3> appending_;
-  // Changes the journal's verifier for every file (JournalVerf): bumped
-  // when a file that lost answered data is forgotten from lost_.
-  uint64_t journal_epoch_ = 0;
+
   WritePathStats stats_;
   // Journal callbacks may come after the path is gone.
   std::shared_ptr<WritePath*> self_ = std::make_shared<WritePath*>(this);

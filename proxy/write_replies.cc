@@ -225,7 +225,15 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
   stats_.errors++;
   f.error = status;
-  if (acknowledged && status != NFS3ERR_STALE) {
+  if (acknowledged && status != NFS3ERR_STALE && f.exp->config().write_back &&
+      options_.journal != nullptr) {
+    // Data answered from the journal is lost. Its verifier is kept across
+    // restarts, which a change per file could not be: the journal makes a
+    // new one, and every client of journaled exports resends what it has
+    // not committed (as after a server restart).
+    options_.journal->ChangeVerifier();
+    stats_.verifier_changes++;
+  } else if (acknowledged && status != NFS3ERR_STALE) {
     // Data answered from the buffer is lost, and the error reaches only the
     // next WRITE or COMMIT of the file: every other client that wrote it
     // must learn it too. A new write verifier for the file does that, as a
@@ -242,7 +250,6 @@ void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
       // that one changes (for every file, as at a restart).
       lost_.Erase(lost_.Oldest()->key);
       verifier_ = RandomVerifier();
-      journal_epoch_++;
     }
   }
   if (status == NFS3ERR_STALE) {

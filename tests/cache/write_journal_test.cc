@@ -117,6 +117,24 @@ TEST_F(WriteJournalTest, RecordsComeBackInOrderWithTheSameVerifier) {
   EXPECT_EQ(journal_->stats().recovered, 3u);
 }
 
+// A new verifier (data answered from the journal was lost) is the one a
+// restart finds: the clients that lost data see the change even then.
+TEST_F(WriteJournalTest, AChangedVerifierIsKeptAcrossARestart) {
+  Reopen();
+  const auto first = journal_->verifier();
+  journal_->ChangeVerifier();
+  const auto second = journal_->verifier();
+  EXPECT_NE(second, first);
+  bool synced = false;
+  journal_->Sync([&](Status s) {
+    EXPECT_TRUE(s.ok()) << s.message();
+    synced = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return synced; }));
+  Reopen();
+  EXPECT_EQ(journal_->verifier(), second);
+}
+
 TEST_F(WriteJournalTest, RemovedRecordsDoNotComeBack) {
   Reopen();
   AppendDurably(Record("a", 0));

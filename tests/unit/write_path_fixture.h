@@ -197,6 +197,7 @@ class FakeJournal : public JournalSink {
     removed.push_back(seq);
     events.push_back("-" + std::to_string(seq));
   }
+  void ChangeVerifier() override { verf_[7]++; }
   // The disk answers every pending append and sync, in order, with `s`.
   void Complete(const Status& s = Status::Ok()) {
     std::vector<std::pair<uint64_t, std::function<void(Status)>>> p = std::move(pending_);
