@@ -48,12 +48,6 @@ class JournalEdgeTest : public JournalTest {
     }
     return out;
   }
-  const ClientReply* ReplyOf(int tag) const {
-    for (const auto& [t, r] : replies_) {
-      if (t == tag) return &r;
-    }
-    return nullptr;
-  }
   // Answers every pending call of `u` from index `from` with `reply`;
   // returns the new `from`.
   static size_t AnswerFrom(HeldUpstream& u, size_t from, const std::string& reply) {
@@ -61,16 +55,6 @@ class JournalEdgeTest : public JournalTest {
       if (!u.calls[from].answered) u.Answer(from, reply);
     }
     return from;
-  }
-  // The background upstream refuses every WRITE with `status` until the
-  // file's data is given up on (or 40 rounds).
-  void RefuseUntilGivenUp(nfsstat3 status) {
-    for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
-      Advance(std::chrono::seconds(31));
-      for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
-        bg_.Answer(static_cast<size_t>(i), WriteFail(status));
-      }
-    }
   }
 };
 

@@ -16,22 +16,6 @@ const Status kDiskError(StatusCode::kIoError, "disk");
 
 class JournalLossTest : public JournalTest {
  protected:
-  const ClientReply* ReplyOf(int tag) const {
-    for (const auto& [t, r] : replies_) {
-      if (t == tag) return &r;
-    }
-    return nullptr;
-  }
-  // Refuses every pending background WRITE with `status`, round after
-  // round, until nothing is buffered (or 40 rounds).
-  void RefuseAllUntilGivenUp(nfsstat3 status) {
-    for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
-      Advance(std::chrono::seconds(31));
-      for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
-        bg_.Answer(static_cast<size_t>(i), WriteFail(status));
-      }
-    }
-  }
 };
 
 // (rule 2) a file that lost data answered from the journal, while other
@@ -52,7 +36,7 @@ TEST_F(JournalLossTest, AFilesLossIsNotUndoneByOtherFilesLosses) {
   ASSERT_NE(ReplyOf(2), nullptr);
   ASSERT_EQ(ReplyOf(2)->status, NFS3_OK);
   const Verf acked = ReplyOf(2)->verf;
-  RefuseAllUntilGivenUp(NFS3ERR_DQUOT);
+  RefuseUntilGivenUp(NFS3ERR_DQUOT);
   ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
   fh_ = "file-B";
   CommitBack(3);  // meets file B's error
@@ -76,7 +60,7 @@ TEST_F(JournalLossTest, DataGivenUpBeforeARestartStillChangesTheVerifier) {
   journal_.Complete();
   ASSERT_NE(ReplyOf(1), nullptr);
   const Verf acked = ReplyOf(1)->verf;
-  RefuseAllUntilGivenUp(NFS3ERR_DQUOT);
+  RefuseUntilGivenUp(NFS3ERR_DQUOT);
   ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
   journal_.Complete();  // the removal of record 1 reaches the disk
   // The process restarts: no record is left to recover.

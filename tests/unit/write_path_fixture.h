@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -357,6 +358,23 @@ class JournalTest : public WritePathTest {
       }
     }
     return any;
+  }
+  // The reply to the client call tagged `tag`, or null.
+  const ClientReply* ReplyOf(int tag) const {
+    for (const auto& [t, r] : replies_) {
+      if (t == tag) return &r;
+    }
+    return nullptr;
+  }
+  // The background upstream refuses every WRITE with `status`, round after
+  // round, until nothing is buffered (the data is given up on) or 40 rounds.
+  void RefuseUntilGivenUp(nfsstat3 status) {
+    for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
+      Advance(std::chrono::seconds(31));
+      for (int i = bg_.Pending(); i >= 0; i = bg_.Pending()) {
+        bg_.Answer(static_cast<size_t>(i), WriteFail(status));
+      }
+    }
   }
   // Flushes what is buffered and answers the background upstream.
   void FlushAndAnswer() {

@@ -40,12 +40,6 @@ class ReplayTest : public JournalTest {
     }
     return out;
   }
-  const ClientReply* ReplyOf(int tag) const {
-    for (const auto& [t, r] : replies_) {
-      if (t == tag) return &r;
-    }
-    return nullptr;
-  }
   // Acknowledged record far from the others whose background WRITE stays
   // unanswered: it holds every newer record of the file in the journal
   // (records go in order per file). Returns its bg_ call.
