@@ -195,7 +195,11 @@ class WriteJournal::Store {
   void RequeueRemovals(std::deque<Op>& ops) {
     std::deque<Op> again;
     for (Op& op : ops) {
-      if (op.remove) again.push_back(Op{std::move(op.key), std::string(), true, {}});
+      // The verifier's new value too: lost data must not come back to the
+      // old one at the next start.
+      if (op.remove || op.key == kMetaKey) {
+        again.push_back(Op{std::move(op.key), std::move(op.value), op.remove, {}});
+      }
     }
     if (again.empty()) return;
     std::unique_lock<std::mutex> l(mu_);

@@ -255,13 +255,17 @@ bool WritePath::KeepsAcknowledged(const Piece& p) const {
   // or those this piece replaced, were answered from the journal. A record
   // of a write that was not keeps what that write replaced: looked at in
   // turn (a chain of such writes is as long as the overwrites in a row).
+  // Each record once: overlapping overwrites reach one by many paths.
   std::vector<uint64_t> todo = p.records;
+  std::unordered_set<uint64_t> seen(todo.begin(), todo.end());
   while (!todo.empty()) {
     const uint64_t r = todo.back();
     todo.pop_back();
     if (!unacknowledged_.contains(r)) return true;
     if (auto o = overwritten_.find(r); o != overwritten_.end()) {
-      todo.insert(todo.end(), o->second.begin(), o->second.end());
+      for (uint64_t older : o->second) {
+        if (seen.insert(older).second) todo.push_back(older);
+      }
     }
   }
   return false;

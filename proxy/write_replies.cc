@@ -186,6 +186,19 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   const bool give_up = before >= kMaxKeptRefusals;
   const bool keep = status != NFS3ERR_STALE && write_back && !give_up;
   bool acked = false, kept = false, lost = false;
+  if (write_back && !keep && status != NFS3ERR_STALE) {
+    // Data answered UNSTABLE from the journal is about to be lost: the
+    // journal's new verifier is queued before the removal of its records,
+    // so that no disk holds the one without the other.
+    bool answered = false;
+    EachOf(f.pieces, which, [&](auto it) {
+      answered |= it->second.acked && KeepsAcknowledged(it->second);
+    });
+    if (answered) {
+      options_.journal->ChangeVerifier();
+      stats_.verifier_changes++;
+    }
+  }
   EachOf(f.pieces, which, [&](auto it) {
     const bool acknowledged = write_back && KeepsAcknowledged(it->second);
     if (keep && acknowledged) {
@@ -195,7 +208,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       return;
     }
     lost |= acknowledged;
-    acked |= it->second.acked;
+    // On a write_back export, bytes answered from the buffer are those
+    // answered from the journal (see above).
+    acked |= it->second.acked && !write_back;
     for (uint64_t r : it->second.records) {
       if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
     }
@@ -225,15 +240,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
   stats_.errors++;
   f.error = status;
-  if (acknowledged && status != NFS3ERR_STALE && f.exp->config().write_back &&
-      options_.journal != nullptr) {
-    // Data answered from the journal is lost. Its verifier is kept across
-    // restarts, which a change per file could not be: the journal makes a
-    // new one, and every client of journaled exports resends what it has
-    // not committed (as after a server restart).
-    options_.journal->ChangeVerifier();
-    stats_.verifier_changes++;
-  } else if (acknowledged && status != NFS3ERR_STALE) {
+  // (On a write_back export, DropAndFail changes the journal's verifier:
+  // it is kept across restarts, which a change per file could not be.)
+  if (acknowledged && status != NFS3ERR_STALE) {
     // Data answered from the buffer is lost, and the error reaches only the
     // next WRITE or COMMIT of the file: every other client that wrote it
     // must learn it too. A new write verifier for the file does that, as a
