@@ -63,23 +63,17 @@ void WritePath::ArmWindowEnd(File& f) {
 }
 
 std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
-  if (f.exp->config().write_back && options_.journal) return JournalVerf(f.fh);
+  // The journal's: one for every file, changed by a loss, kept across
+  // restarts.
+  if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
   if (!f.exp->config().write_behind) return f.upstream_verf;
-  return WithLost(verifier_, f.fh);
-}
-
-std::array<char, 8> WritePath::WithLost(std::array<char, 8> v, const std::string& fh) const {
-  // A file that lost answered data: the verifier, changed by how many times
-  // (never back to it: the count is at least 1).
-  if (const uint64_t* lost = lost_.Peek(fh)) {
+  std::array<char, 8> v = verifier_;
+  // A file that lost answered data: the shared verifier, changed by how
+  // many times (never back to it: the count is at least 1).
+  if (const uint64_t* lost = lost_.Peek(f.fh)) {
     for (int i = 0; i < 8; ++i) v[i] = static_cast<char>(v[i] ^ static_cast<char>(*lost >> (8 * i)));
   }
   return v;
-}
-
-std::array<char, 8> WritePath::JournalVerf(const std::string& fh) const {
-  (void)fh;  // one verifier for every file: a loss changes it, kept across restarts
-  return options_.journal->verifier();
 }
 
 std::string WritePath::JournaledReply(const std::array<char, 8>& v, uint32_t count, bool stable,

@@ -172,7 +172,7 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     // Its place among the file's writes, should it wait for the upstream,
     // and the verifier of the data it joins (a loss meanwhile changes it).
     const uint64_t stamp = stamps_ + 1;  // the one Insert() gives it
-    const std::array<char, 8> verf = JournalVerf(f.fh);
+    const std::array<char, 8> verf = options_.journal->verifier();
     appending_.emplace(jseq, NFS3_OK);
     options_.journal->Append(
         JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
@@ -293,7 +293,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       WritePath& w = **self;
       if (s.ok()) {
         w.stats_.client_commits++;
-        reply(w.JournaledReply(w.JournalVerf(fh), 0, true, true));
+        reply(w.JournaledReply(w.options_.journal->verifier(), 0, true, true));
         return;
       }
       // No journal: the COMMIT waits for the data upstream, after the

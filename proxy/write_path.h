@@ -305,11 +305,6 @@ class WritePath {
                              bool commit) const;
   std::string CommitReply(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
-  // `v` changed for a file that lost answered data (lost_).
-  std::array<char, 8> WithLost(std::array<char, 8> v, const std::string& fh) const;
-  // The journal's verifier, as a write_back file's clients see it (the
-  // same for every file: a loss changes it, kept across restarts).
-  std::array<char, 8> JournalVerf(const std::string& fh) const;
   // Returns true iff any piece intersects [off, end).
   // Returns true iff [off, end) holds a piece with bytes of a write up to
   // `stamp` (Piece::seq); by default, of any write.
