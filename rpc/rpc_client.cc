@@ -91,6 +91,7 @@ int RpcClient::MakeSocket(Conn& c) {
     if (BindPort(fd, family, c.local_port)) return fd;
     NFSEDGE_LOG(kDebug) << options_.name << ": cannot reuse source port " << c.local_port;
     c.local_port = 0;
+    c.port_failures = 0;
   }
   if (options_.privileged_port) {
     if (bindresvport_sa(fd, nullptr) == 0) return fd;
@@ -179,6 +180,7 @@ void RpcClient::ConnUp(int i) {
   if (getsockname(bufferevent_getfd(c.bev.get()), local.get(), &local.len) == 0) {
     c.local_port = local.port();
   }
+  c.port_failures = 0;
   NFSEDGE_LOG(kInfo) << options_.name << ": connection " << i << " to "
                      << options_.server.ToString() << " up" << (options_.tls ? " (TLS)" : "");
   Pump();
@@ -237,8 +239,12 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
   // A connect that failed from the old source port may have met that port's
-  // TIME_WAIT: the next attempt takes any port.
-  if (!was_up) c.local_port = 0;
+  // TIME_WAIT at the server: after a few such, the next attempt takes any
+  // port.
+  if (!was_up && c.local_port != 0 && ++c.port_failures >= kSourcePortAttempts) {
+    NFSEDGE_LOG(kDebug) << options_.name << ": giving up source port " << c.local_port;
+    c.local_port = 0;
+  }
   c.state = Conn::State::kDown;
   AbortOnClose(c.bev.get());
   c.bev.reset();

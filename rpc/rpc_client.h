@@ -40,6 +40,9 @@
 namespace nfsedge {
 
 inline constexpr int kMaxConnectionLosses = 3;
+// Connects a lost connection tries from its old source port (so that the
+// server's duplicate request cache knows the resent calls) before any port.
+inline constexpr int kSourcePortAttempts = 3;
 inline constexpr int kMaxRetransmits = 3;
 
 struct ClientOptions {
@@ -155,6 +158,7 @@ class RpcClient : public RpcCaller {
     Duration backoff{};
     size_t outstanding = 0;
     uint16_t local_port = 0;  // source port of the last good connection
+    int port_failures = 0;    // failed connects from local_port since it was up
     uint32_t probe_xid = 0;
   };
   struct ConnArg {

@@ -48,10 +48,11 @@ class RpcClientTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     port_ = *p;
   }
-  void StartClient(ClientOptions o) {
+  void StartClient(ClientOptions o, Duration reconnect_min = std::chrono::milliseconds(10),
+                   Duration reconnect_max = std::chrono::milliseconds(50)) {
     o.server = *ResolveAddress("127.0.0.1", port_);
-    o.reconnect_min = std::chrono::milliseconds(10);
-    o.reconnect_max = std::chrono::milliseconds(50);
+    o.reconnect_min = reconnect_min;
+    o.reconnect_max = reconnect_max;
     client_ = std::make_unique<RpcClient>(loop_.base(), o);
     client_->Start();
   }
@@ -233,6 +234,27 @@ TEST_F(RpcClientTest, CallThatKeepsLosingItsConnectionFails) {
   });
   Send("after", 2);  // the connection is usable again
   EXPECT_EQ(Wait(2), "after");
+}
+
+TEST_F(RpcClientTest, ReconnectKeepsItsSourcePortThroughAFailedConnect) {
+  StartServer();
+  const uint16_t port = port_;
+  StartClient(ClientOptions{}, std::chrono::milliseconds(200), std::chrono::milliseconds(200));
+  loop_.Start();
+  Send("before", 1);
+  EXPECT_EQ(Wait(1), "before");
+  // The server goes away: the reconnect 200 ms later is refused; the next,
+  // 200 ms after that, finds it back.
+  loop_.RunSync([&] { server_.reset(); });
+  usleep(300000);
+  loop_.RunSync([&] { StartServer(port); });
+  Send("after", 2);
+  EXPECT_EQ(Wait(2), "after");
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_ports.size(), 2u);
+    EXPECT_EQ(handler_.seen_ports[0], handler_.seen_ports[1]);
+    EXPECT_GE(client_->stats().reconnects, 2u);
+  });
 }
 
 TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
