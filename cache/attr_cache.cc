@@ -98,6 +98,12 @@ std::optional<fattr3> AttrCache::GetExpired(std::string_view handle) {
   return e->attr;
 }
 
+std::optional<fattr3> AttrCache::Latest(std::string_view handle) {
+  const Entry* e = lru_.Peek(handle);
+  if (e == nullptr || e->floor_only || e->ambiguous || e->conflicted) return std::nullopt;
+  return e->attr;
+}
+
 std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
   if (e == nullptr || e->floor_only) return std::nullopt;

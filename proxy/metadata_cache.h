@@ -81,6 +81,9 @@ class MetadataCache {
   bool ServeStale(const Export& exp) const;
   // The attributes of `fh`, fresh or past their lifetime (for ServeStale).
   std::optional<fattr3> ExpiredAttributes(std::string_view fh) { return attrs_.GetExpired(fh); }
+  // The latest attributes of `fh` the upstream gave, fresh or not (see
+  // AttrCache::Latest).
+  std::optional<fattr3> LatestAttributes(std::string_view fh) { return attrs_.Latest(fh); }
   // Counts an answer of procedure `proc` given from expired entries.
   void NoteStaleAnswer(uint32_t proc) { stale_answers_[proc]++; }
   // Answers given from expired entries during outages, by procedure.

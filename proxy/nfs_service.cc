@@ -190,10 +190,10 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
 
 void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                        const std::shared_ptr<XdrBox>& args, const Export& export_ref,
-                       const OpaqueAuth& cred) {
+                       const OpaqueAuth& cred, uint64_t before) {
   NfsProcStats& st = stats_[p.proc];
   const Export* exp = &export_ref;
-  if (write_path_ && ServeWrites(p, call, args, *exp, cred)) return;
+  if (write_path_ && ServeWrites(p, call, args, *exp, cred, before)) return;
   ParkForOutage(p, call, args, *exp, cred);
   if (read_path_ && p.proc == NFSPROC3_READ && IsCacheableCred(cred)) {
     const auto* a = static_cast<const READ3args*>(args->get());
@@ -211,8 +211,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
-      if (HoldForBufferedWrites(p, *r, [this, &p, call, args, exp, cred] {
-            Serve(p, call, args, *exp, cred);
+      if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args, exp, cred](uint64_t at) {
+            Serve(p, call, args, *exp, cred, at);
           })) {
         return;
       }
@@ -303,7 +303,7 @@ void NfsService::ServeStaleOnly(const NfsProc& p, const std::shared_ptr<Incoming
   }
   std::optional<std::string> r = cache_->Answer(p, args->get(), exp, CredKeyOf(cred));
   // A LOOKUP naming a file with buffered writes waits for the flush instead.
-  if (!r || HoldForBufferedWrites(p, *r, [] {})) return;
+  if (!r || HoldForBufferedWrites(p, *r, UINT64_MAX, [](uint64_t) {})) return;
   stats_[p.proc].cache_answers++;
   call->ReplySuccess(*r);
 }
@@ -485,12 +485,14 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   }
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
+    if (p.proc == NFSPROC3_CREATE) HideUnsentWrites(&r);
     LearnAndSpeculate(p, args->get(), &r, exp, cred);
     const Export* e = &exp;
-    if (HoldForBufferedWrites(p, r.results(), [this, &p, call, args, e, cred, joined] {
-          Serve(p, call, args, *e, cred);
-          for (const auto& j : joined) Serve(p, j, args, *e, cred);
-        })) {
+    if (HoldForBufferedWrites(p, r.results(), UINT64_MAX,
+                              [this, &p, call, args, e, cred, joined](uint64_t at) {
+                                Serve(p, call, args, *e, cred, at);
+                                for (const auto& j : joined) Serve(p, j, args, *e, cred, at);
+                              })) {
       return;
     }
   }
@@ -543,10 +545,23 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   PostProcess(p, exp, reply);
 }
 
+void NfsService::SetWritePath(WritePath* write_path) {
+  write_path_ = write_path;
+  if (write_path_ && cache_) {
+    write_path_->SetAttributeSource(
+        [this](std::string_view fh) { return cache_->LatestAttributes(fh); });
+  }
+}
+
 bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                              const std::shared_ptr<XdrBox>& args, const Export& exp,
-                             const OpaqueAuth& cred) {
+                             const OpaqueAuth& cred, uint64_t before) {
   const Export* e = &exp;
+  // A call held for buffered writes is served again once those are
+  // upstream; writes that came after it do not hold it again (a writer that
+  // keeps appending must not hold a reader for as long as it writes).
+  const uint64_t at = std::min(before, write_path_->last_stamp());
+  auto again = [this, &p, call, args, e, cred, at] { Serve(p, call, args, *e, cred, at); };
   auto reply = [call](std::string results) { call->ReplySuccess(results); };
   auto forward = [this, &p, call, args, e, cred] { Forward(p, call, args, *e, cred); };
   switch (p.proc) {
@@ -572,16 +587,16 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
     case NFSPROC3_CREATE: {
       // An UNCHECKED CREATE that sets the size truncates a file of that
       // name that exists: its buffered writes go upstream first, as for a
-      // SETATTR, lest they land after the truncation.
+      // SETATTR, lest they land after the truncation. (Any other CREATE
+      // that answers such a file answers it without attributes:
+      // HideUnsentWrites.)
       const auto* a = static_cast<const CREATE3args*>(args->get());
       if (!cache_ || a->how.mode != UNCHECKED ||
           !a->how.createhow3_u.obj_attributes.size.set_it) {
         return false;
       }
       const std::string child = cache_->KnownChild(a->where);
-      return !child.empty() &&
-             write_path_->Hold(child, /*stable=*/true,
-                               [this, &p, call, args, e, cred] { Serve(p, call, args, *e, cred); });
+      return !child.empty() && write_path_->Hold(child, /*stable=*/true, again, before);
     }
     case NFSPROC3_COMMIT:
       write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, reply,
@@ -596,16 +611,37 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       p.arg_handles(args->get(), &fhs);
       // SETATTR waits until the data is stable upstream: a size change or a
       // time set must not be undone by data sent after it.
-      return write_path_->Hold(HandleBytes(*fhs[0]), p.proc == NFSPROC3_SETATTR,
-                               [this, &p, call, args, e, cred] { Serve(p, call, args, *e, cred); });
+      return write_path_->Hold(HandleBytes(*fhs[0]), p.proc == NFSPROC3_SETATTR, again, before);
     }
     default:
       return false;
   }
 }
 
+void NfsService::HideUnsentWrites(RpcReply* reply) {
+  // A CREATE that found the name taken (UNCHECKED) answers the file there:
+  // if the proxy holds writes of it the upstream does not have yet, its
+  // attributes would not show them (DESIGN rule 4). They are left out
+  // (post-op attributes are optional); the CREATE is not sent again to
+  // learn them, as it is not idempotent.
+  if (!write_path_) return;
+  XdrValue<CREATE3res> res(reinterpret_cast<xdrproc_t>(xdr_CREATE3res));
+  if (!res.Decode(reply->results()) || res->status != NFS3_OK) return;
+  CREATE3resok& ok = res->CREATE3res_u.resok;
+  if (!ok.obj.handle_follows || !ok.obj_attributes.attributes_follow ||
+      !write_path_->Unsent(HandleBytes(ok.obj.post_op_fh3_u.handle))) {
+    return;
+  }
+  ok.obj_attributes.attributes_follow = FALSE;
+  std::string results;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_CREATE3res), &res.get(), &results);
+  reply->record.resize(reply->header.results_offset);
+  reply->record += results;
+}
+
 bool NfsService::HoldForBufferedWrites(const NfsProc& p, std::string_view results,
-                                       const std::function<void()>& retry) {
+                                       uint64_t before,
+                                       const std::function<void(uint64_t)>& retry) {
   // LOOKUP and READDIRPLUS carry the attributes of other files than their
   // arguments'; those of a file whose writes are still in the proxy's
   // buffer would not show them (DESIGN rule 4).
@@ -618,9 +654,13 @@ bool NfsService::HoldForBufferedWrites(const NfsProc& p, std::string_view result
   if (!box.Decode(results)) return false;
   std::vector<const nfs_fh3*> fhs;
   p.result_handles(box.get(), &fhs);
+  // Held on the first such file; the retry checks the others again, for
+  // the writes up to the same stamp.
+  const uint64_t at = std::min(before, write_path_->last_stamp());
   for (const nfs_fh3* fh : fhs) {
-    // Held on the first such file; the retry checks the others again.
-    if (write_path_->Hold(HandleBytes(*fh), false, retry)) return true;
+    if (write_path_->Hold(HandleBytes(*fh), false, [retry, at] { retry(at); }, before)) {
+      return true;
+    }
   }
   return false;
 }

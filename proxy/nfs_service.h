@@ -81,7 +81,9 @@ class NfsService : public RpcProgram {
   // Tree-walk prefetch after client listings; null = none.
   void SetPrefetcher(Prefetcher* prefetcher) { prefetcher_ = prefetcher; }
   // Write gathering and write-behind; null = WRITE and COMMIT are forwarded.
-  void SetWritePath(WritePath* write_path) { write_path_ = write_path; }
+  // The write path's replies take the file's latest attributes from the
+  // cache when they are newer than its own (a SETATTR went by).
+  void SetWritePath(WritePath* write_path);
   // The upstream's outage began (`out`) or ended (OutageDetector's
   // listener). At the start, the GETATTR, ACCESS, LOOKUP and READ calls
   // waiting for the upstream on exports with serve_stale_on_outage are
@@ -105,21 +107,28 @@ class NfsService : public RpcProgram {
   // The key under which identical read-only calls share one upstream call.
   static std::string FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args);
   // Answers an admitted call: from the cache, by joining a call in flight,
-  // or by forwarding it upstream.
+  // or by forwarding it upstream. `before`: the call was held for buffered
+  // writes (WritePath::Hold) at that write stamp; later writes do not hold
+  // it again.
   void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-             const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
+             const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred,
+             uint64_t before = UINT64_MAX);
   // Returns true iff the write path took the call: WRITE and COMMIT, and a
-  // READ, GETATTR or SETATTR held until buffered writes of its file are
-  // upstream (DESIGN rule 4; Serve runs again then).
+  // READ, GETATTR, ACCESS, LINK, SETATTR or CREATE held until buffered
+  // writes of its file are upstream (DESIGN rule 4; Serve runs again then).
   bool ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                    const std::shared_ptr<XdrBox>& args, const Export& exp,
-                   const OpaqueAuth& cred);
+                   const OpaqueAuth& cred, uint64_t before);
   // Returns true iff the successful `results` of a LOOKUP or READDIRPLUS
-  // name a file whose writes the write path still buffers: `retry` (which
-  // serves the call again) then runs once the upstream has them, so that
-  // no answer shows that file's attributes without its writes.
-  bool HoldForBufferedWrites(const NfsProc& p, std::string_view results,
-                             const std::function<void()>& retry);
+  // name a file whose writes (up to stamp `before`) the write path still
+  // buffers: `retry` (which serves the call again, given the stamp it was
+  // held at) then runs once the upstream has them, so that no answer shows
+  // that file's attributes without its writes.
+  bool HoldForBufferedWrites(const NfsProc& p, std::string_view results, uint64_t before,
+                             const std::function<void(uint64_t)>& retry);
+  // Leaves out the file's attributes from a CREATE's successful reply that
+  // names a file whose writes the proxy holds and the upstream lacks.
+  void HideUnsentWrites(RpcReply* reply);
   // Sends an admitted READDIR upstream as a READDIRPLUS ("bulk getattr":
   // it fills the attribute and name caches and the directory cache) and
   // answers it with the entries converted to READDIR3res within the

@@ -100,9 +100,9 @@ std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) co
   WRITE3res res{};
   res.status = NFS3_OK;
   WRITE3resok& ok = res.WRITE3res_u.resok;
-  if (stable && f.attr && !f.attr_ambiguous) {
+  if (std::optional<fattr3> attr = stable ? ReplyAttr(f) : std::nullopt) {
     ok.file_wcc.after.attributes_follow = TRUE;
-    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+    ok.file_wcc.after.post_op_attr_u.attributes = *attr;
   }
   ok.count = count;
   ok.committed = stable ? FILE_SYNC : UNSTABLE;
@@ -117,15 +117,36 @@ std::string WritePath::CommitReply(const File& f) const {
   COMMIT3res res{};
   res.status = NFS3_OK;
   COMMIT3resok& ok = res.COMMIT3res_u.resok;
-  if (f.attr && !f.attr_ambiguous) {
+  if (std::optional<fattr3> attr = ReplyAttr(f)) {
     ok.file_wcc.after.attributes_follow = TRUE;
-    ok.file_wcc.after.post_op_attr_u.attributes = *f.attr;
+    ok.file_wcc.after.post_op_attr_u.attributes = *attr;
   }
   std::array<char, 8> v = ReplyVerf(f);
   std::copy(v.begin(), v.end(), ok.verf);
   std::string out;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
   return out;
+}
+
+std::optional<fattr3> WritePath::ReplyAttr(const File& f) const {
+  // Those of the file's last upstream WRITE or COMMIT (reset when one came
+  // without them), or the cache's if newer (a SETATTR or another call went
+  // by since): the upstream's view after every byte it was sent.
+  // Bytes answered to a client that the upstream does not have yet would
+  // not show in them.
+  if (!f.attr || f.attr_ambiguous) return std::nullopt;
+  for (const auto& [off, p] : f.pieces) {
+    if (p.state != Piece::kWritten && (p.acked || (!p.records.empty() && KeepsAcknowledged(p)))) {
+      return std::nullopt;
+    }
+  }
+  if (attributes_) {
+    if (std::optional<fattr3> latest = attributes_(f.fh);
+        latest && CompareCtime(*latest, *f.attr) > 0) {
+      return latest;
+    }
+  }
+  return f.attr;
 }
 
 void WritePath::Split(File& f, uint64_t at) {
@@ -295,7 +316,12 @@ uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
 }
 
 void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
-  if (!w.after.attributes_follow) return;
+  if (!w.after.attributes_follow) {
+    // What the file looks like after this call is not known.
+    f.attr.reset();
+    f.attr_ambiguous = false;
+    return;
+  }
   const fattr3& a = w.after.post_op_attr_u.attributes;
   const int order = f.attr ? CompareCtime(a, *f.attr) : 1;
   if (solo || order > 0) {

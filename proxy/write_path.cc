@@ -114,6 +114,14 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     return;
   }
   const uint64_t n = std::min<uint64_t>(a.count, a.data.data_len);
+  if (n == 0 && !may_buffer) {
+    // RFC 1813: a WRITE of no bytes succeeds "barring errors due to
+    // permissions checking": without evidence, the upstream checks (after
+    // what the proxy holds of the file, whose attributes it answers).
+    stats_.forwarded++;
+    if (!Hold(fh, false, forward)) forward();
+    return;
+  }
   if (n > kToEnd - a.offset) {
     // Past the largest offset: no file holds it (RFC 1813: NFS3ERR_FBIG).
     reply(WriteError(NFS3ERR_FBIG));
@@ -157,6 +165,18 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
                        bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
   uint64_t pending_jseq = 0;
+  // Bytes of another caller that this write replaces go upstream first:
+  // the upstream judges each caller's own writes (the older one may have
+  // been taken without evidence that it may write), and a refusal reaches
+  // its writer (Flight::spans).
+  auto it = f.pieces.upper_bound(offset);
+  if (it != f.pieces.begin()) --it;
+  bool other = false;
+  for (; it != f.pieces.end() && it->first < offset + data.size(); ++it) {
+    other |= it->first + it->second.data.size() > offset && it->second.state == Piece::kDirty &&
+             !SameCred(it->second.cred, cred);
+  }
+  if (other && !f.retry_scheduled) SendDirty(f, true, false);
   // On a write_back export every write is appended to the journal: one the
   // ACCESS cache proves the upstream will take (`journal`) is answered from
   // it; any other is answered once stable upstream, its record there only
@@ -335,14 +355,22 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   Pump(f);
 }
 
-bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> then) {
+bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> then,
+                     uint64_t before) {
   auto it = files_.find(std::string(fh));
-  if (it == files_.end() || BarrierMet(*it->second, stable, it->second->seq)) return false;
-  stats_.barriers++;
+  if (it == files_.end()) return false;
   // It waits for the writes that came before it, not for those after.
-  it->second->barriers.push_back(Barrier{stable, it->second->seq, std::move(then)});
+  const uint64_t stamp = std::min(it->second->seq, before);
+  if (BarrierMet(*it->second, stable, stamp)) return false;
+  stats_.barriers++;
+  it->second->barriers.push_back(Barrier{stable, stamp, std::move(then)});
   Pump(*it->second);
   return true;
+}
+
+bool WritePath::Unsent(std::string_view fh) const {
+  auto it = files_.find(std::string(fh));
+  return it != files_.end() && !BarrierMet(*it->second, false, UINT64_MAX);
 }
 
 bool WritePath::BarrierMet(const File& f, bool stable, uint64_t stamp) {
@@ -408,21 +436,17 @@ void WritePath::CloseWindow(const std::string& fh, uint64_t gen) {
 
 size_t WritePath::AnswerWaiters(File& f) {
   size_t answered = 0;
-  if (f.error != NFS3_OK && !f.waiters.empty()) {
-    // The error reaches the clients waiting; their data may not be there.
-    const nfsstat3 e = f.error;
-    f.error = NFS3_OK;
-    for (Waiter& w : f.waiters) {
-      std::string r = w.commit ? CommitError(e) : WriteError(e);
-      f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
-    }
-    f.waiters.clear();
-  }
-  while (!f.waiters.empty() && !appending_.contains(f.waiters.front().jseq) &&
-         !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp)) {
+  // In arrival order: a client whose bytes the upstream refused gets the
+  // error in its turn (DropAndFail), the others once theirs are stable.
+  while (!f.waiters.empty() &&
+         (f.waiters.front().error != NFS3_OK ||
+          (!appending_.contains(f.waiters.front().jseq) &&
+           !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp)))) {
     Waiter& w = f.waiters.front();
     std::string r;
-    if (w.commit) {
+    if (w.error != NFS3_OK) {
+      r = w.commit ? CommitError(w.error) : WriteError(w.error);
+    } else if (w.commit) {
       stats_.client_commits++;
       r = CommitReply(f);
     } else {
@@ -591,8 +615,10 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
   w.WriteU32(static_cast<uint32_t>(len));
   const size_t data_at = wire.size();
   OpaqueAuth cred;
+  std::vector<Span> spans;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < off + len; ++it) {
     if (wire.size() == data_at) cred = it->second.cred;
+    spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
     wire.append(it->second.data);
     it->second.state = Piece::kSending;
     it->second.flight = id;
@@ -613,8 +639,8 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     return false;
   }
   const bool solo = f.flights.empty() && f.commit_id == 0;
-  f.flights.push_back(
-      Flight{id, off, len, cred, clock_.MonoNow(), sync, lone, solo, ++f.calls_sent});
+  f.flights.push_back(Flight{id, off, len, cred, clock_.MonoNow(), sync, lone, solo,
+                            ++f.calls_sent, std::move(spans), stamps_});
   if (urgent) {
     f.urgent_flights++;
     if (lone) f.lone_flights++;

@@ -180,9 +180,23 @@ class WritePath {
   void Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
               ForwardFn forward);
   // Returns false iff the upstream has every byte of `fh` the proxy holds
-  // (with `stable`: the proxy holds none); else holds the caller's call,
-  // flushes, and runs `then` once that is so.
-  bool Hold(std::string_view fh, bool stable, std::function<void()> then);
+  // (with `stable`: the proxy holds none) of the writes that came up to
+  // now, or up to stamp `before` if earlier; else holds the caller's call,
+  // flushes, and runs `then` once that is so. A call held once is served
+  // again with `before` = the stamp it was held at (last_stamp()), so that
+  // writes after it do not hold it again.
+  bool Hold(std::string_view fh, bool stable, std::function<void()> then,
+            uint64_t before = UINT64_MAX);
+  // Where the latest attributes the upstream gave for a file are known
+  // (the metadata cache): a reply the write path makes carries them when
+  // newer than those of its own last upstream call for the file.
+  using AttributeSource = std::function<std::optional<fattr3>(std::string_view fh)>;
+  void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
+  // Returns true iff the proxy holds bytes of `fh` that the upstream does
+  // not have yet.
+  bool Unsent(std::string_view fh) const;
+  // The stamp of the latest write taken, of any file.
+  uint64_t last_stamp() const { return stamps_; }
   // Learns the server's preferred and largest write sizes.
   void LearnFsinfo(std::string_view results);
   // New buffer bounds, flush delay and background WRITEs (a reload). Writes
@@ -207,6 +221,7 @@ class WritePath {
   struct Piece;
   struct Waiter;
   struct Barrier;
+  struct Span;
   struct Flight;
   struct File;
   struct Blocked;
@@ -283,11 +298,16 @@ class WritePath {
   // (KeepsAcknowledged), are kept instead, unless the file is gone
   // (STALE), and sent again after a delay that doubles with each refusal
   // in a row, for up to kMaxKeptRefusals refusals.
-  void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which);
+  // The clients waiting whose bytes were refused get `status` in their
+  // turn: those over a piece dropped, and (`flight`: a refused WRITE) those
+  // whose bytes it carried, unless kept; a refusal of one writer's bytes is
+  // not another's. Nobody waiting told: the file's next WRITE or COMMIT is.
+  void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which,
+                   const Flight* flight = nullptr);
   // The upstream refused the file's data with `status`; `acknowledged`:
   // some of the data dropped had been answered from the buffer; `kept`:
-  // some was kept for another try.
-  void Failed(File& f, nfsstat3 status, bool acknowledged, bool kept = false);
+  // some was kept for another try; `told`: clients waiting were given it.
+  void Failed(File& f, nfsstat3 status, bool acknowledged, bool kept, bool told);
   // Sends nothing of the file for `delay` (by default kRetryDelay); then
   // what is dirty goes as it would have.
   void RetryLater(File& f);
@@ -304,6 +324,10 @@ class WritePath {
   std::string JournaledReply(const std::array<char, 8>& verf, uint32_t count, bool stable,
                              bool commit) const;
   std::string CommitReply(const File& f) const;
+  // The post-op attributes of a reply the write path makes for the file:
+  // none unless the upstream's latest for it are known, and the upstream
+  // has every byte of it the proxy answered (DESIGN rule 4).
+  std::optional<fattr3> ReplyAttr(const File& f) const;
   std::array<char, 8> ReplyVerf(const File& f) const;
   // Returns true iff any piece intersects [off, end).
   // Returns true iff [off, end) holds a piece with bytes of a write up to
@@ -323,6 +347,7 @@ class WritePath {
   RpcCaller& background_caller_;
   ScheduleFn schedule_;
   LearnFn learn_;
+  AttributeSource attributes_;
   WritePathOptions options_;
   std::array<char, 8> verifier_;
   uint32_t write_size_;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,8 +32,13 @@ constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
 // Clean files kept for their gathering history at most.
 constexpr size_t kMaxIdleFiles = 4096;
 
+// The same caller as the upstream sees it: an AUTH_SYS credential's stamp
+// (its first word, which clients such as Linux change with the time) does
+// not count, so one writer's writes merge across a change of it.
 inline bool SameCred(const OpaqueAuth& a, const OpaqueAuth& b) {
-  return a.flavor == b.flavor && a.body == b.body;
+  if (a.flavor != b.flavor) return false;
+  if (a.flavor != kAuthSys || a.body.size() < 4 || b.body.size() < 4) return a.body == b.body;
+  return std::string_view(a.body).substr(4) == std::string_view(b.body).substr(4);
 }
 
 // -1, 0, 1: a's ctime is older than, equal to, newer than b's.
@@ -111,6 +117,9 @@ struct WritePath::Waiter {
   // A write not answered from the journal: its record, answered once the
   // journal has written it (or refused it) too (appending_).
   uint64_t jseq = 0;
+  // The upstream refused its bytes (DropAndFail): answered with this in
+  // its turn.
+  nfsstat3 error = NFS3_OK;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came
@@ -119,6 +128,12 @@ struct WritePath::Barrier {
   bool stable = false;
   uint64_t stamp = 0;
   std::function<void()> then;
+};
+
+struct WritePath::Span {
+  uint64_t off = 0;
+  uint64_t end = 0;
+  uint64_t seq = 0;
 };
 
 struct WritePath::Flight {
@@ -131,6 +146,11 @@ struct WritePath::Flight {
   bool lone = false;  // a lone file's write: later writes need not wait for it
   bool solo = false;  // sent with nothing else of the file upstream
   uint64_t seq = 0;   // the file's calls sent before and with it
+  // Whose bytes it carries: its pieces' ranges and stamps (Piece::seq) as
+  // sent, and the last write stamp then. A refusal reaches the writes
+  // among them even if newer bytes have replaced theirs in the buffer.
+  std::vector<Span> spans;
+  uint64_t sent_stamp = 0;
 };
 
 struct WritePath::File {

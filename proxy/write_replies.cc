@@ -71,13 +71,13 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   auto sent_in_it = [id](const Piece& p) { return p.state == Piece::kSending && p.flight == id; };
   auto each = [&f, &sent_in_it](auto fn) { EachOf(f.pieces, sent_in_it, fn); };
   if (Denied(r)) {
-    DropAndFail(f, NFS3ERR_ACCES, sent_in_it);
+    DropAndFail(f, NFS3ERR_ACCES, sent_in_it, &flight);
   } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
-    DropAndFail(f, res->status, sent_in_it);
+    DropAndFail(f, res->status, sent_in_it, &flight);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
     LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
@@ -89,7 +89,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       if (!f.retry_scheduled) f.no_progress++;
       if (f.no_progress >= kMaxNoProgress) {
         f.no_progress = 0;
-        DropAndFail(f, NFS3ERR_IO, sent_in_it);
+        DropAndFail(f, NFS3ERR_IO, sent_in_it, &flight);
       } else {
         each([](auto it) { it->second.state = Piece::kDirty; });
         RetryLater(f);
@@ -171,7 +171,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
 }
 
 void WritePath::DropAndFail(File& f, nfsstat3 status,
-                            const std::function<bool(const Piece&)>& which) {
+                            const std::function<bool(const Piece&)>& which, const Flight* flight) {
   // Bytes acknowledged from the edge journal are stable by the proxy's
   // promise: they stay (in the buffer and the journal) and go again later,
   // unless the file is gone, for kMaxKeptRefusals refusals in a row: a
@@ -186,6 +186,13 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   const bool give_up = before >= kMaxKeptRefusals;
   const bool keep = status != NFS3ERR_STALE && write_back && !give_up;
   bool acked = false, kept = false, lost = false;
+  // Whose bytes were refused: the pieces dropped, and what the refused
+  // WRITE carried (bytes newer writes replaced since included), unless
+  // kept for another try.
+  // (A write that came after the WRITE was sent had none of its bytes in
+  // it.)
+  std::vector<Span> carried, dropped;
+  if (flight != nullptr && !keep) carried = flight->spans;
   if (write_back && !keep && status != NFS3ERR_STALE) {
     // Data answered UNSTABLE from the journal is about to be lost: the
     // journal's new verifier is queued before the removal of its records,
@@ -214,8 +221,22 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     for (uint64_t r : it->second.records) {
       if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
     }
+    dropped.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
     Erase(f, it);
   });
+  // A gone file fails every write waiting on it.
+  bool told = false;
+  for (Waiter& w : f.waiters) {
+    auto over = [&w](const Span& s) { return s.off < w.end && w.off < s.end && s.seq <= w.stamp; };
+    bool theirs = status == NFS3ERR_STALE || std::any_of(dropped.begin(), dropped.end(), over);
+    if (flight != nullptr && w.stamp <= flight->sent_stamp) {
+      theirs |= std::any_of(carried.begin(), carried.end(), over);
+    }
+    if (theirs && w.error == NFS3_OK) {
+      w.error = status;
+      told = true;
+    }
+  }
   if (lost && status != NFS3ERR_STALE) {
     NFSEDGE_LOG(kError) << "write path: upstream error " << status << " on writes acknowledged "
                         << "from the edge journal, " << f.refusals
@@ -225,7 +246,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     f.refusals = 0;
     f.refusal_counted = false;
   }
-  Failed(f, status, acked, kept);
+  Failed(f, status, acked, kept, told);
   if (kept) {
     // Counted once a round (several WRITEs of the file may be refused).
     if (!f.refusal_counted) {
@@ -237,9 +258,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   }
 }
 
-void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept) {
+void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept, bool told) {
   stats_.errors++;
-  f.error = status;
+  if (!told) f.error = status;
   // (On a write_back export, DropAndFail changes the journal's verifier:
   // it is kept across restarts, which a change per file could not be.)
   if (acknowledged && status != NFS3ERR_STALE) {

@@ -1,0 +1,400 @@
+// Write-behind as the rest of the proxy sees it (write_path_test). Each
+// test drives the proxy's NFS program (NfsService, its metadata cache and
+// the WritePath) as a client would, with an upstream that holds every call
+// until the test answers it.
+#include <rpc/xdr/nfs3.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/handle_registry.h"
+#include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
+#include "proxy/nfs_service.h"
+#include "rpc/auth_sys.h"
+#include "rpc/rpc_message.h"
+#include "rpc/rpc_server.h"
+#include "rpc/sockaddr.h"
+#include "write_path_fixture.h"
+
+namespace nfsedge::write_path_test {
+namespace {
+
+using test_xdr::Fh;
+using test_xdr::PostOp;
+using test_xdr::Xdr;
+
+constexpr uint32_t kUid = 1000;
+constexpr uint32_t kGid = 100;
+constexpr uint32_t kAllAccess = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY |
+                                ACCESS3_EXTEND | ACCESS3_DELETE | ACCESS3_EXECUTE;
+
+// A regular file of kUid, mode 0644, with `size` and ctime = mtime = `t`.
+fattr3 FileAttr(uint64_t size, uint32_t t) {
+  fattr3 a = Attr(size, t);
+  a.uid = kUid;
+  a.gid = kGid;
+  a.mode = 0644;
+  a.nlink = 1;
+  a.fileid = 42;
+  return a;
+}
+
+fattr3 DirAttr(uint32_t t) {
+  fattr3 a = Attr(512, t);
+  a.type = NF3DIR;
+  a.uid = kUid;
+  a.gid = kGid;
+  a.mode = 0755;
+  a.nlink = 2;
+  a.fileid = 2;
+  return a;
+}
+
+// Answers held call `i` of `u` with a whole reply record (RPC header and
+// `results`), as an upstream channel does: the proxy passes forwarded
+// replies on as records, with the client's xid put in.
+void Answer(HeldUpstream& u, size_t i, const std::string& results) {
+  RpcReply r;
+  r.record = EncodeAcceptedReply(4242, kSuccess) + results;
+  StatusOr<ReplyHeader> h = ParseReply(r.record);
+  ASSERT_TRUE(h.ok());
+  r.header = *h;
+  u.calls[i].answered = true;
+  u.calls[i].done(std::move(r));
+}
+
+// The proxy's NFS program with its metadata cache and write path; calls are
+// handed to it as the RPC server would, without a socket.
+class WriteServiceTest : public ::testing::Test {
+ protected:
+  WriteServiceTest()
+      : exports_(Exports()),
+        registry_(1000),
+        cache_(clock_, CacheConfig{}),
+        nfs_(exports_, registry_, up_, ServiceOptions(), &cache_) {
+    registry_.Add(dir_, 0, /*root=*/true);
+    registry_.Add(file_, 0);
+    WritePathOptions wo;
+    wo.write_size = 64 << 10;
+    wo.flush_delay = std::chrono::milliseconds(50);
+    wo.verifier = Verf{'p', 'r', 'o', 'x', 'y'};
+    wp_ = std::make_unique<WritePath>(
+        clock_, up_, bg_,
+        [this](Duration d, std::function<void()> fn) {
+          timers_.emplace(clock_.MonoNow() + d, std::move(fn));
+        },
+        [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+               const OpaqueAuth& cred) { nfs_.LearnReply(p, args, reply, exp, cred); },
+        wo);
+    nfs_.SetWritePath(wp_.get());
+    cred_ = OpaqueAuth{kAuthSys, EncodeAuthSys(AuthSys{7, "client-a", kUid, kGid, {}})};
+  }
+  ~WriteServiceTest() override { nfs_.SetWritePath(nullptr); }
+
+  // No duplicate request cache: it would take the reply hook the test
+  // reads replies by.
+  static NfsServiceOptions ServiceOptions() {
+    NfsServiceOptions o;
+    o.drc_entries = 0;
+    return o;
+  }
+
+  static std::vector<ExportConfig> Exports() {
+    ExportConfig e = MakeExport(0);
+    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    return {e};
+  }
+
+  // Hands a call to the program; returns its slot in results_ (empty until
+  // the call is answered).
+  size_t Send(uint32_t proc, const std::string& args) {
+    CallHeader h;
+    h.xid = next_xid_++;
+    h.prog = kNfsProgram;
+    h.vers = kNfsVersion;
+    h.proc = proc;
+    h.cred = cred_;
+    const std::string record = EncodeCallHeader(h) + args;
+    ParsedCall parsed = ParseCall(record);
+    EXPECT_EQ(parsed.error, CallError::kNone);
+    auto call = std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
+                                               *ResolveAddress("127.0.0.1", 700));
+    const size_t slot = results_.size();
+    results_.emplace_back();
+    call->SetReplyHook([this, slot](std::string_view reply) {
+      if (reply.empty()) return;  // destroyed unanswered
+      StatusOr<ReplyHeader> rh = ParseReply(reply);
+      EXPECT_TRUE(rh.ok() && rh->accept_stat == kSuccess);
+      if (rh.ok()) results_[slot] = std::string(reply.substr(rh->results_offset));
+    });
+    calls_.push_back(call);
+    nfs_.Handle(call);
+    return slot;
+  }
+
+  // Moves the clock by `d`, running the write path's timers that fall due.
+  void Advance(Duration d) {
+    const MonoTime until = clock_.MonoNow() + d;
+    while (!timers_.empty() && timers_.begin()->first <= until) {
+      auto it = timers_.begin();
+      clock_.Advance(it->first - clock_.MonoNow());
+      auto fn = std::move(it->second);
+      timers_.erase(it);
+      fn();
+    }
+    clock_.Advance(until - clock_.MonoNow());
+  }
+
+  // The index of the last upstream call of `proc` on `u`, or -1.
+  static int Last(const HeldUpstream& u, uint32_t proc) {
+    for (int i = static_cast<int>(u.calls.size()) - 1; i >= 0; --i) {
+      if (u.calls[static_cast<size_t>(i)].proc == proc) return i;
+    }
+    return -1;
+  }
+
+  // The client learns, through the proxy, that it may write the file: an
+  // ACCESS the upstream answers with every bit and the file's attributes.
+  void LearnAccess(const fattr3& attr) {
+    ACCESS3args a{};
+    a.object = Fh(file_);
+    a.access = kAllAccess;
+    const size_t slot = Send(NFSPROC3_ACCESS, Xdr(Proc(xdr_ACCESS3args), a));
+    const int i = Last(up_, NFSPROC3_ACCESS);
+    ASSERT_GE(i, 0);
+    ACCESS3res res{};
+    res.status = NFS3_OK;
+    res.ACCESS3res_u.resok.obj_attributes = PostOp(attr);
+    res.ACCESS3res_u.resok.access = kAllAccess;
+    Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_ACCESS3res), res));
+    ASSERT_TRUE(results_[slot].has_value());
+  }
+
+  // A client UNSTABLE WRITE of `data` at `offset`; returns its slot.
+  size_t WriteUnstable(uint64_t offset, const std::string& data) {
+    WRITE3args a{};
+    a.file = Fh(file_);
+    a.offset = offset;
+    a.count = static_cast<count3>(data.size());
+    a.stable = UNSTABLE;
+    a.data.data_val = const_cast<char*>(data.data());
+    a.data.data_len = static_cast<u_int>(data.size());
+    return Send(NFSPROC3_WRITE, Xdr(Proc(xdr_WRITE3args), a));
+  }
+
+  size_t Getattr() {
+    GETATTR3args a{};
+    a.object = Fh(file_);
+    return Send(NFSPROC3_GETATTR, Xdr(Proc(xdr_GETATTR3args), a));
+  }
+
+  size_t CommitAll() {
+    COMMIT3args a{};
+    a.file = Fh(file_);
+    return Send(NFSPROC3_COMMIT, Xdr(Proc(xdr_COMMIT3args), a));
+  }
+
+  // The post-op attributes a COMMIT reply carries, if any.
+  static std::optional<fattr3> CommitAttr(const std::string& results) {
+    XdrValue<COMMIT3res> res(Proc(xdr_COMMIT3res));
+    EXPECT_TRUE(res.Decode(results));
+    EXPECT_EQ(res->status, NFS3_OK);
+    const post_op_attr& after = res->COMMIT3res_u.resok.file_wcc.after;
+    if (res->status != NFS3_OK || !after.attributes_follow) return std::nullopt;
+    return after.post_op_attr_u.attributes;
+  }
+
+  static std::optional<fattr3> GetattrAttr(const std::string& results) {
+    XdrValue<GETATTR3res> res(Proc(xdr_GETATTR3res));
+    EXPECT_TRUE(res.Decode(results));
+    if (res->status != NFS3_OK) return std::nullopt;
+    return res->GETATTR3res_u.resok.obj_attributes;
+  }
+
+  static nfsstat3 Status(const std::string& results) {
+    return static_cast<nfsstat3>(LoadBE32(results.data()));
+  }
+
+  FakeClock clock_;
+  ExportTable exports_;
+  HandleRegistry registry_;
+  MetadataCache cache_;
+  HeldUpstream up_, bg_;
+  NfsService nfs_;
+  std::unique_ptr<WritePath> wp_;
+  std::multimap<MonoTime, std::function<void()>> timers_;
+  std::vector<std::shared_ptr<IncomingCall>> calls_;
+  std::vector<std::optional<std::string>> results_;
+  OpaqueAuth cred_;
+  uint32_t next_xid_ = 1;
+  const std::string dir_ = "DIR-HANDLE-00001";
+  const std::string file_ = "FILE-HANDLE-0001";
+};
+
+// A reader's GETATTR arrives while the file has one buffered UNSTABLE write
+// (4 KiB at 0); the proxy holds it and sends that write upstream. Meanwhile
+// the writer appends (4 KiB at 4 KiB), as a log or a copy does. Once the
+// upstream has answered the write that came before the GETATTR, the GETATTR
+// must be answered (architecture.md, "Read your writes": a held call waits
+// only for the writes that came before it, "so a writer that keeps
+// appending does not hold a reader of the file for as long as it writes").
+// Served again from the top, the held call would be held again behind the
+// newer append, and so on for every append that comes within a round trip.
+TEST_F(WriteServiceTest, HeldGetattrIsNotHeldAgainBehindWritesThatCameAfterIt) {
+  LearnAccess(FileAttr(0, 1));
+  const std::string chunk(4096, 'w');
+  const size_t w1 = WriteUnstable(0, chunk);
+  ASSERT_TRUE(results_[w1].has_value());
+  ASSERT_EQ(up_.Count(NFSPROC3_WRITE) + bg_.Count(NFSPROC3_WRITE), 0u) << "buffered";
+
+  const size_t getattr = Getattr();
+  EXPECT_FALSE(results_[getattr].has_value()) << "held for the buffered write";
+  int sent = Last(up_, NFSPROC3_WRITE);
+  ASSERT_GE(sent, 0) << "the held GETATTR sends the write at once";
+
+  uint64_t size = 4096;
+  for (int round = 0; round < 3 && !results_[getattr].has_value(); ++round) {
+    // The writer appends while the upstream WRITE is on its way...
+    const size_t w = WriteUnstable(size, chunk);
+    ASSERT_TRUE(results_[w].has_value());
+    // ...and the upstream answers the WRITE sent for the GETATTR.
+    const SentWrite s = DecodeWriteArgs(up_.calls[static_cast<size_t>(sent)].args);
+    Answer(up_, static_cast<size_t>(sent),
+           WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1,
+                   FileAttr(s.offset + s.data.size(), 2 + round)));
+    size += 4096;
+    if (results_[getattr].has_value()) break;
+    ADD_FAILURE() << "round " << round
+                  << ": every write that came before the GETATTR is upstream, yet the GETATTR "
+                     "is still held (now behind the append that came after it)";
+    const int next = Last(up_, NFSPROC3_WRITE);
+    if (next == sent) break;
+    sent = next;
+  }
+  ASSERT_TRUE(results_[getattr].has_value());
+  std::optional<fattr3> attr = GetattrAttr(*results_[getattr]);
+  ASSERT_TRUE(attr.has_value());
+  EXPECT_GE(attr->size, 4096u) << "the GETATTR shows the write that came before it";
+}
+
+// A client's UNSTABLE write is buffered and acknowledged; the flush delay
+// sends it upstream in the background, and commits it there (the COMMIT's
+// reply shows size 4096, ctime 3). Then a SETATTR truncates the file to 0
+// through the proxy (the upstream answers size 0, ctime 4), and a GETATTR
+// shows size 0. A client COMMIT that comes now (at close, or from another
+// client that wrote the file) has nothing left to wait for and is answered
+// by the proxy itself: not with the post-op attributes the background
+// COMMIT returned before the truncation (size 4096 and the old times),
+// which the client would put in its attribute cache (they come in a reply
+// newer than the SETATTR's), to see a file of 4096 bytes the server does
+// not have (DESIGN rule 5: attributes follow the freshest the upstream
+// returned; a reply made up by the proxy must not carry older ones).
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThanASetattr) {
+  LearnAccess(FileAttr(0, 1));
+  const size_t w = WriteUnstable(0, std::string(4096, 'w'));
+  ASSERT_TRUE(results_[w].has_value());
+  Advance(std::chrono::milliseconds(50));  // the flush delay
+  int bw = Last(bg_, NFSPROC3_WRITE);
+  ASSERT_GE(bw, 0);
+  Answer(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+  int bc = Last(bg_, NFSPROC3_COMMIT);
+  ASSERT_GE(bc, 0) << "the flush delay commits what it wrote";
+  Answer(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "stable upstream";
+
+  // Truncation through the proxy.
+  SETATTR3args sa{};
+  sa.object = Fh(file_);
+  sa.new_attributes.size.set_it = TRUE;
+  sa.new_attributes.size.set_size3_u.size = 0;
+  const size_t setattr = Send(NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), sa));
+  const int s = Last(up_, NFSPROC3_SETATTR);
+  ASSERT_GE(s, 0) << "nothing buffered: the SETATTR goes upstream at once";
+  SETATTR3res sr{};
+  sr.status = NFS3_OK;
+  sr.SETATTR3res_u.resok.obj_wcc.after = PostOp(FileAttr(0, 4));
+  Answer(up_, static_cast<size_t>(s), Xdr(Proc(xdr_SETATTR3res), sr));
+  ASSERT_TRUE(results_[setattr].has_value());
+  ASSERT_EQ(Status(*results_[setattr]), NFS3_OK);
+
+  const size_t getattr = Getattr();
+  ASSERT_TRUE(results_[getattr].has_value());
+  std::optional<fattr3> now = GetattrAttr(*results_[getattr]);
+  ASSERT_TRUE(now.has_value());
+  ASSERT_EQ(now->size, 0u) << "the proxy knows the file is empty";
+
+  const size_t upstream_calls = up_.calls.size() + bg_.calls.size();
+  const size_t commit = CommitAll();
+  ASSERT_TRUE(results_[commit].has_value());
+  EXPECT_EQ(up_.calls.size() + bg_.calls.size(), upstream_calls) << "answered by the proxy";
+  std::optional<fattr3> after = CommitAttr(*results_[commit]);
+  if (after.has_value()) {
+    EXPECT_EQ(after->size, 0u) << "the COMMIT's reply shows a size the file no longer has";
+    EXPECT_GE(after->ctime.seconds, 4u) << "... and times older than the truncation";
+  }
+}
+
+// The file has a buffered, acknowledged UNSTABLE write (4 KiB at 0). A
+// client opens it with O_CREAT (an UNCHECKED CREATE without a size, sent
+// when the client believed the name free): the upstream returns the file
+// that exists, with the attributes it knows, size 0. Passed on as is, it
+// would tell the client a size of 0 for a file whose 4 KiB the proxy has
+// acknowledged (DESIGN rule 4: "attributes returned reflect them";
+// architecture.md: "no answer shows a file's size or times without its
+// writes"), and a client appending (O_APPEND takes the size from those
+// attributes) would write over the acknowledged bytes. A CREATE is not
+// sent again to learn more (it is not idempotent): the answer goes without
+// the file's attributes.
+TEST_F(WriteServiceTest, CreateReturningAFileWithBufferedWritesShowsThem) {
+  LearnAccess(FileAttr(0, 1));
+  const size_t w = WriteUnstable(0, std::string(4096, 'w'));
+  ASSERT_TRUE(results_[w].has_value());
+  ASSERT_EQ(wp_->stats().buffered_bytes, 4096u);
+
+  CREATE3args ca{};
+  ca.where.dir = Fh(dir_);
+  ca.where.name = const_cast<char*>("log");
+  ca.how.mode = UNCHECKED;
+  ca.how.createhow3_u.obj_attributes.mode.set_it = TRUE;
+  ca.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0644;
+  const size_t create = Send(NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), ca));
+  const int c = Last(up_, NFSPROC3_CREATE);
+  ASSERT_GE(c, 0);
+  CREATE3res cr{};
+  cr.status = NFS3_OK;
+  cr.CREATE3res_u.resok.obj.handle_follows = TRUE;
+  cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
+  cr.CREATE3res_u.resok.obj_attributes = PostOp(FileAttr(0, 1));  // the upstream's view
+  cr.CREATE3res_u.resok.dir_wcc.after = PostOp(DirAttr(1));
+  Answer(up_, static_cast<size_t>(c), Xdr(Proc(xdr_CREATE3res), cr));
+  // Held until the write is upstream, if need be.
+  for (int i = up_.Pending(); i >= 0 && !results_[create].has_value(); i = up_.Pending()) {
+    const auto& call = up_.calls[static_cast<size_t>(i)];
+    if (call.proc == NFSPROC3_WRITE) {
+      const SentWrite s = DecodeWriteArgs(call.args);
+      Answer(up_, static_cast<size_t>(i),
+             WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1, FileAttr(4096, 2)));
+    } else if (call.proc == NFSPROC3_CREATE) {
+      Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_CREATE3res), cr));
+    } else {
+      break;
+    }
+  }
+  ASSERT_TRUE(results_[create].has_value());
+  XdrValue<CREATE3res> res(Proc(xdr_CREATE3res));
+  ASSERT_TRUE(res.Decode(*results_[create]));
+  ASSERT_EQ(res->status, NFS3_OK);
+  const post_op_attr& attr = res->CREATE3res_u.resok.obj_attributes;
+  if (attr.attributes_follow) {
+    EXPECT_EQ(attr.post_op_attr_u.attributes.size, 4096u)
+        << "the CREATE's answer shows the file without the 4 KiB the proxy acknowledged";
+  }
+}
+
+}  // namespace
+}  // namespace nfsedge::write_path_test
