@@ -143,10 +143,19 @@ void NameCache::OnRename(std::string_view from_dir, std::string_view from_name,
   const bool same_dir = from_dir == to_dir;
   // One directory: both wcc describe the same change; apply it once.
   const DirChange& to = same_dir ? from_change : to_change;
+  // The child the target name had, likewise.
+  std::string replaced;
+  auto tit = dirs_.find(std::string(to_dir));
+  if (tit != dirs_.end() && to.before && *to.before == tit->second.stamp) {
+    if (Entry* e = lru_.Peek(Key(to_dir, to_name))) replaced = e->child;
+  }
   // A rename onto another link of the same file succeeds and changes
-  // nothing (POSIX): the source directory's wcc shows no change, and both
-  // names stay.
-  if (from_change.before && from_change.after && *from_change.before == *from_change.after &&
+  // nothing (POSIX): both names are known to lead to that file, the
+  // directories' wcc shows no change, and both names stay. (No change in
+  // the wcc alone proves nothing: a server whose clock did not tick since
+  // the directory's last change shows the same.)
+  if (!child.empty() && child == replaced && from_change.before && from_change.after &&
+      *from_change.before == *from_change.after &&
       (same_dir || (to_change.before && to_change.after && *to_change.before == *to_change.after))) {
     return;
   }

@@ -183,16 +183,28 @@ bool MetadataCache::HasAccess(std::string_view fh, const CredKey& cred, uint32_t
   return a && access_.Lookup(fh, cred, mask, *a).has_value();
 }
 
+Lifetime MetadataCache::LifetimeOf(std::string_view fh, const ExportLifetimes& l,
+                                   ftype3 type) const {
+  Lifetime life = l.For(type);
+  if (!limit_) return life;
+  if (std::optional<ExportLifetimes> shortest = limit_(fh)) {
+    const Lifetime& s = shortest->For(type);
+    life.min = std::min(life.min, s.min);
+    life.max = std::min(life.max, s.max);
+  }
+  return life;
+}
+
 void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {
   if (!a.attributes_follow || fh.data.data_len == 0) return;
-  attrs_.ApplyPostOp(Bytes(fh), a, l.For(a.post_op_attr_u.attributes.type));
+  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
 }
 
 bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w,
                                             const ExportLifetimes& l) {
   std::optional<ChangeId> prev = attrs_.CachedChangeId(fh);
   ftype3 type = w.after.attributes_follow ? w.after.post_op_attr_u.attributes.type : NF3REG;
-  WccResult r = attrs_.ApplyWcc(fh, w, l.For(type));
+  WccResult r = attrs_.ApplyWcc(fh, w, LifetimeOf(fh, l, type));
   if (r == WccResult::kOwnChange) return true;
   // No "before" (common on failures): unchanged iff "after" is what we had.
   return r == WccResult::kUnknown && prev && w.after.attributes_follow &&
@@ -235,7 +247,8 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
     case NFSPROC3_GETATTR: {
       if (!ok) return;
       const fattr3& a = static_cast<const GETATTR3res*>(res)->GETATTR3res_u.resok.obj_attributes;
-      attrs_.Put(Bytes(static_cast<const GETATTR3args*>(args)->object), a, l.For(a.type));
+      const std::string_view fh = Bytes(static_cast<const GETATTR3args*>(args)->object);
+      attrs_.Put(fh, a, LifetimeOf(fh, l, a.type));
       return;
     }
     case NFSPROC3_SETATTR: {
@@ -276,7 +289,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (ok && attr.attributes_follow) {
         const fattr3& f = attr.post_op_attr_u.attributes;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
-                    l.For(f.type));
+                    LifetimeOf(Bytes(a->object), l, f.type));
       }
       return;
     }
@@ -332,8 +345,11 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (ok) {
         moved = KnownChild(a->from);
         replaced = KnownChild(a->to);
+        // (Not every server changes the moved object's ctime: no floor.)
         ForgetChild(a->from);
-        ForgetChild(a->to);
+        // The replaced one lost a link: attributes from before the rename
+        // (a reply overtaken by it) must not come back.
+        ForgetChild(a->to, replaced != moved ? &tw : nullptr);
       }
       Wcc(a->from.dir, fw, l);
       Wcc(a->to.dir, tw, l);

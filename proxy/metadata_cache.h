@@ -29,6 +29,7 @@
 #define NFSEDGE_PROXY_METADATA_CACHE_H_
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +139,14 @@ class MetadataCache {
     dirs_.Clear();
   }
 
+  // The shortest lifetimes among the exports a handle belongs to (nested
+  // exports, or two of one upstream file system: the handle registry knows),
+  // nullopt if unknown. What is learned of a handle through one export then
+  // lives no longer than another of its exports allows: a client of the one
+  // that always revalidates is not answered from what the other learned.
+  using LifetimeLimit = std::function<std::optional<ExportLifetimes>(std::string_view fh)>;
+  void SetLifetimeLimit(LifetimeLimit limit) { limit_ = std::move(limit); }
+
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
   const NameCache& names() const { return names_; }
@@ -177,6 +186,9 @@ class MetadataCache {
   // arriving after it must not bring back the old link count).
   void ForgetChild(const diropargs3& d, const wcc_data* dir_wcc = nullptr);
   static std::string ChildKey(std::string_view dir, std::string_view name);
+  // The lifetime of what is learned of `fh` (of `type`) through an export
+  // with lifetimes `l`, within limit_.
+  Lifetime LifetimeOf(std::string_view fh, const ExportLifetimes& l, ftype3 type) const;
   void PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l);
   // Applies wcc data to the attribute cache. Returns true iff it shows that
   // only this operation changed the object (or nothing did), so what depends
@@ -195,6 +207,7 @@ class MetadataCache {
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in
   const OutageDetector* outage_ = nullptr;
   std::array<uint64_t, kNfsProcCount> stale_answers_{};
+  LifetimeLimit limit_;
 };
 
 // Returns the export's lifetimes from its config.

@@ -104,7 +104,27 @@ NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcC
       options_(options),
       cache_(cache),
       read_path_(cache ? read_path : nullptr),
-      drc_(options.drc_entries) {}
+      drc_(options.drc_entries) {
+  if (cache_ == nullptr) return;
+  cache_->SetLifetimeLimit([this](std::string_view fh) -> std::optional<ExportLifetimes> {
+    std::optional<ExportSet> set = handles_.Peek(fh);
+    if (!set) return std::nullopt;
+    std::optional<ExportLifetimes> shortest;
+    for (const Export& e : exports_.all()) {
+      if (!set->Has(e.id())) continue;
+      const ExportLifetimes l = LifetimesOf(e);
+      if (!shortest) {
+        shortest = l;
+        continue;
+      }
+      shortest->reg.min = std::min(shortest->reg.min, l.reg.min);
+      shortest->reg.max = std::min(shortest->reg.max, l.reg.max);
+      shortest->dir.min = std::min(shortest->dir.min, l.dir.min);
+      shortest->dir.max = std::min(shortest->dir.max, l.dir.max);
+    }
+    return shortest;
+  });
+}
 
 nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
                            const Export** exp) {
@@ -245,7 +265,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       return;
     }
   }
-  Forward(p, call, args, *exp, cred);
+  Forward(p, call, args, *exp, cred, before);
 }
 
 void NfsService::ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
@@ -310,7 +330,7 @@ void NfsService::ServeStaleOnly(const NfsProc& p, const std::shared_ptr<Incoming
 
 void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                          const std::shared_ptr<XdrBox>& args, const Export& export_ref,
-                         const OpaqueAuth& cred) {
+                         const OpaqueAuth& cred, uint64_t before) {
   NfsProcStats& st = stats_[p.proc];
   const Export* exp = &export_ref;
   std::string clamped;
@@ -329,8 +349,9 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
     }
   }
   Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, cred, forward,
-                            [this, &p, exp, call, args, cred, flight](StatusOr<RpcReply> r) {
-                              OnReply(p, *exp, call, args, cred, flight, std::move(r));
+                            [this, &p, exp, call, args, cred, flight,
+                             before](StatusOr<RpcReply> r) {
+                              OnReply(p, *exp, call, args, cred, flight, before, std::move(r));
                             });
   if (!s.ok()) {
     if (!flight.empty()) joined_.erase(flight);
@@ -465,7 +486,8 @@ bool NfsService::ClampTransfer(const NfsProc& p, void* args) const {
 void NfsService::OnReply(const NfsProc& p, const Export& exp,
                          const std::shared_ptr<IncomingCall>& call,
                          const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
-                         const std::string& flight, StatusOr<RpcReply> reply) {
+                         const std::string& flight, uint64_t before,
+                         StatusOr<RpcReply> reply) {
   std::vector<std::shared_ptr<IncomingCall>> joined;
   if (!flight.empty()) {
     auto it = joined_.find(flight);
@@ -488,7 +510,9 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     if (p.proc == NFSPROC3_CREATE) HideUnsentWrites(&r);
     LearnAndSpeculate(p, args->get(), &r, exp, cred);
     const Export* e = &exp;
-    if (HoldForBufferedWrites(p, r.results(), UINT64_MAX,
+    // A call served again after a hold is not held by later writes; calls
+    // that joined it came later and may not be bounded by its stamp.
+    if (HoldForBufferedWrites(p, r.results(), joined.empty() ? before : UINT64_MAX,
                               [this, &p, call, args, e, cred, joined](uint64_t at) {
                                 Serve(p, call, args, *e, cred, at);
                                 for (const auto& j : joined) Serve(p, j, args, *e, cred, at);
@@ -545,11 +569,17 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   PostProcess(p, exp, reply);
 }
 
+NfsService::~NfsService() {
+  // (The write path, whose attribute source refers to the cache, not to
+  // this, goes first: the daemon frees it before this.)
+  if (cache_ != nullptr) cache_->SetLifetimeLimit(nullptr);
+}
+
 void NfsService::SetWritePath(WritePath* write_path) {
   write_path_ = write_path;
   if (write_path_ && cache_) {
     write_path_->SetAttributeSource(
-        [this](std::string_view fh) { return cache_->LatestAttributes(fh); });
+        [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); });
   }
 }
 

@@ -69,6 +69,8 @@ class NfsService : public RpcProgram {
   NfsService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
              NfsServiceOptions options, MetadataCache* cache = nullptr,
              ReadPath* read_path = nullptr);
+  // Takes back what it gave the cache.
+  ~NfsService() override;
 
   uint32_t program() const override { return kNfsProgram; }
   uint32_t version() const override { return kNfsVersion; }
@@ -103,7 +105,7 @@ class NfsService : public RpcProgram {
                  const Export** exp);
   void OnReply(const NfsProc& p, const Export& exp, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
-               const std::string& flight, StatusOr<RpcReply> reply);
+               const std::string& flight, uint64_t before, StatusOr<RpcReply> reply);
   // The key under which identical read-only calls share one upstream call.
   static std::string FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args);
   // Answers an admitted call: from the cache, by joining a call in flight,
@@ -146,8 +148,10 @@ class NfsService : public RpcProgram {
   void PrefetchBelow(const void* args, std::string_view results, const Export& exp,
                      const OpaqueAuth& cred);
   // Sends an admitted call upstream (or joins an identical one in flight).
+  // `before`: as for Serve (a call served again after a hold).
   void Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-               const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred);
+               const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred,
+               uint64_t before = UINT64_MAX);
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.

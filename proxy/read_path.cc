@@ -355,7 +355,15 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
 void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version) {
   MarkPending(fh, index);
   stats_.disk_reads++;
-  disk_->Get(fh, index, version, [this, fh, index](std::optional<Block> b) {
+  const uint64_t seq = LastWrite(fh).seq;
+  disk_->Get(fh, index, version, [this, fh, index, seq](std::optional<Block> b) {
+    if (b && LastWrite(fh).seq > seq) {
+      // Overtaken by a write answered meanwhile (whose attributes may not
+      // have changed within the server's clock tick): the block may
+      // predate it. The waiter fetches from the upstream.
+      stats_.overtaken++;
+      b.reset();
+    }
     if (b) {
       stats_.disk_hits++;
       b->prefetched = false;

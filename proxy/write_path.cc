@@ -141,7 +141,17 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   const bool room =
       (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
       (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-  if (!room || !blocked_.empty()) {
+  // Bytes of another caller that this write would replace go upstream
+  // first, and the write waits (as for room) until they are on their way:
+  // the upstream judges each caller's own writes (the older one may have
+  // been taken without evidence that it may write), and a refusal reaches
+  // its writer (Flight::spans).
+  bool others = OthersUnsent(f, a.offset, a.offset + n, cred);
+  if (others && !f.retry_scheduled) {
+    SendDirty(f, true, false);
+    others = OthersUnsent(f, a.offset, a.offset + n, cred);
+  }
+  if (!room || !blocked_.empty() || others) {
     stats_.blocked++;
     f.blocked++;
     blocked_.push_back(
@@ -165,18 +175,6 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
                        bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
   uint64_t pending_jseq = 0;
-  // Bytes of another caller that this write replaces go upstream first:
-  // the upstream judges each caller's own writes (the older one may have
-  // been taken without evidence that it may write), and a refusal reaches
-  // its writer (Flight::spans).
-  auto it = f.pieces.upper_bound(offset);
-  if (it != f.pieces.begin()) --it;
-  bool other = false;
-  for (; it != f.pieces.end() && it->first < offset + data.size(); ++it) {
-    other |= it->first + it->second.data.size() > offset && it->second.state == Piece::kDirty &&
-             !SameCred(it->second.cred, cred);
-  }
-  if (other && !f.retry_scheduled) SendDirty(f, true, false);
   // On a write_back export every write is appended to the journal: one the
   // ACCESS cache proves the upstream will take (`journal`) is answered from
   // it; any other is answered once stable upstream, its record there only
@@ -368,6 +366,18 @@ bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> the
   return true;
 }
 
+bool WritePath::OthersUnsent(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred) {
+  auto it = f.pieces.upper_bound(off);
+  if (it != f.pieces.begin()) --it;
+  for (; it != f.pieces.end() && it->first < end; ++it) {
+    if (it->first + it->second.data.size() > off && it->second.state == Piece::kDirty &&
+        !SameCred(it->second.cred, cred)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool WritePath::Unsent(std::string_view fh) const {
   auto it = files_.find(std::string(fh));
   return it != files_.end() && !BarrierMet(*it->second, false, UINT64_MAX);
@@ -441,7 +451,8 @@ size_t WritePath::AnswerWaiters(File& f) {
   while (!f.waiters.empty() &&
          (f.waiters.front().error != NFS3_OK ||
           (!appending_.contains(f.waiters.front().jseq) &&
-           !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp)))) {
+           (f.waiters.front().stable ||
+            !Holds(f, f.waiters.front().off, f.waiters.front().end, f.waiters.front().stamp))))) {
     Waiter& w = f.waiters.front();
     std::string r;
     if (w.error != NFS3_OK) {
@@ -719,7 +730,7 @@ void WritePath::AdmitBlocked() {
     const bool room =
         (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
         (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-    if (!room) return;
+    if (!room || OthersUnsent(f, b.offset, b.offset + n, b.cred)) return;
     std::unique_ptr<Blocked> taken = std::move(blocked_.front());
     blocked_.pop_front();
     f.blocked--;

@@ -292,6 +292,9 @@ class WritePath {
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
   void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
+  // `flight`, a FILE_SYNC WRITE, was taken whole: the stable writes waiting
+  // whose bytes it carried are stable (Waiter::stable).
+  void MarkStable(File& f, const Flight& flight);
   // Drops the pieces `which` selects, which the upstream refused with
   // `status` (Failed). On a write_back export, those that hold bytes
   // acknowledged from the journal, or that replaced such bytes
@@ -341,6 +344,9 @@ class WritePath {
   // `stamp` may go: none of their bytes is still to send (`stable`: none is
   // still in the buffer, stable upstream).
   static bool BarrierMet(const File& f, bool stable, uint64_t stamp);
+  // Returns true iff [off, end) holds bytes of another caller than `cred`
+  // not yet sent upstream.
+  static bool OthersUnsent(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred);
 
   const Clock& clock_;
   RpcCaller& upstream_;

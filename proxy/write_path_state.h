@@ -120,6 +120,9 @@ struct WritePath::Waiter {
   // The upstream refused its bytes (DropAndFail): answered with this in
   // its turn.
   nfsstat3 error = NFS3_OK;
+  // A FILE_SYNC WRITE carried all of its bytes (or newer ones over them)
+  // and the upstream took it: stable, whatever later bytes over them meet.
+  bool stable = false;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came

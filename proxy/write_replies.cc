@@ -115,12 +115,29 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
         std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
       }
     });
+    if (ok.committed == FILE_SYNC && done == flight.off + flight.len) MarkStable(f, flight);
     WRITE3args a{};
     a.file = FhView(fh);
     learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
   }
   Pump(f);
   AdmitBlocked();
+}
+
+void WritePath::MarkStable(File& f, const Flight& flight) {
+  for (Waiter& w : f.waiters) {
+    if (w.commit || w.error != NFS3_OK || w.stamp > flight.sent_stamp) continue;
+    // Covered by the WRITE's bytes of writes up to its own (spans are in
+    // offset order, adjacent).
+    uint64_t at = w.off;
+    for (const Span& s : flight.spans) {
+      if (s.end <= at) continue;
+      if (s.off > at || s.seq > w.stamp) break;
+      at = s.end;
+      if (at >= w.end) break;
+    }
+    if (at >= w.end) w.stable = true;
+  }
 }
 
 void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r) {
@@ -187,12 +204,10 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   const bool keep = status != NFS3ERR_STALE && write_back && !give_up;
   bool acked = false, kept = false, lost = false;
   // Whose bytes were refused: the pieces dropped, and what the refused
-  // WRITE carried (bytes newer writes replaced since included), unless
-  // kept for another try.
-  // (A write that came after the WRITE was sent had none of its bytes in
-  // it.)
-  std::vector<Span> carried, dropped;
-  if (flight != nullptr && !keep) carried = flight->spans;
+  // WRITE carried (bytes newer writes replaced since included) but for the
+  // pieces kept for another try. (A write that came after the WRITE was
+  // sent had none of its bytes in it.)
+  std::vector<Span> dropped, kept_spans;  // in offset order
   if (write_back && !keep && status != NFS3ERR_STALE) {
     // Data answered UNSTABLE from the journal is about to be lost: the
     // journal's new verifier is queued before the removal of its records,
@@ -212,6 +227,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       it->second.state = Piece::kDirty;
       it->second.commit = 0;
       kept = true;
+      kept_spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
       return;
     }
     lost |= acknowledged;
@@ -224,13 +240,26 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     dropped.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
     Erase(f, it);
   });
+  // Returns true iff [lo, hi) has bytes outside the pieces kept.
+  auto not_kept = [&kept_spans](uint64_t lo, uint64_t hi) {
+    for (const Span& k : kept_spans) {
+      if (k.end <= lo) continue;
+      if (k.off > lo) return true;
+      lo = k.end;
+      if (lo >= hi) return false;
+    }
+    return lo < hi;
+  };
   // A gone file fails every write waiting on it.
   bool told = false;
   for (Waiter& w : f.waiters) {
+    if (w.stable) continue;  // the upstream took its bytes
     auto over = [&w](const Span& s) { return s.off < w.end && w.off < s.end && s.seq <= w.stamp; };
     bool theirs = status == NFS3ERR_STALE || std::any_of(dropped.begin(), dropped.end(), over);
     if (flight != nullptr && w.stamp <= flight->sent_stamp) {
-      theirs |= std::any_of(carried.begin(), carried.end(), over);
+      for (const Span& s : flight->spans) {
+        theirs |= over(s) && not_kept(std::max(s.off, w.off), std::min(s.end, w.end));
+      }
     }
     if (theirs && w.error == NFS3_OK) {
       w.error = status;

@@ -149,5 +149,172 @@ TEST_F(WriteCallersTest, PostOpAttributesAreNotThoseFromBeforeTheWrite) {
   }
 }
 
+
+class JournalCallersTest : public JournalTest {
+ protected:
+  const ClientReply* ReplyFor(int tag) const { return ReplyOf(tag); }
+  // Answers every pending call of `u`: WRITEs as `write(data)` says,
+  // COMMITs with kV1.
+  template <typename Fn>
+  void AnswerWith(HeldUpstream& u, const Fn& write) {
+    for (int i = u.Pending(); i >= 0; i = u.Pending()) {
+      const auto& call = u.calls[static_cast<size_t>(i)];
+      if (call.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(call.args);
+        u.Answer(static_cast<size_t>(i), write(w));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+  }
+};
+
+// Write-back export. User C has no ACCESS evidence (may_buffer false): its
+// FILE_SYNC write waits for the upstream, which gets C's bytes at once (a
+// new file: lone). While that WRITE is on its way, user B (with evidence)
+// writes the same bytes and is answered from the journal. The upstream
+// refuses C's WRITE (ACCES: C may not write the file). C must be told:
+// its bytes were refused, and the refused WRITE carried them
+// (architecture.md, Errors: "those whose bytes the refused WRITE carried
+// (bytes a newer write replaced in the buffer since included)").
+TEST_F(JournalCallersTest, KeptRoundStillTellsTheWriterWhoseReplacedBytesWereRefused) {
+  const std::string c(4096, 'c'), b(4096, 'b');
+  cred_ = Cred("uid-C");
+  WriteBack(1, 0, c, FILE_SYNC, /*may_buffer=*/false);
+  ASSERT_EQ(up_.calls.size(), 1u) << "a new file: C's write goes at once";
+  ASSERT_EQ(DecodeWriteArgs(up_.calls[0].args).data, c);
+  cred_ = Cred("uid-B");
+  WriteBack(2, 0, b, FILE_SYNC);  // with evidence: answered from the journal
+  journal_.Complete();
+  ASSERT_NE(ReplyFor(2), nullptr);
+  ASSERT_EQ(ReplyFor(2)->status, NFS3_OK);
+  // C may not write the file.
+  up_.Answer(0, WriteFail(NFS3ERR_ACCES));
+  // B's bytes go and are taken.
+  for (int round = 0; round < 5 && ReplyFor(1) == nullptr; ++round) {
+    AnswerWith(up_, [](const SentWrite& w) {
+      return WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(4096, 3));
+    });
+    AnswerWith(bg_, [](const SentWrite& w) {
+      return WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(4096, 3));
+    });
+    Advance(std::chrono::milliseconds(200));
+  }
+  const ClientReply* rc = ReplyFor(1);
+  ASSERT_NE(rc, nullptr) << "C's write is never answered";
+  EXPECT_EQ(rc->status, NFS3ERR_ACCES)
+      << "the upstream refused C's bytes (ACCES), yet C is told its write is stable";
+}
+
+// The same: C told, the refusal is not left as the file's error for its
+// next WRITE, which is B's, who may write the file.
+TEST_F(JournalCallersTest, KeptRoundGivesTheRefusalOfReplacedBytesToTheNextWriter) {
+  const std::string c(4096, 'c'), b(4096, 'b');
+  cred_ = Cred("uid-C");
+  WriteBack(1, 0, c, FILE_SYNC, /*may_buffer=*/false);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  cred_ = Cred("uid-B");
+  WriteBack(2, 0, b, FILE_SYNC);
+  journal_.Complete();
+  up_.Answer(0, WriteFail(NFS3ERR_ACCES));
+  for (int round = 0; round < 5; ++round) {
+    AnswerWith(up_, [](const SentWrite& w) {
+      return WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(4096, 3));
+    });
+    Advance(std::chrono::milliseconds(200));
+  }
+  ASSERT_NE(ReplyFor(1), nullptr);
+  // B writes again (other bytes), with evidence.
+  WriteBack(3, 8192, b, FILE_SYNC);
+  journal_.Complete();
+  const ClientReply* r3 = ReplyFor(3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->status, NFS3_OK) << "B's write is told the refusal of C's bytes";
+}
+
+// Not write-back. User A's FILE_SYNC write is upstream (a new file: sent
+// at once). User C, without ACCESS evidence, writes the same bytes: they
+// wait (they cannot go over A's WRITE in flight). User B then writes the
+// same bytes too: it waits until C's bytes are on their way upstream,
+// which judges them (as AWriteOfACredentialWithoutEvidenceIsJudgedByTheUpstream,
+// with the bytes over a WRITE in flight).
+TEST_F(JournalCallersTest, BytesWithoutEvidenceOverAWriteInFlightAreJudgedByTheUpstream) {
+  const std::string a(4096, 'a'), c(4096, 'c'), b(4096, 'b');
+  cred_ = Cred("uid-A");
+  Write(1, 0, a, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  cred_ = Cred("uid-C");
+  Write(2, 0, c, FILE_SYNC, /*may_buffer=*/false);
+  cred_ = Cred("uid-B");
+  Write(3, 0, b, FILE_SYNC);
+  for (int round = 0; round < 5 && replies_.size() < 3; ++round) {
+    AnswerWith(up_, [](const SentWrite& w) {
+      return WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(4096, 2));
+    });
+    Advance(std::chrono::milliseconds(10));
+  }
+  bool c_sent = false;
+  for (const auto& call : up_.calls) {
+    if (call.proc == NFSPROC3_WRITE && DecodeWriteArgs(call.args).data == c) c_sent = true;
+  }
+  for (int t : forwarded_) c_sent |= t == 2;
+  const ClientReply* rc = ReplyFor(2);
+  ASSERT_NE(rc, nullptr);
+  EXPECT_FALSE(rc->status == NFS3_OK && !c_sent)
+      << "C's write is answered OK but the upstream never saw C's bytes";
+}
+
+// The same while the file waits for a retry (the upstream answered
+// JUKEBOX): B's write waits until C's bytes went upstream.
+TEST_F(JournalCallersTest, BytesWithoutEvidenceDuringARetryAreJudgedByTheUpstream) {
+  const std::string a(4096, 'a'), c(4096, 'c'), b(4096, 'b');
+  cred_ = Cred("uid-A");
+  Write(1, 65536, a, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteFail(NFS3ERR_JUKEBOX));  // tried again in 100 ms
+  cred_ = Cred("uid-C");
+  Write(2, 0, c, FILE_SYNC, /*may_buffer=*/false);
+  cred_ = Cred("uid-B");
+  Write(3, 0, b, FILE_SYNC);
+  for (int round = 0; round < 10 && replies_.size() < 3; ++round) {
+    Advance(std::chrono::milliseconds(100));
+    AnswerWith(up_, [](const SentWrite& w) {
+      return WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(69632, 2));
+    });
+  }
+  bool c_sent = false;
+  for (const auto& call : up_.calls) {
+    if (call.proc == NFSPROC3_WRITE && DecodeWriteArgs(call.args).data == c) c_sent = true;
+  }
+  for (int t : forwarded_) c_sent |= t == 2;
+  const ClientReply* rc = ReplyFor(2);
+  ASSERT_NE(rc, nullptr);
+  EXPECT_FALSE(rc->status == NFS3_OK && !c_sent)
+      << "C's write is answered OK but the upstream never saw C's bytes";
+}
+
+// User A's FILE_SYNC write is upstream; user B writes the same bytes
+// meanwhile. The upstream takes A's WRITE (FILE_SYNC), then refuses B's
+// (B is over quota). A's write is stable upstream, and the file holds A's
+// bytes: A must not be told B's DQUOT ("one user's quota is not
+// another's").
+TEST_F(JournalCallersTest, AWriteTheUpstreamTookIsNotToldTheRefusalOfTheBytesThatReplacedIt) {
+  const std::string a(4096, 'a'), b(4096, 'b');
+  cred_ = Cred("uid-A");
+  Write(1, 0, a, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  cred_ = Cred("uid-B");
+  Write(2, 0, b, FILE_SYNC);
+  up_.Answer(0, WriteOk(4096, FILE_SYNC, kV1, Attr(4096, 2)));
+  for (int round = 0; round < 5 && replies_.size() < 2; ++round) {
+    Advance(std::chrono::milliseconds(10));
+    AnswerWith(up_, [](const SentWrite&) { return WriteFail(NFS3ERR_DQUOT); });
+  }
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(ReplyFor(2)->status, NFS3ERR_DQUOT);
+  EXPECT_EQ(ReplyFor(1)->status, NFS3_OK)
+      << "A's write was taken FILE_SYNC by the upstream, yet A is told B's DQUOT";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

@@ -396,5 +396,71 @@ TEST_F(WriteServiceTest, CreateReturningAFileWithBufferedWritesShowsThem) {
   }
 }
 
+
+// A LOOKUP goes upstream (no ACCESS evidence on the directory for this
+// credential, so the cache cannot answer it) and names a file with a
+// buffered, acknowledged write: it is held, and that write goes upstream.
+// Meanwhile the writer appends, as a log does. Once the write that came
+// before the LOOKUP is upstream, the LOOKUP must be answered
+// (architecture.md, "Read your writes": "served again once they are
+// upstream, the call is held by no write that came after it"; the held
+// LOOKUP is named with GETATTR). Served again, it goes upstream again (the
+// cache still cannot answer it), and its new reply is not held behind the
+// append that came after it.
+TEST_F(WriteServiceTest, HeldLookupIsNotHeldAgainBehindWritesThatCameAfterIt) {
+  LearnAccess(FileAttr(0, 1));
+  const std::string chunk(4096, 'w');
+  const size_t w1 = WriteUnstable(0, chunk);
+  ASSERT_TRUE(results_[w1].has_value());
+
+  LOOKUP3args la{};
+  la.what.dir = Fh(dir_);
+  la.what.name = const_cast<char*>("log");
+  const size_t lookup = Send(NFSPROC3_LOOKUP, Xdr(Proc(xdr_LOOKUP3args), la));
+  uint64_t size = 4096;
+  uint32_t t = 2;
+  auto answer_lookup = [&](int i) {
+    LOOKUP3res lr{};
+    lr.status = NFS3_OK;
+    lr.LOOKUP3res_u.resok.object = Fh(file_);
+    lr.LOOKUP3res_u.resok.obj_attributes = PostOp(FileAttr(size - 4096, t));
+    lr.LOOKUP3res_u.resok.dir_attributes = PostOp(DirAttr(1));
+    Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_LOOKUP3res), lr));
+  };
+  int l = Last(up_, NFSPROC3_LOOKUP);
+  ASSERT_GE(l, 0) << "the cache cannot answer it: forwarded";
+  answer_lookup(l);
+  EXPECT_FALSE(results_[lookup].has_value()) << "held for the buffered write";
+  int sent = Last(up_, NFSPROC3_WRITE);
+  ASSERT_GE(sent, 0) << "the held LOOKUP sends the write at once";
+
+  for (int round = 0; round < 4 && !results_[lookup].has_value(); ++round) {
+    // The writer appends while the upstream WRITE is on its way...
+    const size_t w = WriteUnstable(size, chunk);
+    ASSERT_TRUE(results_[w].has_value());
+    // ...and the upstream answers the WRITE sent for the LOOKUP.
+    const SentWrite s = DecodeWriteArgs(up_.calls[static_cast<size_t>(sent)].args);
+    Answer(up_, static_cast<size_t>(sent),
+           WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1,
+                   FileAttr(s.offset + s.data.size(), ++t)));
+    size += 4096;
+    // The LOOKUP served again may go upstream again: answered at once.
+    const int again = Last(up_, NFSPROC3_LOOKUP);
+    if (again != l && !up_.calls[static_cast<size_t>(again)].answered) {
+      l = again;
+      answer_lookup(l);
+    }
+    if (results_[lookup].has_value()) break;
+    ADD_FAILURE() << "round " << round
+                  << ": every write that came before the LOOKUP is upstream, yet the LOOKUP "
+                     "is still held (now behind the append that came after it)";
+    const int next = Last(up_, NFSPROC3_WRITE);
+    if (next == sent) break;
+    sent = next;
+  }
+  EXPECT_TRUE(results_[lookup].has_value())
+      << "LOOKUPs sent upstream: " << up_.Count(NFSPROC3_LOOKUP);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

@@ -1,0 +1,340 @@
+// Cached data, attributes and names against what happened upstream
+// meanwhile: a disk read overtaken by a write, nested exports' lifetimes, a
+// RENAME within one server clock tick, and the file a RENAME replaced.
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+
+#include "cache/handle_registry.h"
+#include "proxy/exports.h"
+#include "proxy/nfs_service.h"
+#include "read_path_fixture.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace read_path_test;  // NOLINT: test file, the fixture's names throughout.
+
+// The disk tier's `post`: closures from its pool threads, run on the test's
+// thread when it asks.
+class PostQueue {
+ public:
+  PostFunction AsFunction() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(fn));
+      cv_.notify_all();
+    };
+  }
+  // Runs posted closures until `done` holds; false after 10 s without one.
+  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
+    while (!done()) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
+          return false;
+        }
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+      between();
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
+fattr3 DirAttr(uint32_t changed_at) {
+  fattr3 a{};
+  a.type = NF3DIR;
+  a.mode = 0755;
+  a.nlink = 2;
+  a.uid = 1000;
+  a.gid = 1000;
+  a.size = 4096;
+  a.fileid = 7;
+  a.mtime.seconds = a.ctime.seconds = changed_at;
+  return a;
+}
+
+// wcc data of an object that was `before` and is `after`.
+wcc_data Wcc(const fattr3& before, const fattr3& after) {
+  wcc_data w{};
+  w.before.attributes_follow = TRUE;
+  w.before.pre_op_attr_u.attributes.size = before.size;
+  w.before.pre_op_attr_u.attributes.mtime = before.mtime;
+  w.before.pre_op_attr_u.attributes.ctime = before.ctime;
+  w.after = PostOp(after);
+  return w;
+}
+
+class CoherenceTest : public ReadPathTest {
+ protected:
+  CredKey Key() const { return CredKeyOf(user_); }
+
+  void MetaGetattr(const Export& e, const std::string& fh, const fattr3& a) {
+    GETATTR3args args{Fh(fh)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = a;
+    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), e,
+                Key());
+  }
+  void MetaAccess(const std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted) {
+    ACCESS3args args{Fh(fh), asked};
+    ACCESS3res res{};
+    res.status = NFS3_OK;
+    res.ACCESS3res_u.resok.obj_attributes = PostOp(a);
+    res.ACCESS3res_u.resok.access = granted;
+    meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
+                Key());
+  }
+  // A LOOKUP reply: `child` null means NFS3ERR_NOENT.
+  void MetaLookup(const std::string& dir, const char* name, const fattr3& dir_attr,
+                  const std::string* child, const fattr3* child_attr) {
+    LOOKUP3args args{};
+    args.what.dir = Fh(dir);
+    args.what.name = const_cast<char*>(name);
+    LOOKUP3res res{};
+    if (child) {
+      res.status = NFS3_OK;
+      res.LOOKUP3res_u.resok.object = Fh(*child);
+      res.LOOKUP3res_u.resok.obj_attributes = PostOp(*child_attr);
+      res.LOOKUP3res_u.resok.dir_attributes = PostOp(dir_attr);
+    } else {
+      res.status = NFS3ERR_NOENT;
+      res.LOOKUP3res_u.resfail.dir_attributes = PostOp(dir_attr);
+    }
+    meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args, Xdr(Proc(xdr_LOOKUP3res), res), exp_,
+                Key());
+  }
+  // A successful RENAME of `from` to `to` in `dir` with the directory's wcc
+  // data `w` (both sides: one directory).
+  void MetaRename(const std::string& dir, const char* from, const char* to, const wcc_data& w) {
+    RENAME3args args{};
+    args.from.dir = Fh(dir);
+    args.from.name = const_cast<char*>(from);
+    args.to.dir = Fh(dir);
+    args.to.name = const_cast<char*>(to);
+    RENAME3res res{};
+    res.status = NFS3_OK;
+    res.RENAME3res_u.resok.fromdir_wcc = w;
+    res.RENAME3res_u.resok.todir_wcc = w;
+    meta_.Learn(*FindNfsProc(NFSPROC3_RENAME), &args, Xdr(Proc(xdr_RENAME3res), res), exp_,
+                Key());
+  }
+  std::optional<std::string> AnswerGetattr(const Export& e, const std::string& fh) {
+    GETATTR3args args{Fh(fh)};
+    return meta_.Answer(*FindNfsProc(NFSPROC3_GETATTR), &args, e, Key());
+  }
+  std::optional<std::string> AnswerLookup(const std::string& dir, const char* name) {
+    LOOKUP3args args{};
+    args.what.dir = Fh(dir);
+    args.what.name = const_cast<char*>(name);
+    return meta_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &args, exp_, Key());
+  }
+  static uint32_t StatusOf(const std::string& r) { return LoadBE32(r.data()); }
+
+  std::string dir_ = "DIR-HANDLE-00001";
+};
+
+// --- Data: a disk read in flight when a write is answered ---------------------
+//
+// The design (read_path.h NoteWrite, tests 4d/4e) holds that a write answered
+// by the upstream makes every block of the file suspect, even under the
+// version the write leaves (timestamps coarser than writes), and that data
+// read before the write must not be stored after it. That holds for a block
+// on its way from the disk tier when the write is answered too: it would
+// answer the READ with the bytes the write replaced.
+TEST_F(CoherenceTest, DiskReadInFlightWhenAWriteIsAnsweredIsNotServed) {
+  char tmpl[] = "/tmp/nfsedge-check-d-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  PostQueue posted;
+  {
+    DiskTierOptions d;
+    d.dir = dir + "/store";
+    d.block_size = kBlock;
+    d.threads = 1;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
+    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+    ReadPathOptions o;
+    o.readahead_max = 0;
+    MakeReadPath(o, disk->get());
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(0, 10000), 0, 10000);  // blocks in memory and on disk
+    ASSERT_TRUE((*disk)->MayContain(file_, 0));
+    blocks_.DropFile(file_);  // the memory tier lost them (evicted)
+
+    Outcome out;
+    Read(0, 3000, &out);  // block 0 is asked of the disk tier
+    Drain();
+    ASSERT_EQ(out.replies + out.forwards, 0) << "the disk read is on its way";
+
+    // Meanwhile a WRITE through the proxy is answered: other bytes, same size
+    // and times (the server's clock did not tick).
+    const fattr3 before = file().attr;
+    SetFile(Content(10000, 11), file().attr.mtime.seconds);
+    WRITE3args wa{};
+    wa.file = Fh(file_);
+    WRITE3res wr{};
+    wr.status = NFS3_OK;
+    wr.WRITE3res_u.resok.file_wcc = Wcc(before, file().attr);
+    wr.WRITE3res_u.resok.count = 3000;
+    wr.WRITE3res_u.resok.committed = FILE_SYNC;
+    meta_.Learn(*FindNfsProc(NFSPROC3_WRITE), &wa, Xdr(Proc(xdr_WRITE3res), wr), exp_, Key());
+    rp_->NoteWrite(file_);
+
+    ASSERT_TRUE(posted.RunUntil([&] { return out.replies + out.forwards > 0; }, [&] { Drain(); }));
+    if (out.replies == 1) {
+      ReadReply r = out.reply();
+      EXPECT_TRUE(r.data == file().data.substr(0, 3000))
+          << "READ answered with the bytes the write replaced (a disk read that left before "
+             "the write was stored after it)";
+    }
+    rp_.reset();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// --- Attribute lifetimes are per export ---------------------------------------
+//
+// docs/security.md ("Nested exports"): a handle reached through two exports
+// belongs to both, and the deepest export's rules apply, lifetimes included.
+// An export with acregmin = acregmax = 0 promises that every GETATTR asks the
+// upstream (docs/consistency.md, 2). What is learned of such a handle through
+// the other export lives no longer than the shorter lifetimes allow (the
+// handle registry tells NfsService, which tells the cache); a handle of the
+// 60 s export alone keeps its 60 s.
+class NestedExportCoherenceTest : public CoherenceTest {
+ protected:
+  NestedExportCoherenceTest()
+      : table_({exp_.config(), zero_.config()}),
+        registry_(1000),
+        nfs_(table_, registry_, null_, NfsServiceOptions{}, &meta_) {
+    registry_.Add(file_, exp_.id());
+    registry_.Add(file_, zero_.id());
+    registry_.Add(other_, exp_.id());
+  }
+  class NullCaller : public RpcCaller {
+   public:
+    Status Call(uint32_t, uint32_t, uint32_t, const OpaqueAuth&, std::string_view,
+                ReplyCallback) override {
+      return Status(StatusCode::kUnavailable, "no upstream");
+    }
+  };
+  const std::string other_ = "OTHER-FILE-00001";
+  ExportTable table_;
+  HandleRegistry registry_;
+  NullCaller null_;
+  NfsService nfs_;
+};
+
+TEST_F(NestedExportCoherenceTest, GetattrOnAnAlwaysRevalidateExportIsNotAnsweredFromAnotherExportsEntry) {
+  MetaGetattr(exp_, other_, file().attr);  // learnt through the 60 s export
+  EXPECT_TRUE(AnswerGetattr(exp_, other_)) << "a file of the 60 s export alone";
+  MetaGetattr(exp_, file_, file().attr);
+  EXPECT_FALSE(AnswerGetattr(zero_, file_))
+      << "a GETATTR on the lifetime-0 export was answered from cache";
+}
+
+// The same for data: a READ through the lifetime-0 export is not served
+// from blocks without asking the upstream whether the file changed, or a
+// change made at the head office would not be seen (close-to-open).
+TEST_F(NestedExportCoherenceTest, ReadOnAnAlwaysRevalidateExportSeesAChangeMadeElsewhere) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);  // through the 60 s export
+  ReadNow(0, 6000);  // through it too: the blocks are cached
+  // Changed at the head office a minute later.
+  SetFile(Content(12000, 3), kWall0 - 60);
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 0;
+  a.count = 6000;
+  Outcome out;
+  rp_->Serve(
+      a, zero_, user_,
+      [&out](std::string results) {
+        out.replies++;
+        out.results = std::move(results);
+      },
+      [&out] { out.forwards++; });
+  Drain();
+  if (out.replies == 1) {
+    ReadReply r = out.reply();
+    EXPECT_TRUE(r.data == file().data.substr(0, 6000))
+        << "READ on the lifetime-0 export answered with the old version's bytes";
+  } else {
+    EXPECT_EQ(out.forwards, 1);
+  }
+}
+
+// --- Names: a RENAME within one server clock tick ----------------------------
+//
+// A RENAME through the proxy must update the names it touched (consistency.md,
+// 1). When the directory's times did not tick between its previous change and
+// the rename (a coarse-timestamp server), the wcc "before" equals "after":
+// that alone does not make the rename a no-op onto another link of the same
+// file, and the target's negative entry must not stay (LOOKUP of the new
+// name would answer NFS3ERR_NOENT for a file that is there).
+TEST_F(CoherenceTest, RenameInOneClockTickDoesNotLeaveTheNewNameNegative) {
+  const fattr3 d = DirAttr(kWall0);  // changed this second (the file "a" was made)
+  const fattr3 f = FileAttr(5, kWall0);
+  MetaAccess(dir_, d, 0x3f, 0x3f);
+  MetaLookup(dir_, "a", d, &file_, &f);
+  MetaLookup(dir_, "b", d, nullptr, nullptr);  // mv a b looks "b" up first
+  std::optional<std::string> before = AnswerLookup(dir_, "b");
+  ASSERT_TRUE(before);
+  ASSERT_EQ(StatusOf(*before), static_cast<uint32_t>(NFS3ERR_NOENT));
+
+  MetaRename(dir_, "a", "b", Wcc(d, d));  // same second: before == after
+
+  std::optional<std::string> r = AnswerLookup(dir_, "b");
+  EXPECT_FALSE(r && StatusOf(*r) == NFS3ERR_NOENT)
+      << "LOOKUP \"b\" answered NOENT after the proxy renamed \"a\" to \"b\"";
+}
+
+// --- Attributes: the file a RENAME replaced ----------------------------------
+//
+// A RENAME onto an existing name drops a link of the file that name held (its
+// nlink and ctime change; its attributes do not come back in the reply). As
+// for REMOVE (AttributesOlderThanARemoveDoNotComeBack), a reply the upstream
+// sent before the RENAME (nlink 2) that arrives after it is not cached as
+// fresh, or GETATTR would answer the old link count.
+TEST_F(CoherenceTest, AttributesOlderThanARenameOverAFileDoNotComeBack) {
+  const fattr3 d = DirAttr(kWall0 - 3600);
+  const std::string moved = "MOVED-HANDLE-001";
+  const std::string target = "TARGET-HANDLE-01";
+  fattr3 fm = FileAttr(5, kWall0 - 3600);
+  fm.fileid = 100;
+  fattr3 ft = FileAttr(9, kWall0 - 3600);
+  ft.fileid = 200;
+  ft.nlink = 2;  // another link elsewhere keeps it
+  MetaAccess(dir_, d, 0x3f, 0x3f);
+  MetaLookup(dir_, "a", d, &moved, &fm);
+  MetaLookup(dir_, "b", d, &target, &ft);
+
+  MetaRename(dir_, "a", "b", Wcc(d, DirAttr(kWall0)));
+
+  // A GETATTR of the target answered before the RENAME, arriving after it.
+  fattr3 late = ft;
+  late.ctime.seconds = late.mtime.seconds = kWall0 - 10;
+  MetaGetattr(exp_, target, late);
+  std::optional<std::string> r = AnswerGetattr(exp_, target);
+  if (r) {
+    XdrValue<GETATTR3res> res(Proc(xdr_GETATTR3res));
+    ASSERT_TRUE(res.Decode(*r));
+    EXPECT_NE(res->GETATTR3res_u.resok.obj_attributes.nlink, 2u)
+        << "GETATTR answered attributes from before the RENAME (nlink 2)";
+  }
+}
+
+}  // namespace
+}  // namespace nfsedge
