@@ -17,41 +17,6 @@ namespace {
 
 using namespace read_path_test;  // NOLINT: test file, the fixture's names throughout.
 
-// The disk tier's `post`: closures from its pool threads, run on the test's
-// thread when it asks.
-class PostQueue {
- public:
-  PostFunction AsFunction() {
-    return [this](std::function<void()> fn) {
-      std::lock_guard<std::mutex> l(mu_);
-      queue_.push_back(std::move(fn));
-      cv_.notify_all();
-    };
-  }
-  // Runs posted closures until `done` holds; false after 10 s without one.
-  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
-    while (!done()) {
-      std::function<void()> fn;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
-          return false;
-        }
-        fn = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      fn();
-      between();
-    }
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-};
-
 fattr3 DirAttr(uint32_t changed_at) {
   fattr3 a{};
   a.type = NF3DIR;
@@ -65,16 +30,7 @@ fattr3 DirAttr(uint32_t changed_at) {
   return a;
 }
 
-// wcc data of an object that was `before` and is `after`.
-wcc_data Wcc(const fattr3& before, const fattr3& after) {
-  wcc_data w{};
-  w.before.attributes_follow = TRUE;
-  w.before.pre_op_attr_u.attributes.size = before.size;
-  w.before.pre_op_attr_u.attributes.mtime = before.mtime;
-  w.before.pre_op_attr_u.attributes.ctime = before.ctime;
-  w.after = PostOp(after);
-  return w;
-}
+using test_xdr::Wcc;
 
 class CoherenceTest : public ReadPathTest {
  protected:
@@ -155,7 +111,7 @@ class CoherenceTest : public ReadPathTest {
 // on its way from the disk tier when the write is answered too: it would
 // answer the READ with the bytes the write replaced.
 TEST_F(CoherenceTest, DiskReadInFlightWhenAWriteIsAnsweredIsNotServed) {
-  char tmpl[] = "/tmp/nfsedge-check-d-XXXXXX";
+  char tmpl[] = "/tmp/nfsedge-coherence-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   PostQueue posted;

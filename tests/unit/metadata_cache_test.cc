@@ -9,6 +9,7 @@
 #include "cache/clock.h"
 #include "proxy/client_paths.h"
 #include "rpc/xdr_codec.h"
+#include "xdr_test_util.h"
 
 namespace nfsedge {
 namespace {
@@ -39,23 +40,8 @@ std::string Xdr(xdrproc_t proc, const T& v) {
   return out;
 }
 
-post_op_attr PostOp(const fattr3& a) {
-  post_op_attr p{};
-  p.attributes_follow = TRUE;
-  p.post_op_attr_u.attributes = a;
-  return p;
-}
-
-// wcc data of a directory that was `before` and is `after`.
-wcc_data DirWcc(const fattr3& before, const fattr3& after) {
-  wcc_data w{};
-  w.before.attributes_follow = TRUE;
-  w.before.pre_op_attr_u.attributes.size = before.size;
-  w.before.pre_op_attr_u.attributes.mtime = before.mtime;
-  w.before.pre_op_attr_u.attributes.ctime = before.ctime;
-  w.after = PostOp(after);
-  return w;
-}
+using test_xdr::PostOp;
+using test_xdr::Wcc;
 
 class MetadataCacheTest : public ::testing::Test {
  protected:
@@ -221,7 +207,7 @@ TEST_F(MetadataCacheTest, OwnRemoveForgetsTheChildAndLeavesANegativeName) {
   LearnAccess(dir_, d, 0x3f, 0x3f, user_);
   LearnLookup(dir_, "f", d, &file_, &f);
   ASSERT_TRUE(Getattr(exp_, file_));
-  LearnRemove(dir_, "f", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  LearnRemove(dir_, "f", Wcc(d, Attr(NF3DIR, 4096, kWall0)));
   EXPECT_FALSE(Getattr(exp_, file_)) << "the removed file's attributes";
   std::optional<std::string> r = Lookup(dir_, "f", user_);
   ASSERT_TRUE(r);
@@ -247,8 +233,8 @@ TEST_F(MetadataCacheTest, RemoveAfterRenameOntoAnotherLinkForgetsTheFileAttribut
   rn.to.name = const_cast<char*>("b");
   RENAME3res rr{};
   rr.status = NFS3_OK;
-  rr.RENAME3res_u.resok.fromdir_wcc = DirWcc(d, d);
-  rr.RENAME3res_u.resok.todir_wcc = DirWcc(d, d);
+  rr.RENAME3res_u.resok.fromdir_wcc = Wcc(d, d);
+  rr.RENAME3res_u.resok.todir_wcc = Wcc(d, d);
   cache_.Learn(*FindNfsProc(NFSPROC3_RENAME), &rn,
                Xdr(reinterpret_cast<xdrproc_t>(xdr_RENAME3res), rr), exp_, user_);
   // lstat b (upstream: the attributes come back), lstat a (from the cache).
@@ -258,7 +244,7 @@ TEST_F(MetadataCacheTest, RemoveAfterRenameOntoAnotherLinkForgetsTheFileAttribut
   EXPECT_EQ(StatusOf(a), static_cast<uint32_t>(NFS3_OK));
   ASSERT_TRUE(Getattr(exp_, file_));
   // unlink a: the file's link count drops; the wcc data is only the directory's.
-  LearnRemove(dir_, "a", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  LearnRemove(dir_, "a", Wcc(d, Attr(NF3DIR, 4096, kWall0)));
   EXPECT_FALSE(Getattr(exp_, file_)) << "the file's cached attributes (nlink 2) survived";
   std::optional<std::string> b = Lookup(dir_, "b", user_);
   EXPECT_FALSE(b && StatusOf(b) == NFS3_OK) << "b answered with the stale link count";
@@ -274,7 +260,7 @@ TEST_F(MetadataCacheTest, AttributesOlderThanARemoveDoNotComeBack) {
   f.nlink = 2;
   LearnAccess(dir_, d, 0x3f, 0x3f, user_);
   LearnLookup(dir_, "a", d, &file_, &f);
-  LearnRemove(dir_, "a", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  LearnRemove(dir_, "a", Wcc(d, Attr(NF3DIR, 4096, kWall0)));
   fattr3 late = Attr(NF3REG, 9, kWall0 - 10);  // written before the REMOVE
   late.nlink = 2;
   LearnGetattr(exp_, file_, late);
@@ -340,7 +326,7 @@ TEST_F(MetadataCacheTest, ExpiredEntriesAnswerDuringAnOutageOnlyWhereAllowed) {
   // A REMOVE through the proxy (sent before the cut, answered now... or by
   // an upstream that answers it: then the outage is over anyway). What it
   // invalidated is never answered; its name is now a negative one.
-  LearnRemove(dir_, "g", DirWcc(d, Attr(NF3DIR, 4096, kWall0)));
+  LearnRemove(dir_, "g", Wcc(d, Attr(NF3DIR, 4096, kWall0)));
   GETATTR3args gone{Fh(other_file)};
   EXPECT_FALSE(answer(NFSPROC3_GETATTR, &gone, stale, user_));
   LOOKUP3args lg{};

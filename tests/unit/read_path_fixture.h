@@ -313,6 +313,41 @@ class ReadPathTest : public ::testing::Test {
   OpaqueAuth other_ = SysCred(2000, 2000);
 };
 
+// The disk tier's `post`: closures from its pool threads, run on the test's
+// thread when it asks.
+class PostQueue {
+ public:
+  PostFunction AsFunction() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(fn));
+      cv_.notify_all();
+    };
+  }
+  // Runs posted closures until `done` holds; false after 10 s without one.
+  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
+    while (!done()) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
+          return false;
+        }
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+      between();
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
 }  // namespace nfsedge::read_path_test
 
 #endif  // NFSEDGE_TESTS_UNIT_READ_PATH_FIXTURE_H_

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,20 @@ using test_xdr::Proc;
 using Verf = std::array<char, 8>;
 constexpr Verf kV1{'v', '1'};
 constexpr Verf kV2{'v', '2'};
+
+// Moves `clock` by `d`, running the `timers` (by due time) that fall due.
+inline void AdvanceRunning(FakeClock& clock,
+                           std::multimap<MonoTime, std::function<void()>>& timers, Duration d) {
+  const MonoTime until = clock.MonoNow() + d;
+  while (!timers.empty() && timers.begin()->first <= until) {
+    auto it = timers.begin();
+    clock.Advance(it->first - clock.MonoNow());
+    auto fn = std::move(it->second);
+    timers.erase(it);
+    fn();
+  }
+  clock.Advance(until - clock.MonoNow());
+}
 
 // An upstream that keeps every call until the test answers it.
 class HeldUpstream : public RpcCaller {
@@ -257,17 +272,7 @@ class WritePathTest : public ::testing::Test {
   }
 
   // Moves the clock by `d`, running the timers that fall due.
-  void Advance(Duration d) {
-    const MonoTime until = clock_.MonoNow() + d;
-    while (!timers_.empty() && timers_.begin()->first <= until) {
-      auto it = timers_.begin();
-      clock_.Advance(it->first - clock_.MonoNow());
-      auto fn = std::move(it->second);
-      timers_.erase(it);
-      fn();
-    }
-    clock_.Advance(until - clock_.MonoNow());
-  }
+  void Advance(Duration d) { AdvanceRunning(clock_, timers_, d); }
 
   // Sends a client WRITE; its replies are appended to `replies_` tagged.
   void Write(int tag, uint64_t offset, const std::string& data, stable_how how,

@@ -138,17 +138,7 @@ class WriteServiceTest : public ::testing::Test {
   }
 
   // Moves the clock by `d`, running the write path's timers that fall due.
-  void Advance(Duration d) {
-    const MonoTime until = clock_.MonoNow() + d;
-    while (!timers_.empty() && timers_.begin()->first <= until) {
-      auto it = timers_.begin();
-      clock_.Advance(it->first - clock_.MonoNow());
-      auto fn = std::move(it->second);
-      timers_.erase(it);
-      fn();
-    }
-    clock_.Advance(until - clock_.MonoNow());
-  }
+  void Advance(Duration d) { AdvanceRunning(clock_, timers_, d); }
 
   // The index of the last upstream call of `proc` on `u`, or -1.
   static int Last(const HeldUpstream& u, uint32_t proc) {

@@ -43,6 +43,17 @@ inline post_op_attr PostOp(const fattr3& a) {
   return p;
 }
 
+// wcc data of an object that was `before` and is `after`.
+inline wcc_data Wcc(const fattr3& before, const fattr3& after) {
+  wcc_data w{};
+  w.before.attributes_follow = TRUE;
+  w.before.pre_op_attr_u.attributes.size = before.size;
+  w.before.pre_op_attr_u.attributes.mtime = before.mtime;
+  w.before.pre_op_attr_u.attributes.ctime = before.ctime;
+  w.after = PostOp(after);
+  return w;
+}
+
 }  // namespace nfsedge::test_xdr
 
 #endif  // NFSEDGE_TESTS_UNIT_XDR_TEST_UTIL_H_

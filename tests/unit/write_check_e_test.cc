@@ -1,0 +1,1 @@
+// Placeholder: tests are added here.
