@@ -265,7 +265,8 @@ void Daemon::LogWriteStats() {
                      << " lone=" << w.lone << " procrastination_us=" << w.procrastination_us
                      << " resent=" << w.resent << " errors=" << w.errors
                      << " verifier_changes=" << w.verifier_changes
-                     << " blocked=" << w.blocked << " barriers=" << w.barriers
+                     << " blocked=" << w.blocked << " parked=" << w.parked
+                     << " barriers=" << w.barriers
                      << " buffered_bytes=" << w.buffered_bytes
                      << " max_buffered_bytes=" << w.max_buffered_bytes
                      << " journaled=" << w.journaled << " journal_failed=" << w.journal_failed

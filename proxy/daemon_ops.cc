@@ -336,11 +336,13 @@ void Daemon::AddCollectors() {
     w.Gauge("nfsedge_write_buffered_bytes", "Write-behind bytes buffered, not yet stable.", {},
             static_cast<double>(s.buffered_bytes));
     CountEach(w, "nfsedge_write_events_total",
-              "Write path events: writes that waited for buffer room, reads/getattrs/setattrs "
-              "held for a flush, upstream errors kept for clients, bytes resent after a "
-              "verifier change, new write verifiers after acknowledged data was lost.",
+              "Write path events: writes that waited for buffer room, writes that waited for "
+              "another caller's bytes to leave the buffer, reads/getattrs/setattrs held for a "
+              "flush, upstream errors kept for clients, bytes resent after a verifier change, "
+              "new write verifiers after acknowledged data was lost.",
               {}, "event",
               {{"blocked", s.blocked},
+               {"parked", s.parked},
                {"barrier", s.barriers},
                {"error", s.errors},
                {"resent_bytes", s.resent},

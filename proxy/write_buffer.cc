@@ -343,7 +343,7 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
       !f.barriers.empty() || (f.error != NFS3_OK && f.error != NFS3ERR_STALE) || f.window ||
       f.flush_scheduled ||
-      f.retry_scheduled || f.blocked > 0) {
+      f.retry_scheduled || f.blocked > 0 || !f.parked.empty()) {
     return;
   }
   const bool history = f.last_batch > 1 || f.lone > 0;

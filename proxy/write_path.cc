@@ -138,25 +138,33 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   const bool stable = a.stable != UNSTABLE || !may_buffer;
   // Journaled: only what the ACCESS cache proves the upstream will take.
   const bool journal = write_back && may_buffer;
+  auto b = std::make_unique<Blocked>(Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n),
+                                             stable, journal, cred, std::move(reply)});
+  // No caller's bytes replace another's in the buffer: the upstream judges
+  // each caller's own writes (the older one may have been taken without
+  // evidence that it may write), and a refusal reaches only its writer. A
+  // write over another caller's bytes waits, behind the file's writes
+  // already waiting so, until those have left the buffer (stable upstream,
+  // or refused); they go upstream at once.
+  if (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred)) {
+    stats_.parked++;
+    f.parked.push_back(std::move(b));
+    if (!f.retry_scheduled) SendDirty(f, true, false);
+    Pump(f);
+    return;
+  }
+  Enter(f, std::move(b));
+}
+
+void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
+  const uint64_t n = b->data.size();
   const bool room =
       (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
       (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-  // Bytes of another caller that this write would replace go upstream
-  // first, and the write waits (as for room) until they are on their way:
-  // the upstream judges each caller's own writes (the older one may have
-  // been taken without evidence that it may write), and a refusal reaches
-  // its writer (Flight::spans).
-  bool others = OthersUnsent(f, a.offset, a.offset + n, cred);
-  if (others && !f.retry_scheduled) {
-    SendDirty(f, true, false);
-    others = OthersUnsent(f, a.offset, a.offset + n, cred);
-  }
-  if (!room || !blocked_.empty() || others) {
+  if (!room || !blocked_.empty()) {
     stats_.blocked++;
     f.blocked++;
-    blocked_.push_back(
-        std::make_unique<Blocked>(Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n),
-                                          stable, journal, cred, std::move(reply)}));
+    blocked_.push_back(std::move(b));
     // Pressure: every file flushes and commits so that room is made.
     std::vector<std::string> held;
     for (const auto& [k, file] : files_) {
@@ -167,8 +175,34 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     }
     return;
   }
-  Accept(f, a.offset, std::string_view(a.data.data_val, n), cred, stable, journal,
-         std::move(reply));
+  Accept(f, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
+}
+
+void WritePath::AdmitParked(const std::string& fh) {
+  for (;;) {
+    auto it = files_.find(fh);
+    if (it == files_.end()) return;
+    File& f = *it->second;
+    if (f.parked.empty() || f.admitting) return;
+    const Blocked& b = *f.parked.front();
+    if (stale_.Peek(fh) == nullptr && f.error == NFS3_OK &&
+        OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred)) {
+      return;
+    }
+    std::unique_ptr<Blocked> taken = std::move(f.parked.front());
+    f.parked.pop_front();
+    f.admitting = true;
+    if (stale_.Peek(fh) != nullptr) {
+      taken->reply(WriteError(NFS3ERR_STALE));
+    } else if (f.error != NFS3_OK) {
+      const nfsstat3 e = f.error;
+      f.error = NFS3_OK;
+      taken->reply(WriteError(e));
+    } else {
+      Enter(f, std::move(taken));
+    }
+    if (auto again = files_.find(fh); again != files_.end()) again->second->admitting = false;
+  }
 }
 
 void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
@@ -366,12 +400,11 @@ bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> the
   return true;
 }
 
-bool WritePath::OthersUnsent(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred) {
+bool WritePath::OthersHeld(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred) {
   auto it = f.pieces.upper_bound(off);
   if (it != f.pieces.begin()) --it;
   for (; it != f.pieces.end() && it->first < end; ++it) {
-    if (it->first + it->second.data.size() > off && it->second.state == Piece::kDirty &&
-        !SameCred(it->second.cred, cred)) {
+    if (it->first + it->second.data.size() > off && !SameCred(it->second.cred, cred)) {
       return true;
     }
   }
@@ -530,7 +563,9 @@ void WritePath::Pump(File& f) {
     // pressure), a COMMIT when half the file's room is written or when the
     // flush delay found the file idle. Not while stable writes gather in a
     // window: their batch carries the file's dirty data.
-    const bool pressure = !blocked_.empty();
+    // (A write waiting for another caller's bytes to leave: they go and
+    // are committed at once.)
+    const bool pressure = !blocked_.empty() || !f.parked.empty();
     if (dirty) SendDirty(f, false, !pressure);
     if (f.commit_id == 0 && written_bytes > 0 &&
         (written_bytes >= options_.max_file_bytes / 2 ||
@@ -544,6 +579,7 @@ void WritePath::Pump(File& f) {
   const std::string fh = f.fh;
   ForgetIfIdle(fh);  // f may be gone from here on
   for (auto& r : ready) r();
+  AdmitParked(fh);
 }
 
 void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
@@ -730,10 +766,15 @@ void WritePath::AdmitBlocked() {
     const bool room =
         (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
         (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-    if (!room || OthersUnsent(f, b.offset, b.offset + n, b.cred)) return;
+    if (!room) return;
     std::unique_ptr<Blocked> taken = std::move(blocked_.front());
     blocked_.pop_front();
     f.blocked--;
+    if (stale_.Peek(taken->fh) != nullptr) {
+      taken->reply(WriteError(NFS3ERR_STALE));
+      ForgetIfIdle(taken->fh);
+      continue;
+    }
     if (f.error != NFS3_OK) {
       nfsstat3 e = f.error;
       f.error = NFS3_OK;

@@ -142,6 +142,7 @@ struct WritePathStats {
   uint64_t errors = 0;            // upstream errors kept for the file's clients
   uint64_t verifier_changes = 0;  // new write verifiers: acknowledged data was lost
   uint64_t blocked = 0;           // writes that waited for buffer room
+  uint64_t parked = 0;            // writes that waited for another caller's bytes to leave
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
   uint64_t journaled = 0;         // client writes answered once in the journal
   uint64_t journal_failed = 0;    // ... that the journal could not take
@@ -344,9 +345,13 @@ class WritePath {
   // `stamp` may go: none of their bytes is still to send (`stable`: none is
   // still in the buffer, stable upstream).
   static bool BarrierMet(const File& f, bool stable, uint64_t stamp);
-  // Returns true iff [off, end) holds bytes of another caller than `cred`
-  // not yet sent upstream.
-  static bool OthersUnsent(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred);
+  // Returns true iff [off, end) holds bytes of another caller than `cred`.
+  static bool OthersHeld(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred);
+  // Takes write `b` into the buffer, or makes it wait for room.
+  void Enter(File& f, std::unique_ptr<Blocked> b);
+  // Takes the writes of `fh` waiting for other callers' bytes (File::parked)
+  // whose turn has come.
+  void AdmitParked(const std::string& fh);
 
   const Clock& clock_;
   RpcCaller& upstream_;

@@ -156,6 +156,17 @@ struct WritePath::Flight {
   uint64_t sent_stamp = 0;
 };
 
+struct WritePath::Blocked {
+  std::string fh;
+  const Export* exp;
+  uint64_t offset;
+  std::string data;
+  bool stable;
+  bool journal;
+  OpaqueAuth cred;
+  ReplyFn reply;
+};
+
 struct WritePath::File {
   std::string fh;
   const Export* exp = nullptr;
@@ -197,18 +208,13 @@ struct WritePath::File {
   uint32_t refusals = 0;     // rounds in a row whose errors kept journaled data (DropAndFail)
   bool refusal_counted = false;  // ... this round's counted
   uint32_t blocked = 0;  // client writes waiting for room
+  // Client writes waiting, in arrival order, for another caller's bytes
+  // they would replace to leave the buffer (stable upstream, or dropped):
+  // no caller's bytes replace another's there (WritePath::OthersHeld).
+  std::deque<std::unique_ptr<Blocked>> parked;
+  bool admitting = false;  // AdmitParked is at work on the file
 };
 
-struct WritePath::Blocked {
-  std::string fh;
-  const Export* exp;
-  uint64_t offset;
-  std::string data;
-  bool stable;
-  bool journal;
-  OpaqueAuth cred;
-  ReplyFn reply;
-};
 
 }  // namespace nfsedge
 

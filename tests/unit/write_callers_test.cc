@@ -80,8 +80,8 @@ TEST_F(WriteCallersTest, AWriteOfACredentialWithoutEvidenceIsJudgedByTheUpstream
 }
 
 // The same, when the upstream refuses C's bytes (C may not write the
-// file): C is told so, though B's bytes have replaced C's in the buffer;
-// B's write, which the upstream takes, is answered OK.
+// file): C is told so; B's write, which waited for C's bytes to leave the
+// buffer and which the upstream takes, is answered OK.
 TEST_F(WriteCallersTest, ARefusalOfReplacedBytesReachesTheirWriterOnly) {
   const std::string x(4096, 'x'), c(4096, 'c'), b(4096, 'b');
   cred_ = Cred("uid-A");
@@ -90,15 +90,18 @@ TEST_F(WriteCallersTest, ARefusalOfReplacedBytesReachesTheirWriterOnly) {
   Write(2, 0, c, FILE_SYNC, /*may_buffer=*/false);
   cred_ = Cred("uid-B");
   Write(3, 0, b, FILE_SYNC);
-  Advance(std::chrono::milliseconds(5));
-  for (int i = up_.Pending(); i >= 0; i = up_.Pending()) {
-    const auto& call = up_.calls[static_cast<size_t>(i)];
-    ASSERT_EQ(call.proc, static_cast<uint32_t>(NFSPROC3_WRITE));
-    SentWrite w = DecodeWriteArgs(call.args);
-    up_.Answer(static_cast<size_t>(i),
-               w.data == c ? WriteFail(NFS3ERR_ACCES)
-                           : WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1,
-                                     Attr(69632, 2)));
+  EXPECT_EQ(wp_->stats().parked, 1u) << "B's write waits for C's bytes";
+  for (int round = 0; round < 4; ++round) {
+    Advance(std::chrono::milliseconds(5));
+    for (int i = up_.Pending(); i >= 0; i = up_.Pending()) {
+      const auto& call = up_.calls[static_cast<size_t>(i)];
+      ASSERT_EQ(call.proc, static_cast<uint32_t>(NFSPROC3_WRITE));
+      SentWrite w = DecodeWriteArgs(call.args);
+      up_.Answer(static_cast<size_t>(i),
+                 w.data == c ? WriteFail(NFS3ERR_ACCES)
+                             : WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1,
+                                       Attr(69632, 2)));
+    }
   }
   ASSERT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(ReplyFor(replies_, 1)->status, NFS3_OK);
@@ -172,24 +175,24 @@ class JournalCallersTest : public JournalTest {
 // Write-back export. User C has no ACCESS evidence (may_buffer false): its
 // FILE_SYNC write waits for the upstream, which gets C's bytes at once (a
 // new file: lone). While that WRITE is on its way, user B (with evidence)
-// writes the same bytes and is answered from the journal. The upstream
-// refuses C's WRITE (ACCES: C may not write the file). C must be told:
-// its bytes were refused, and the refused WRITE carried them
-// (architecture.md, Errors: "those whose bytes the refused WRITE carried
-// (bytes a newer write replaced in the buffer since included)").
-TEST_F(JournalCallersTest, KeptRoundStillTellsTheWriterWhoseReplacedBytesWereRefused) {
+// writes the same bytes: B's write waits until C's bytes leave the buffer.
+// The upstream refuses C's WRITE (ACCES: C may not write the file): C is
+// told, and B's write goes in then, answered from the journal.
+TEST_F(JournalCallersTest, ARefusedWriterIsToldWhileAnotherCallersWriteWaitsForItsBytes) {
   const std::string c(4096, 'c'), b(4096, 'b');
   cred_ = Cred("uid-C");
   WriteBack(1, 0, c, FILE_SYNC, /*may_buffer=*/false);
   ASSERT_EQ(up_.calls.size(), 1u) << "a new file: C's write goes at once";
   ASSERT_EQ(DecodeWriteArgs(up_.calls[0].args).data, c);
   cred_ = Cred("uid-B");
-  WriteBack(2, 0, b, FILE_SYNC);  // with evidence: answered from the journal
+  WriteBack(2, 0, b, FILE_SYNC);  // with evidence, but over C's bytes: waits
   journal_.Complete();
-  ASSERT_NE(ReplyFor(2), nullptr);
-  ASSERT_EQ(ReplyFor(2)->status, NFS3_OK);
+  EXPECT_EQ(ReplyFor(2), nullptr) << "answered before C's bytes left the buffer";
   // C may not write the file.
   up_.Answer(0, WriteFail(NFS3ERR_ACCES));
+  journal_.Complete();  // B's append, once taken
+  ASSERT_NE(ReplyFor(2), nullptr);
+  ASSERT_EQ(ReplyFor(2)->status, NFS3_OK);
   // B's bytes go and are taken.
   for (int round = 0; round < 5 && ReplyFor(1) == nullptr; ++round) {
     AnswerWith(up_, [](const SentWrite& w) {

@@ -1,1 +1,0 @@
-// Placeholder: tests are added here.
