@@ -22,7 +22,16 @@ HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet 
     return &it->second;
   }
   if (max_handles_ == 0) return nullptr;
-  while (map_.size() >= max_handles_) {
+  // An export's root is never evicted: its mark closes ".." out of the
+  // export, and a root registered again from a reply would not carry it.
+  size_t roots_seen = 0;
+  while (map_.size() >= max_handles_ && roots_seen < map_.size()) {
+    auto victim = map_.find(lru_.back());
+    if (victim->second.set.roots != 0) {
+      lru_.splice(lru_.begin(), lru_, victim->second.lru);
+      roots_seen++;
+      continue;
+    }
     if (store_) {
       store_->Delete(lru_.back());
     } else if (loading_) {

@@ -11,9 +11,10 @@
 // NFS3ERR_STALE. Handles go to clients as the upstream made them: nothing is
 // added to them.
 //
-// Bounded (DESIGN rule 8): at `max_handles` the least recently used handle is
-// forgotten; a client that still holds it gets NFS3ERR_STALE and looks the
-// name up again. Exports are numbered 0..kMaxExports-1.
+// Bounded (DESIGN rule 8): at `max_handles` the least recently used handle
+// is forgotten, but never an export's root (its mark closes ".." out of the
+// export); a client that still holds a forgotten handle gets
+// NFS3ERR_STALE and looks the name up again. Exports are numbered 0..kMaxExports-1.
 //
 // By default the registry lives in memory: after a proxy restart clients
 // must remount. Persist() backs it with a HandleStore (handle_store.h) so

@@ -384,7 +384,9 @@ Status Daemon::Start() {
     nfs_->SetPrefetcher(prefetcher_.get());
   }
   if (Status js = StartWritePath(no.max_transfer); !js.ok()) return js;
-  mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_);
+  // A MNT below an export walks it with LOOKUPs, as interactive metadata.
+  mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_,
+                                          &scheduler_->Caller(CallClass::kInteractive));
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);
   refresher_ = std::make_unique<Refresher>(base_.get(), cache_, handles_, exports_,

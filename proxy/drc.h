@@ -5,9 +5,11 @@
 // the same XID, often over a new connection (a new source port). Executing
 // CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK or a guarded
 // SETATTR twice would turn a success into EEXIST or NOENT, or undo another
-// client's work. Calls are keyed by the client's address (without the port),
-// program, version, procedure, XID and a hash of the arguments (so two
-// clients behind one address that happen to reuse an XID are not confused).
+// client's work; so would a WRITE held by the proxy's write path when its
+// client sends it again. Calls are keyed by the client's address (without
+// the port), program, version, procedure, XID and a hash of the arguments'
+// start and their size (so two clients behind one address that happen to
+// reuse an XID are not confused).
 //
 // A call seen for the first time is recorded as in progress and its reply,
 // whenever it is sent, is kept. A retransmission of a call in progress waits

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "proxy/nfs_procs.h"
 #include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
@@ -19,11 +20,43 @@ bool DecodeDirpath(std::string_view args, std::string* path) {
   return true;
 }
 
+// The MNT status for an upstream LOOKUP's failure on the way down.
+mountstat3 MountStatusOf(nfsstat3 st) {
+  switch (st) {
+    case NFS3ERR_NOENT:
+      return MNT3ERR_NOENT;
+    case NFS3ERR_ACCES:
+    case NFS3ERR_PERM:
+      return MNT3ERR_ACCES;
+    case NFS3ERR_NOTDIR:
+      return MNT3ERR_NOTDIR;
+    case NFS3ERR_NAMETOOLONG:
+      return MNT3ERR_NAMETOOLONG;
+    case NFS3ERR_STALE:
+    case NFS3ERR_BADHANDLE:
+      return MNT3ERR_NOENT;
+    default:
+      return MNT3ERR_IO;
+  }
+}
+
 }  // namespace
 
+struct MountService::Walk {
+  std::shared_ptr<IncomingCall> call;
+  uint32_t export_id = 0;
+  std::string path;                     // as the client asked
+  std::vector<std::string> components;  // below the export's path
+  size_t next = 0;
+  OpaqueAuth cred;                      // mapped
+  std::string fh;                       // where the walk is
+  std::vector<int> flavors;             // from the upstream's MNT reply
+  std::string full_args;                // MNT of the whole path, upstream
+};
+
 MountService::MountService(const ExportTable& exports, HandleRegistry& handles,
-                           RpcCaller& upstream)
-    : exports_(exports), handles_(handles), upstream_(upstream) {}
+                           RpcCaller& upstream, RpcCaller* nfs)
+    : exports_(exports), handles_(handles), upstream_(upstream), nfs_(nfs) {}
 
 void MountService::Handle(std::shared_ptr<IncomingCall> call) {
   switch (call->header().proc) {
@@ -89,6 +122,18 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     ReplyMountError(*call, MNT3ERR_ACCES);
     return;
   }
+  // Below the export's own path: the upstream mounts the export's root, and
+  // the rest is walked from it (its mountd would follow symlinks).
+  const std::string& own = exp->config().path;
+  std::vector<std::string> below;
+  if (path != own) {
+    const size_t skip = own == "/" ? 1 : own.size() + 1;
+    for (size_t at = skip; at <= path.size();) {
+      const size_t end = std::min(path.find('/', at), path.size());
+      below.push_back(path.substr(at, end - at));
+      at = end + 1;
+    }
+  }
   std::string args;
   char* p = upstream_path.data();
   if (!XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &p, &args)) {
@@ -98,10 +143,25 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     ReplyMountError(*call, MNT3ERR_NAMETOOLONG);
     return;
   }
+  if (!below.empty() && nfs_ == nullptr) {
+    NFSEDGE_LOG(kInfo) << "MNT " << path << " from " << call->peer().ToString()
+                       << " refused: only the export's own path may be mounted";
+    ReplyMountError(*call, MNT3ERR_ACCES);
+    return;
+  }
+  std::string full_args = args;
+  if (!below.empty()) {
+    args.clear();
+    std::string root_path = exp->config().upstream_path;
+    char* rp = root_path.data();
+    XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &rp, &args);
+  }
   uint32_t export_id = exp->id();
+  const OpaqueAuth cred = exp->MapCredential(call->header().cred);
   Status s = upstream_.Call(
-      kMountProgram, kMountVersion, kMnt, exp->MapCredential(call->header().cred), args,
-      [this, call, export_id, path](StatusOr<RpcReply> r) {
+      kMountProgram, kMountVersion, kMnt, cred, args,
+      [this, call, export_id, path, cred, below = std::move(below),
+       full_args = std::move(full_args)](StatusOr<RpcReply> r) {
         if (!r.ok()) {
           NFSEDGE_LOG(kWarn) << "MNT " << path << ": upstream: " << r.status().ToString();
           ReplyMountError(*call, MNT3ERR_SERVERFAULT);
@@ -111,9 +171,23 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
           XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
           if (res.Decode(r->results()) && res->fhs_status == MNT3_OK) {
             const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
+            const std::string root(fh.fhandle3_val, fh.fhandle3_len);
             // The export's own root: ".." from it leaves the export.
-            handles_.Add(std::string_view(fh.fhandle3_val, fh.fhandle3_len), export_id,
-                         path == exports_.Get(export_id).config().path);
+            handles_.Add(root, export_id, true);
+            if (!below.empty()) {
+              auto w = std::make_shared<Walk>();
+              w->call = call;
+              w->export_id = export_id;
+              w->path = path;
+              w->components = below;
+              w->cred = cred;
+              w->fh = root;
+              w->full_args = full_args;
+              const auto& fl = res->mountres3_u.mountinfo.auth_flavors;
+              w->flavors.assign(fl.auth_flavors_val, fl.auth_flavors_val + fl.auth_flavors_len);
+              WalkNext(w);
+              return;
+            }
             RecordMount(call->peer().HostString(), path);
             NFSEDGE_LOG(kInfo) << "MNT " << path << " by " << call->peer().ToString();
           }
@@ -125,6 +199,92 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     NFSEDGE_LOG(kWarn) << "MNT " << path << ": " << s.ToString();
     ReplyMountError(*call, MNT3ERR_SERVERFAULT);
   }
+}
+
+void MountService::WalkNext(const std::shared_ptr<Walk>& w) {
+  if (w->next == w->components.size()) {
+    MountDone(w);
+    return;
+  }
+  LOOKUP3args a{};
+  a.what.dir.data.data_val = w->fh.data();
+  a.what.dir.data.data_len = static_cast<u_int>(w->fh.size());
+  std::string name = w->components[w->next];
+  a.what.name = name.data();
+  std::string args;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args), &a, &args);
+  Status s = nfs_->Call(kNfsProgram, kNfsVersion, NFSPROC3_LOOKUP, w->cred, args,
+                        [this, w](StatusOr<RpcReply> r) {
+                          if (!r.ok() || r->header.reply_stat != kMsgAccepted ||
+                              r->header.accept_stat != kSuccess) {
+                            NFSEDGE_LOG(kWarn) << "MNT " << w->path << ": upstream LOOKUP failed";
+                            ReplyMountError(*w->call, MNT3ERR_SERVERFAULT);
+                            return;
+                          }
+                          XdrValue<LOOKUP3res> res(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res));
+                          if (!res.Decode(r->results())) {
+                            ReplyMountError(*w->call, MNT3ERR_SERVERFAULT);
+                            return;
+                          }
+                          if (res->status != NFS3_OK) {
+                            MountError(w, MountStatusOf(res->status));
+                            return;
+                          }
+                          const LOOKUP3resok& ok = res->LOOKUP3res_u.resok;
+                          // Only a directory, known to be one: a symlink
+                          // would lead out of the export.
+                          if (!ok.obj_attributes.attributes_follow ||
+                              ok.obj_attributes.post_op_attr_u.attributes.type != NF3DIR) {
+                            NFSEDGE_LOG(kInfo) << "MNT " << w->path << " from "
+                                               << w->call->peer().ToString() << " refused: \""
+                                               << w->components[w->next]
+                                               << "\" is not a directory";
+                            ReplyMountError(*w->call, MNT3ERR_NOTDIR);
+                            return;
+                          }
+                          w->fh.assign(ok.object.data.data_val, ok.object.data.data_len);
+                          w->next++;
+                          WalkNext(w);
+                        });
+  if (!s.ok()) {
+    NFSEDGE_LOG(kWarn) << "MNT " << w->path << ": " << s.ToString();
+    ReplyMountError(*w->call, MNT3ERR_SERVERFAULT);
+  }
+}
+
+void MountService::MountError(const std::shared_ptr<Walk>& w, mountstat3 status) {
+  // The upstream's own answer for the whole path, as a client of it would
+  // get (servers differ: NOENT or ACCES for a missing directory), unless it
+  // mounts it: then the path leads elsewhere than the walk found (a
+  // symlink followed, or a race), and it is refused.
+  Status s = upstream_.Call(
+      kMountProgram, kMountVersion, kMnt, w->cred, w->full_args,
+      [this, w, status](StatusOr<RpcReply> r) {
+        if (r.ok() && r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess &&
+            r->results().size() >= 4 && LoadBE32(r->results().data()) != MNT3_OK) {
+          StoreBE32(r->record.data(), w->call->xid());
+          w->call->Reply(std::move(r->record));
+          return;
+        }
+        ReplyMountError(*w->call, status == MNT3ERR_NOENT ? MNT3ERR_ACCES : status);
+      });
+  if (!s.ok()) ReplyMountError(*w->call, status);
+}
+
+void MountService::MountDone(const std::shared_ptr<Walk>& w) {
+  handles_.Add(w->fh, w->export_id, false);
+  RecordMount(w->call->peer().HostString(), w->path);
+  NFSEDGE_LOG(kInfo) << "MNT " << w->path << " by " << w->call->peer().ToString();
+  mountres3 res{};
+  res.fhs_status = MNT3_OK;
+  res.mountres3_u.mountinfo.fhandle.fhandle3_val = w->fh.data();
+  res.mountres3_u.mountinfo.fhandle.fhandle3_len = static_cast<u_int>(w->fh.size());
+  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_val =
+      w->flavors.data();
+  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = static_cast<u_int>(w->flavors.size());
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_mountres3), &res, &out);
+  w->call->ReplySuccess(out);
 }
 
 void MountService::RecordMount(const std::string& host, const std::string& path) {

@@ -3,8 +3,12 @@
 // MNT checks the path against the configured exports (MNT3ERR_NOENT if none
 // covers it) and the client against the export's networks and `secure`
 // rule (MNT3ERR_ACCES, logged), then asks the upstream to mount the export's
-// upstream path and registers the handle it returns (as the export's root
-// when the export's own path was mounted). EXPORT lists the proxy's own exports; DUMP,
+// upstream path and registers the handle it returns as the export's root. A
+// path below the export's is reached from that root by LOOKUPs with the
+// client's (mapped) credential, one directory at a time: a component that is
+// not a directory (a symlink, which the upstream's mountd would follow out
+// of the export) is refused with MNT3ERR_NOTDIR, so no handle outside the
+// export is handed out. EXPORT lists the proxy's own exports; DUMP,
 // UMNT and UMNTALL keep the proxy's own list of who mounted what (bounded).
 //
 // Thread-safety: runs on the event loop's thread.
@@ -32,7 +36,10 @@ inline constexpr size_t kMaxMountEntries = 4096;
 
 class MountService : public RpcProgram {
  public:
-  MountService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream);
+  // `nfs`: the upstream's NFS program, for the LOOKUPs of a path below an
+  // export; null refuses such mounts (MNT3ERR_ACCES).
+  MountService(const ExportTable& exports, HandleRegistry& handles, RpcCaller& upstream,
+               RpcCaller* nfs = nullptr);
 
   uint32_t program() const override { return kMountProgram; }
   uint32_t version() const override { return kMountVersion; }
@@ -49,10 +56,18 @@ class MountService : public RpcProgram {
   void ListExports(IncomingCall& call);
   void ReplyMountError(IncomingCall& call, mountstat3 status);
   void RecordMount(const std::string& host, const std::string& path);
+  // A MNT below an export: its walk from the export's root.
+  struct Walk;
+  void WalkNext(const std::shared_ptr<Walk>& w);
+  void MountDone(const std::shared_ptr<Walk>& w);
+  // The walk met `status` (a LOOKUP's failure): answers the upstream's own
+  // error for the whole path, or `status`.
+  void MountError(const std::shared_ptr<Walk>& w, mountstat3 status);
 
   const ExportTable& exports_;
   HandleRegistry& handles_;
   RpcCaller& upstream_;
+  RpcCaller* nfs_;
   std::vector<std::pair<std::string, std::string>> mounts_;  // (client host, path)
 };
 

@@ -75,9 +75,12 @@ bool IsCacheableCred(const OpaqueAuth& cred) {
 }
 
 // Returns true iff running `p` twice with `args` can give a different result
-// than once: the procedures of DESIGN rule 7.
+// than once: the procedures of DESIGN rule 7, and WRITE (a retransmission
+// run again after another client's write of the same bytes would undo it;
+// the proxy may hold a write long enough for its client to retransmit it).
 bool IsNonIdempotent(const NfsProc& p, const void* args) {
   switch (p.proc) {
+    case NFSPROC3_WRITE:
     case NFSPROC3_CREATE:
     case NFSPROC3_MKDIR:
     case NFSPROC3_SYMLINK:

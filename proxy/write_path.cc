@@ -185,19 +185,16 @@ void WritePath::AdmitParked(const std::string& fh) {
     File& f = *it->second;
     if (f.parked.empty() || f.admitting) return;
     const Blocked& b = *f.parked.front();
-    if (stale_.Peek(fh) == nullptr && f.error == NFS3_OK &&
-        OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred)) {
+    if (stale_.Peek(fh) == nullptr && OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred)) {
       return;
     }
     std::unique_ptr<Blocked> taken = std::move(f.parked.front());
     f.parked.pop_front();
     f.admitting = true;
+    // (A refusal of the bytes it waited for is not its own: it keeps the
+    // file's error, if any, for the file's next WRITE or COMMIT.)
     if (stale_.Peek(fh) != nullptr) {
       taken->reply(WriteError(NFS3ERR_STALE));
-    } else if (f.error != NFS3_OK) {
-      const nfsstat3 e = f.error;
-      f.error = NFS3_OK;
-      taken->reply(WriteError(e));
     } else {
       Enter(f, std::move(taken));
     }
@@ -773,6 +770,16 @@ void WritePath::AdmitBlocked() {
     if (stale_.Peek(taken->fh) != nullptr) {
       taken->reply(WriteError(NFS3ERR_STALE));
       ForgetIfIdle(taken->fh);
+      continue;
+    }
+    if (!f.parked.empty() ||
+        OthersHeld(f, taken->offset, taken->offset + taken->data.size(), taken->cred)) {
+      // Over another caller's bytes taken meanwhile (a write that waited
+      // for room before this one): it waits for them as any such write.
+      stats_.parked++;
+      f.parked.push_back(std::move(taken));
+      if (!f.retry_scheduled) SendDirty(f, true, false);
+      Pump(f);
       continue;
     }
     if (f.error != NFS3_OK) {

@@ -156,13 +156,13 @@ TEST_F(OperatingTest, MetricsCountClientAndUpstreamCalls) {
   EXPECT_GE(Sample(text, "nfsedge_scheduler_calls_total{class=\"interactive\"}"), 1);
   EXPECT_GT(Sample(text, "nfsedge_congestion_base_rtt_seconds"), 0);
 
-  // A CREATE is recorded by the duplicate request cache; a FILE_SYNC WRITE
-  // goes through the write path.
+  // A CREATE and a WRITE are recorded by the duplicate request cache; the
+  // FILE_SYNC WRITE goes through the write path.
   CreateResult created = c->Create(mnt.fh, "metered", Sattr());
   ASSERT_TRUE(created.ok()) << created.StatusString();
   ASSERT_TRUE(c->Write(created.fh, 0, "abc", Stable::kFileSync).ok());
   text = HttpGet("/metrics");
-  EXPECT_EQ(Sample(text, "nfsedge_drc_events_total{event=\"recorded\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "nfsedge_drc_events_total{event=\"recorded\"}"), 2) << text;
   EXPECT_EQ(Sample(text, "nfsedge_write_client_calls_total{kind=\"stable_gathered\"}"), 1);
   EXPECT_GE(Sample(text, "nfsedge_write_upstream_bytes_total"), 3);
 }

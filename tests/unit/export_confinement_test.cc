@@ -1,0 +1,274 @@
+// Confinement of handles to the exports they were handed out for (docs/security.md, "Confinement of file handles"). The proxy's
+// programs run behind a real loopback socket, with in-memory upstreams
+// (NFS and MOUNT) whose answers are what a Linux server gives.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/mount_service.h"
+#include "proxy/nfs_procs.h"
+#include "proxy/nfs_service.h"
+#include "rpc/rpc_server.h"
+#include "rpc/xdr_codec.h"
+#include "test_loop.h"
+#include "xdr_test_util.h"
+
+namespace nfsedge {
+namespace {
+
+using test_xdr::Bytes;
+using test_xdr::Fh;
+using test_xdr::PostOp;
+using test_xdr::Proc;
+using test_xdr::Xdr;
+
+constexpr char kRoot[] = "ROOT-OF-SRV-DATA";      // /srv/data, the export's root
+constexpr char kSub[] = "SUBDIR-OF-DATA-01";      // /srv/data/sub
+constexpr char kParent[] = "PARENT-SRV-000001";   // /srv, outside the export
+constexpr char kSecret[] = "ROOT-OF-SRV-SECRET";  // /srv/secret, another upstream export
+constexpr char kLink[] = "SYMLINK-IN-DATA-01";    // /srv/data/link -> /srv/secret
+
+fattr3 DirAttr(uint64_t fileid) {
+  fattr3 a{};
+  a.type = NF3DIR;
+  a.mode = 0755;
+  a.nlink = 2;
+  a.uid = a.gid = 0;
+  a.size = 4096;
+  a.fileid = fileid;
+  a.mtime.seconds = a.ctime.seconds = 1700000000;
+  return a;
+}
+
+class ExportConfinementTest : public ::testing::Test {
+ protected:
+  void Start(size_t max_handles) {
+    ExportConfig e;
+    e.path = "/data";
+    e.upstream_path = "/srv/data";
+    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{e});
+    registry_ = std::make_unique<HandleRegistry>(max_handles);
+    up_ = std::make_unique<FakeUpstream>(loop_.base());
+    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
+    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{}, nullptr);
+    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_, up_.get());
+    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
+    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
+    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    mount_up_->set_responder([this](const FakeUpstream::Seen& s) { return MountRespond(s); });
+    up_->set_responder([this](const FakeUpstream::Seen& s) { return NfsRespond(s); });
+    loop_.Start();
+  }
+  void TearDown() override {
+    loop_.RunSync([this] { server_.reset(); });
+  }
+
+  // The upstream mountd: Linux's resolves symlinks in the path (realpath)
+  // and answers the root of the export the resolved path is in.
+  std::optional<std::string> MountRespond(const FakeUpstream::Seen& s) {
+    std::string path;
+    XdrReader r(s.args);
+    EXPECT_TRUE(r.ReadString(&path, 1024));
+    auto it = mounts_.find(path);
+    std::string out;
+    XdrWriter w(&out);
+    if (it == mounts_.end()) {
+      w.WriteU32(MNT3ERR_NOENT);
+      return out;
+    }
+    w.WriteU32(MNT3_OK);
+    w.WriteOpaque(it->second);
+    w.WriteU32(1);
+    w.WriteU32(kAuthSys);
+    return out;
+  }
+
+  // The upstream NFS server: LOOKUPs from lookups_, GETATTR of any handle.
+  std::optional<std::string> NfsRespond(const FakeUpstream::Seen& s) {
+    if (s.proc == NFSPROC3_LOOKUP) {
+      XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));
+      EXPECT_TRUE(a.Decode(s.args));
+      auto it = lookups_.find({Bytes(a->what.dir), a->what.name ? a->what.name : ""});
+      LOOKUP3res res{};
+      if (it == lookups_.end()) {
+        res.status = NFS3ERR_NOENT;
+        return Xdr(Proc(xdr_LOOKUP3res), res);
+      }
+      res.status = NFS3_OK;
+      res.LOOKUP3res_u.resok.object = Fh(it->second.first);
+      res.LOOKUP3res_u.resok.obj_attributes = PostOp(it->second.second);
+      res.LOOKUP3res_u.resok.dir_attributes = PostOp(DirAttr(1));
+      return Xdr(Proc(xdr_LOOKUP3res), res);
+    }
+    if (s.proc == NFSPROC3_GETATTR) {
+      GETATTR3res res{};
+      res.status = NFS3_OK;
+      res.GETATTR3res_u.resok.obj_attributes = DirAttr(7);
+      return Xdr(Proc(xdr_GETATTR3res), res);
+    }
+    ADD_FAILURE() << "unexpected upstream call " << s.proc;
+    return std::nullopt;
+  }
+
+  std::string Call(BlockingClient& c, uint32_t xid, uint32_t prog, uint32_t proc,
+                   const std::string& args) {
+    c.SendRecord(MakeCall(xid, prog, 3, proc, args, SysCred(1000, 100)));
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return "";
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok() && h->accept_stat == kSuccess);
+    return h.ok() ? reply->substr(h->results_offset) : "";
+  }
+  // MNT `path`; returns the status and the handle.
+  std::pair<uint32_t, std::string> Mount(BlockingClient& c, uint32_t xid, const std::string& path) {
+    std::string args;
+    XdrWriter(&args).WriteOpaque(path);
+    const std::string r = Call(c, xid, kMountProgram, /*MNT*/ 1, args);
+    XdrReader rd(r);
+    uint32_t status = 0xffffffff;
+    std::string fh;
+    if (rd.ReadU32(&status) && status == MNT3_OK) {
+      EXPECT_TRUE(rd.ReadString(&fh, 64));
+    }
+    return {status, fh};
+  }
+  // LOOKUP `name` in `dir`; returns the status and the handle.
+  std::pair<uint32_t, std::string> Lookup(BlockingClient& c, uint32_t xid, const std::string& dir,
+                                          const char* name) {
+    LOOKUP3args a{};
+    a.what.dir = Fh(dir);
+    a.what.name = const_cast<char*>(name);
+    const std::string r = Call(c, xid, kNfsProgram, NFSPROC3_LOOKUP, Xdr(Proc(xdr_LOOKUP3args), a));
+    XdrValue<LOOKUP3res> res(Proc(xdr_LOOKUP3res));
+    if (!res.Decode(r)) return {0xffffffff, ""};
+    if (res->status != NFS3_OK) return {res->status, ""};
+    return {NFS3_OK, Bytes(res->LOOKUP3res_u.resok.object)};
+  }
+  uint32_t Getattr(BlockingClient& c, uint32_t xid, const std::string& fh) {
+    GETATTR3args a{};
+    a.object = Fh(fh);
+    const std::string r =
+        Call(c, xid, kNfsProgram, NFSPROC3_GETATTR, Xdr(Proc(xdr_GETATTR3args), a));
+    return r.size() >= 4 ? LoadBE32(r.data()) : 0xffffffff;
+  }
+  // Whether the NFS upstream saw a call whose arguments carry `fh`.
+  bool UpstreamSawHandle(const std::string& fh) {
+    bool seen = false;
+    loop_.RunSync([&] {
+      for (const FakeUpstream::Seen& s : up_->calls) {
+        if (s.args.find(fh) != std::string::npos) seen = true;
+      }
+    });
+    return seen;
+  }
+  // Whether the NFS upstream was asked LOOKUP ".." in `dir`.
+  bool UpstreamLookedUpDotDotIn(const std::string& dir) {
+    bool seen = false;
+    loop_.RunSync([&] {
+      for (const FakeUpstream::Seen& s : up_->calls) {
+        if (s.proc != NFSPROC3_LOOKUP) continue;
+        XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));
+        if (a.Decode(s.args) && Bytes(a->what.dir) == dir && a->what.name &&
+            std::string(a->what.name) == "..") {
+          seen = true;
+        }
+      }
+    });
+    return seen;
+  }
+
+  LoopThread loop_;
+  std::unique_ptr<ExportTable> exports_;
+  std::unique_ptr<HandleRegistry> registry_;
+  std::unique_ptr<FakeUpstream> up_, mount_up_;
+  std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RpcServer> server_;
+  uint16_t port_ = 0;
+  std::map<std::string, std::string> mounts_;  // upstream path -> root handle
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, fattr3>> lookups_;
+};
+
+// docs/security.md: "The way out of an export, "..", is closed: a LOOKUP of
+// ".." on an export's root does not count for that export". The root is
+// known as such by a bit in the registry entry MNT made: the registry never
+// forgets that entry (least recently used, server.max_handles), or a
+// LOOKUP ".." from a directory below the root would register the root again
+// as an ordinary handle of the export, and ".." of the root lead out.
+TEST_F(ExportConfinementTest, DotDotOfTheRootStaysClosedAfterTheRegistryForgetsTheRoot) {
+  Start(/*max_handles=*/3);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  lookups_[{kSub, "a"}] = {"FILE-A-IN-SUB-0001", DirAttr(3)};
+  lookups_[{kSub, "b"}] = {"FILE-B-IN-SUB-0001", DirAttr(4)};
+  lookups_[{kSub, ".."}] = {kRoot, DirAttr(1)};
+  lookups_[{kRoot, ".."}] = {kParent, DirAttr(9)};
+
+  BlockingClient c(port_);
+  auto [mst, root] = Mount(c, 1, "/data");
+  ASSERT_EQ(mst, static_cast<uint32_t>(MNT3_OK));
+  ASSERT_EQ(root, kRoot);
+  // With the export freshly mounted, ".." of its root is refused.
+  EXPECT_EQ(Lookup(c, 2, kRoot, "..").first, static_cast<uint32_t>(NFS3ERR_ACCES));
+
+  ASSERT_EQ(Lookup(c, 3, kRoot, "sub").second, kSub);
+  // The client keeps using the subdirectory; the root is used least.
+  ASSERT_EQ(Lookup(c, 4, kSub, "a").first, static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(Lookup(c, 5, kSub, "b").first, static_cast<uint32_t>(NFS3_OK));
+  // ".." of a directory below the root is inside the export: the root.
+  ASSERT_EQ(Lookup(c, 6, kSub, "..").second, kRoot);
+
+  // ".." of the export's root still leaves the export.
+  auto [st, fh] = Lookup(c, 7, kRoot, "..");
+  EXPECT_EQ(st, static_cast<uint32_t>(NFS3ERR_ACCES))
+      << "LOOKUP \"..\" of the export's root answered with handle " << fh;
+  EXPECT_FALSE(UpstreamLookedUpDotDotIn(kRoot)) << "the LOOKUP \"..\" of the root went upstream";
+  if (!fh.empty()) {
+    EXPECT_NE(Getattr(c, 8, fh), static_cast<uint32_t>(NFS3_OK))
+        << "the parent of the export's root is usable through the export";
+  }
+}
+
+// MNT of a path below an export (`/data/link`) is not sent upstream as
+// `/srv/data/link`: Linux's mountd resolves symlinks in the path (realpath)
+// and answers the root of the export the resolved path lies in, so a
+// symlink in /srv/data to /srv/secret (another upstream export the proxy's
+// host may mount, not served to this client) would make the client a
+// holder of /srv/secret's root. The proxy walks the path from the export's
+// root with LOOKUPs and refuses a component that is not a directory.
+TEST_F(ExportConfinementTest, MountOfASubpathCannotHandOutAHandleOutsideTheExport) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  mounts_["/srv/data/link"] = kSecret;  // mountd's realpath: /srv/secret
+  fattr3 link{};
+  link.type = NF3LNK;
+  link.mode = 0777;
+  link.nlink = 1;
+  link.size = 11;
+  link.fileid = 5;
+  lookups_[{kRoot, "link"}] = {kLink, link};
+
+  BlockingClient c(port_);
+  ASSERT_EQ(Mount(c, 1, "/data").first, static_cast<uint32_t>(MNT3_OK));
+  auto [st, fh] = Mount(c, 2, "/data/link");
+  EXPECT_NE(fh, kSecret) << "MNT /data/link handed out the root of /srv/secret";
+  // Whatever MNT answered, the other export's root is not usable.
+  EXPECT_NE(Getattr(c, 3, kSecret), static_cast<uint32_t>(NFS3_OK))
+      << "the root of /srv/secret is usable through /data";
+  EXPECT_FALSE(UpstreamSawHandle(kSecret)) << "a call with /srv/secret's root went upstream";
+  (void)st;
+}
+
+}  // namespace
+}  // namespace nfsedge

@@ -1,0 +1,272 @@
+// Writes of several callers through the queue of writes waiting for buffer
+// room, the refusal of bytes a parked write waited for, and WRITEs
+// retransmitted by clients while the first call still waits in the write
+// path (write_path_test).
+#include <rpc/xdr/nfs3.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/handle_registry.h"
+#include "proxy/exports.h"
+#include "proxy/metadata_cache.h"
+#include "proxy/nfs_service.h"
+#include "rpc/auth_sys.h"
+#include "rpc/rpc_message.h"
+#include "rpc/rpc_server.h"
+#include "rpc/sockaddr.h"
+#include "write_path_fixture.h"
+
+namespace nfsedge::write_path_test {
+namespace {
+
+using test_xdr::Fh;
+using test_xdr::Xdr;
+
+class WriteQueuesTest : public JournalTest {
+ protected:
+  // Answers every pending call of `u`: WRITEs whose data is all `refused`
+  // bytes with `refusal`, other WRITEs UNSTABLE with kV1, COMMITs with kV1.
+  size_t AnswerAllBut(HeldUpstream& u, char refused, nfsstat3 refusal) {
+    size_t n = 0;
+    for (int i = u.Pending(); i >= 0; i = u.Pending(), ++n) {
+      const auto& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        const bool theirs = !w.data.empty() && w.data == std::string(w.data.size(), refused);
+        u.Answer(static_cast<size_t>(i),
+                 theirs ? WriteFail(refusal)
+                        : WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1,
+                                  Attr(0, 9)));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+    return n;
+  }
+  // How many upstream WRITEs (both callers) carried `data`.
+  size_t SentWrites(const std::string& data) const {
+    size_t n = 0;
+    for (const HeldUpstream* u : {&up_, &bg_}) {
+      for (const auto& c : u->calls) {
+        n += c.proc == NFSPROC3_WRITE && DecodeWriteArgs(c.args).data == data;
+      }
+    }
+    return n;
+  }
+};
+
+// Area 1, the queue of writes waiting for room (blocked_). The buffer is
+// full of user C's acknowledged bytes of file Z. User B's FILE_SYNC write
+// of X [0, 4096) waits for room; then user A's FILE_SYNC write of the same
+// bytes, which finds none of B's bytes in X's buffer yet (they wait in the
+// queue), waits behind it. Room comes: both are taken, in order, into one
+// gathering window. A's bytes must not replace B's in the buffer (no
+// caller's bytes replace another's: each caller's own bytes are judged by
+// the upstream, and a refusal reaches only its writer). The upstream
+// refuses A's WRITE (A is over quota): B, whose write came first and whose
+// own bytes the upstream would take, must be answered NFS3_OK, not A's
+// NFS3ERR_DQUOT, and its bytes must have gone upstream.
+TEST_F(WriteQueuesTest, AWriteTakenFromTheRoomQueueDoesNotReplaceAnotherCallersBytes) {
+  options_.journal = nullptr;
+  options_.lone_after = 0;  // the file gathers (a window opens)
+  options_.max_bytes = 8192;
+  Make();
+  fh_ = "Z";
+  cred_ = Cred("uid-C");
+  Write(1, 0, std::string(8192, 'z'), UNSTABLE);
+  ASSERT_NE(ReplyOf(1), nullptr);
+  fh_ = "X";
+  cred_ = Cred("uid-B");
+  Write(2, 0, std::string(4096, 'b'), FILE_SYNC);
+  cred_ = Cred("uid-A");
+  Write(3, 0, std::string(4096, 'a'), FILE_SYNC);
+  ASSERT_EQ(ReplyOf(2), nullptr);
+  ASSERT_EQ(ReplyOf(3), nullptr);
+  ASSERT_EQ(wp_->stats().blocked, 2u) << "(both wait for room)";
+  for (int round = 0; round < 20 && (ReplyOf(2) == nullptr || ReplyOf(3) == nullptr); ++round) {
+    while (AnswerAllBut(up_, 'a', NFS3ERR_DQUOT) + AnswerAllBut(bg_, 'a', NFS3ERR_DQUOT) > 0) {
+    }
+    Advance(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(ReplyOf(2), nullptr);
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3ERR_DQUOT) << "A's own bytes were refused";
+  EXPECT_GE(SentWrites(std::string(4096, 'b')), 1u)
+      << "B's bytes never went upstream: A's replaced them in the buffer";
+  EXPECT_EQ(ReplyOf(2)->status, NFS3_OK) << "B is told A's refusal (status "
+                                          << ReplyOf(2)->status << ") and its data is lost";
+}
+
+// Area 1, refusal of the bytes a write was parked for. User A's UNSTABLE
+// write of X is answered from the buffer; user B's write of the same
+// bytes is parked (they are A's). A's bytes go upstream and are refused
+// NFS3ERR_DQUOT (A's quota). B's write came before that refusal and its own
+// bytes were never sent: the upstream never judged them. It is not
+// answered with A's refusal and dropped (architecture.md: "a refusal
+// reaches only its writer"; "one user's quota is not another's").
+TEST_F(WriteQueuesTest, AParkedWriteIsNotAnsweredTheRefusalOfTheBytesItWaitedFor) {
+  options_.journal = nullptr;
+  Make();
+  fh_ = "X";
+  cred_ = Cred("uid-A");
+  Write(1, 0, std::string(4096, 'a'), UNSTABLE);
+  ASSERT_NE(ReplyOf(1), nullptr);
+  cred_ = Cred("uid-B");
+  Write(2, 0, std::string(4096, 'b'), UNSTABLE);
+  ASSERT_EQ(ReplyOf(2), nullptr) << "(parked over A's bytes)";
+  ASSERT_EQ(wp_->stats().parked, 1u);
+  for (int round = 0; round < 20 && ReplyOf(2) == nullptr; ++round) {
+    while (AnswerAllBut(up_, 'a', NFS3ERR_DQUOT) + AnswerAllBut(bg_, 'a', NFS3ERR_DQUOT) > 0) {
+    }
+    Advance(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(ReplyOf(2), nullptr);
+  EXPECT_EQ(ReplyOf(2)->status, NFS3_OK)
+      << "B's write, never sent upstream, is answered A's refusal and its data dropped";
+  for (int round = 0; round < 20; ++round) {
+    while (AnswerAllBut(up_, 'a', NFS3ERR_DQUOT) + AnswerAllBut(bg_, 'a', NFS3ERR_DQUOT) > 0) {
+    }
+    Advance(std::chrono::milliseconds(60));
+  }
+  EXPECT_GE(SentWrites(std::string(4096, 'b')), 1u) << "B's bytes never reach the upstream";
+}
+
+// ---- Area 2: retransmissions, through the NFS program (NfsService with
+// its duplicate request cache on, the metadata cache and the write path).
+
+constexpr uint32_t kUidA = 1000;
+constexpr uint32_t kUidB = 1001;
+
+void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results) {
+  RpcReply r;
+  r.record = EncodeAcceptedReply(4242, kSuccess) + results;
+  StatusOr<ReplyHeader> h = ParseReply(r.record);
+  ASSERT_TRUE(h.ok());
+  r.header = *h;
+  u.calls[i].answered = true;
+  u.calls[i].done(std::move(r));
+}
+
+class Service {
+ public:
+  Service(FakeClock& clock, HeldUpstream& up, HeldUpstream& bg,
+                   std::multimap<MonoTime, std::function<void()>>& timers)
+      : exports_(Exports()),
+        registry_(1000),
+        cache_(clock, CacheConfig{}),
+        nfs_(exports_, registry_, up, NfsServiceOptions{}, &cache_) {
+    registry_.Add(file_, 0);
+    WritePathOptions wo;
+    wo.write_size = 64 << 10;
+    wo.flush_delay = std::chrono::milliseconds(50);
+    wo.verifier = Verf{'p', 'r', 'o', 'x', 'y'};
+    wp_ = std::make_unique<WritePath>(
+        clock, up, bg,
+        [&clock, &timers](Duration d, std::function<void()> fn) {
+          timers.emplace(clock.MonoNow() + d, std::move(fn));
+        },
+        [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
+               const OpaqueAuth& cred) { nfs_.LearnReply(p, args, reply, exp, cred); },
+        wo);
+    nfs_.SetWritePath(wp_.get());
+  }
+  ~Service() { nfs_.SetWritePath(nullptr); }
+
+  static std::vector<ExportConfig> Exports() {
+    ExportConfig e = MakeExport(0);
+    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    return {e};
+  }
+
+  // A client call with `xid` from `host`, credential uid `uid`; returns
+  // the call (answered or not).
+  std::shared_ptr<IncomingCall> Send(uint32_t xid, const std::string& host, uint32_t uid,
+                                     uint32_t proc, const std::string& args) {
+    CallHeader h;
+    h.xid = xid;
+    h.prog = kNfsProgram;
+    h.vers = kNfsVersion;
+    h.proc = proc;
+    h.cred = OpaqueAuth{kAuthSys, EncodeAuthSys(AuthSys{7, "client-" + host, uid, 100, {}})};
+    const std::string record = EncodeCallHeader(h) + args;
+    ParsedCall parsed = ParseCall(record);
+    EXPECT_EQ(parsed.error, CallError::kNone);
+    auto call = std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
+                                               *ResolveAddress(host, 700));
+    calls_.push_back(call);
+    nfs_.Handle(call);
+    return call;
+  }
+
+  std::string FileSyncWrite(const std::string& data) const {
+    WRITE3args a{};
+    a.file = Fh(file_);
+    a.offset = 0;
+    a.count = static_cast<count3>(data.size());
+    a.stable = FILE_SYNC;
+    a.data.data_val = const_cast<char*>(data.data());
+    a.data.data_len = static_cast<u_int>(data.size());
+    return Xdr(Proc(xdr_WRITE3args), a);
+  }
+
+  ExportTable exports_;
+  HandleRegistry registry_;
+  MetadataCache cache_;
+  NfsService nfs_;
+  std::unique_ptr<WritePath> wp_;
+  std::vector<std::shared_ptr<IncomingCall>> calls_;
+  const std::string file_ = "FILE-HANDLE-0001";
+};
+
+// Client A's FILE_SYNC WRITE (xid 100) of [0, 4096) goes upstream. Client
+// B then writes the same bytes (parked behind A's). A's client, which saw
+// no reply yet (lost connection, timeout), sends xid 100 again. The
+// upstream takes A's WRITE, then B's: A and B are answered, in that order,
+// and the file holds B's bytes, the later write. The retransmission of a
+// call still in progress does not run again (DESIGN rule 7, "Retries are
+// not repeated mutations"; the duplicate request cache joins it to the
+// first call's reply): run again, it would write A's old bytes over B's,
+// after B was told its write is stable.
+TEST_F(WriteQueuesTest, AWriteRetransmittedWhileParkedDoesNotUndoALaterWriteOfAnotherClient) {
+  Service s(clock_, up_, bg_, timers_);
+  const std::string a(4096, 'a'), b(4096, 'b');
+  auto first = s.Send(100, "127.0.0.1", kUidA, NFSPROC3_WRITE, s.FileSyncWrite(a));
+  auto other = s.Send(200, "127.0.0.2", kUidB, NFSPROC3_WRITE, s.FileSyncWrite(b));
+  auto again = s.Send(100, "127.0.0.1", kUidA, NFSPROC3_WRITE, s.FileSyncWrite(a));
+  ASSERT_FALSE(first->replied());
+  ASSERT_FALSE(other->replied());
+  // The upstream answers every WRITE FILE_SYNC, in order; other calls
+  // (speculative ACCESS) are left alone.
+  std::vector<std::string> order;  // upstream WRITEs' data, as answered
+  for (int round = 0; round < 10; ++round) {
+    bool any = false;
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      for (size_t i = 0; i < u->calls.size(); ++i) {
+        if (u->calls[i].answered || u->calls[i].proc != NFSPROC3_WRITE) continue;
+        SentWrite w = DecodeWriteArgs(u->calls[i].args);
+        order.push_back(w.data);
+        AnswerRecord(*u, i,
+                     WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1,
+                             Attr(4096, 10 + static_cast<uint32_t>(order.size()))));
+        any = true;
+      }
+    }
+    Advance(std::chrono::milliseconds(10));
+    if (!any && round > 2) break;
+  }
+  ASSERT_TRUE(first->replied());
+  ASSERT_TRUE(other->replied()) << "B's write is answered";
+  ASSERT_FALSE(order.empty());
+  std::string log;
+  for (const std::string& d : order) log += d.substr(0, 1);
+  EXPECT_TRUE(order.back() == b) << "upstream WRITEs in order: " << log
+                             << ": A's retransmission ran again after B's write was answered, "
+                                "and put A's old bytes over B's";
+}
+
+}  // namespace
+}  // namespace nfsedge::write_path_test
