@@ -388,6 +388,26 @@ class JournalTest : public WritePathTest {
   }
   // Flushes and answers both upstreams until nothing is left to answer or
   // to run.
+  // Answers every pending call of `u`: WRITEs whose data is all `refused`
+  // bytes with `refusal`, other WRITEs UNSTABLE with kV1, COMMITs with kV1.
+  // Returns how many it answered.
+  size_t AnswerAllBut(HeldUpstream& u, char refused, nfsstat3 refusal) {
+    size_t n = 0;
+    for (int i = u.Pending(); i >= 0; i = u.Pending(), ++n) {
+      const auto& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        const bool theirs = !w.data.empty() && w.data == std::string(w.data.size(), refused);
+        u.Answer(static_cast<size_t>(i),
+                 theirs ? WriteFail(refusal)
+                        : WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1,
+                                  Attr(0, 9)));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+    return n;
+  }
   void Settle() {
     for (int round = 0; round < 100; ++round) {
       Advance(options_.flush_delay);
