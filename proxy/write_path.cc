@@ -147,13 +147,17 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   // already waiting so, until those have left the buffer (stable upstream,
   // or refused); they go upstream at once.
   if (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred)) {
-    stats_.parked++;
-    f.parked.push_back(std::move(b));
-    if (!f.retry_scheduled) SendDirty(f, true, false);
-    Pump(f);
+    Park(f, std::move(b));
     return;
   }
   Enter(f, std::move(b));
+}
+
+void WritePath::Park(File& f, std::unique_ptr<Blocked> b) {
+  stats_.parked++;
+  f.parked.push_back(std::move(b));
+  if (!f.retry_scheduled) SendDirty(f, true, false);
+  Pump(f);
 }
 
 void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
@@ -574,9 +578,10 @@ void WritePath::Pump(File& f) {
   std::vector<std::function<void()>> ready = std::move(f.ready);
   f.ready.clear();
   const std::string fh = f.fh;
+  const bool parked = !f.parked.empty();
   ForgetIfIdle(fh);  // f may be gone from here on
   for (auto& r : ready) r();
-  AdmitParked(fh);
+  if (parked) AdmitParked(fh);
 }
 
 void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
@@ -776,10 +781,7 @@ void WritePath::AdmitBlocked() {
         OthersHeld(f, taken->offset, taken->offset + taken->data.size(), taken->cred)) {
       // Over another caller's bytes taken meanwhile (a write that waited
       // for room before this one): it waits for them as any such write.
-      stats_.parked++;
-      f.parked.push_back(std::move(taken));
-      if (!f.retry_scheduled) SendDirty(f, true, false);
-      Pump(f);
+      Park(f, std::move(taken));
       continue;
     }
     if (f.error != NFS3_OK) {

@@ -349,6 +349,9 @@ class WritePath {
   static bool OthersHeld(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred);
   // Takes write `b` into the buffer, or makes it wait for room.
   void Enter(File& f, std::unique_ptr<Blocked> b);
+  // Makes write `b` wait in `f`'s queue for other callers' bytes
+  // (File::parked), sending those at once.
+  void Park(File& f, std::unique_ptr<Blocked> b);
   // Takes the writes of `fh` waiting for other callers' bytes (File::parked)
   // whose turn has come.
   void AdmitParked(const std::string& fh);

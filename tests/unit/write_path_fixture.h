@@ -17,6 +17,7 @@
 #include "cache/clock.h"
 #include "proxy/nfs_procs.h"
 #include "proxy/write_path.h"
+#include "rpc/rpc_message.h"
 #include "rpc/xdr_codec.h"
 #include "xdr_test_util.h"
 
@@ -88,6 +89,19 @@ class HeldUpstream : public RpcCaller {
   std::vector<Held> calls;
   bool refuse = false;
 };
+
+// Answers held call `i` of `u` with a whole reply record (RPC header and
+// `results`), as an upstream channel does: the proxy passes forwarded
+// replies on as records, with the client's xid put in.
+inline void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results) {
+  RpcReply r;
+  r.record = EncodeAcceptedReply(4242, kSuccess) + results;
+  StatusOr<ReplyHeader> h = ParseReply(r.record);
+  ASSERT_TRUE(h.ok());
+  r.header = *h;
+  u.calls[i].answered = true;
+  u.calls[i].done(std::move(r));
+}
 
 struct SentWrite {
   uint64_t offset;

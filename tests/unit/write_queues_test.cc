@@ -122,16 +122,6 @@ TEST_F(WriteQueuesTest, AParkedWriteIsNotAnsweredTheRefusalOfTheBytesItWaitedFor
 constexpr uint32_t kUidA = 1000;
 constexpr uint32_t kUidB = 1001;
 
-void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results) {
-  RpcReply r;
-  r.record = EncodeAcceptedReply(4242, kSuccess) + results;
-  StatusOr<ReplyHeader> h = ParseReply(r.record);
-  ASSERT_TRUE(h.ok());
-  r.header = *h;
-  u.calls[i].answered = true;
-  u.calls[i].done(std::move(r));
-}
-
 class Service {
  public:
   Service(FakeClock& clock, HeldUpstream& up, HeldUpstream& bg,

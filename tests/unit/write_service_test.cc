@@ -55,19 +55,6 @@ fattr3 DirAttr(uint32_t t) {
   return a;
 }
 
-// Answers held call `i` of `u` with a whole reply record (RPC header and
-// `results`), as an upstream channel does: the proxy passes forwarded
-// replies on as records, with the client's xid put in.
-void Answer(HeldUpstream& u, size_t i, const std::string& results) {
-  RpcReply r;
-  r.record = EncodeAcceptedReply(4242, kSuccess) + results;
-  StatusOr<ReplyHeader> h = ParseReply(r.record);
-  ASSERT_TRUE(h.ok());
-  r.header = *h;
-  u.calls[i].answered = true;
-  u.calls[i].done(std::move(r));
-}
-
 // The proxy's NFS program with its metadata cache and write path; calls are
 // handed to it as the RPC server would, without a socket.
 class WriteServiceTest : public ::testing::Test {
@@ -161,7 +148,7 @@ class WriteServiceTest : public ::testing::Test {
     res.status = NFS3_OK;
     res.ACCESS3res_u.resok.obj_attributes = PostOp(attr);
     res.ACCESS3res_u.resok.access = kAllAccess;
-    Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_ACCESS3res), res));
+    AnswerRecord(up_, static_cast<size_t>(i), Xdr(Proc(xdr_ACCESS3res), res));
     ASSERT_TRUE(results_[slot].has_value());
   }
 
@@ -254,7 +241,7 @@ TEST_F(WriteServiceTest, HeldGetattrIsNotHeldAgainBehindWritesThatCameAfterIt) {
     ASSERT_TRUE(results_[w].has_value());
     // ...and the upstream answers the WRITE sent for the GETATTR.
     const SentWrite s = DecodeWriteArgs(up_.calls[static_cast<size_t>(sent)].args);
-    Answer(up_, static_cast<size_t>(sent),
+    AnswerRecord(up_, static_cast<size_t>(sent),
            WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1,
                    FileAttr(s.offset + s.data.size(), 2 + round)));
     size += 4096;
@@ -291,10 +278,10 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThan
   Advance(std::chrono::milliseconds(50));  // the flush delay
   int bw = Last(bg_, NFSPROC3_WRITE);
   ASSERT_GE(bw, 0);
-  Answer(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+  AnswerRecord(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
   int bc = Last(bg_, NFSPROC3_COMMIT);
   ASSERT_GE(bc, 0) << "the flush delay commits what it wrote";
-  Answer(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
+  AnswerRecord(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
   ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "stable upstream";
 
   // Truncation through the proxy.
@@ -308,7 +295,7 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThan
   SETATTR3res sr{};
   sr.status = NFS3_OK;
   sr.SETATTR3res_u.resok.obj_wcc.after = PostOp(FileAttr(0, 4));
-  Answer(up_, static_cast<size_t>(s), Xdr(Proc(xdr_SETATTR3res), sr));
+  AnswerRecord(up_, static_cast<size_t>(s), Xdr(Proc(xdr_SETATTR3res), sr));
   ASSERT_TRUE(results_[setattr].has_value());
   ASSERT_EQ(Status(*results_[setattr]), NFS3_OK);
 
@@ -361,16 +348,16 @@ TEST_F(WriteServiceTest, CreateReturningAFileWithBufferedWritesShowsThem) {
   cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
   cr.CREATE3res_u.resok.obj_attributes = PostOp(FileAttr(0, 1));  // the upstream's view
   cr.CREATE3res_u.resok.dir_wcc.after = PostOp(DirAttr(1));
-  Answer(up_, static_cast<size_t>(c), Xdr(Proc(xdr_CREATE3res), cr));
+  AnswerRecord(up_, static_cast<size_t>(c), Xdr(Proc(xdr_CREATE3res), cr));
   // Held until the write is upstream, if need be.
   for (int i = up_.Pending(); i >= 0 && !results_[create].has_value(); i = up_.Pending()) {
     const auto& call = up_.calls[static_cast<size_t>(i)];
     if (call.proc == NFSPROC3_WRITE) {
       const SentWrite s = DecodeWriteArgs(call.args);
-      Answer(up_, static_cast<size_t>(i),
+      AnswerRecord(up_, static_cast<size_t>(i),
              WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1, FileAttr(4096, 2)));
     } else if (call.proc == NFSPROC3_CREATE) {
-      Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_CREATE3res), cr));
+      AnswerRecord(up_, static_cast<size_t>(i), Xdr(Proc(xdr_CREATE3res), cr));
     } else {
       break;
     }
@@ -415,7 +402,7 @@ TEST_F(WriteServiceTest, HeldLookupIsNotHeldAgainBehindWritesThatCameAfterIt) {
     lr.LOOKUP3res_u.resok.object = Fh(file_);
     lr.LOOKUP3res_u.resok.obj_attributes = PostOp(FileAttr(size - 4096, t));
     lr.LOOKUP3res_u.resok.dir_attributes = PostOp(DirAttr(1));
-    Answer(up_, static_cast<size_t>(i), Xdr(Proc(xdr_LOOKUP3res), lr));
+    AnswerRecord(up_, static_cast<size_t>(i), Xdr(Proc(xdr_LOOKUP3res), lr));
   };
   int l = Last(up_, NFSPROC3_LOOKUP);
   ASSERT_GE(l, 0) << "the cache cannot answer it: forwarded";
@@ -430,7 +417,7 @@ TEST_F(WriteServiceTest, HeldLookupIsNotHeldAgainBehindWritesThatCameAfterIt) {
     ASSERT_TRUE(results_[w].has_value());
     // ...and the upstream answers the WRITE sent for the LOOKUP.
     const SentWrite s = DecodeWriteArgs(up_.calls[static_cast<size_t>(sent)].args);
-    Answer(up_, static_cast<size_t>(sent),
+    AnswerRecord(up_, static_cast<size_t>(sent),
            WriteOk(static_cast<uint32_t>(s.data.size()), UNSTABLE, kV1,
                    FileAttr(s.offset + s.data.size(), ++t)));
     size += 4096;
