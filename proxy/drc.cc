@@ -11,13 +11,20 @@ namespace nfsedge {
 
 namespace {
 
-// The key of a call: address, program, version, procedure, XID, and a hash
-// of the arguments' start (a WRITE's handle, offset and first bytes: enough
-// to tell two calls of one XID apart without hashing a megabyte) and their
-// size.
+// The key of a call: address, credential, program, version, procedure, XID,
+// and a hash of the arguments' start (a WRITE's handle, offset and first
+// bytes: enough to tell two calls of one XID apart without hashing a
+// megabyte) and their size. An AUTH_SYS credential counts without its stamp
+// (its first word), which a client may encode anew when it sends a call
+// again.
 std::string KeyOf(const IncomingCall& call) {
   const CallHeader& h = call.header();
   std::string key = call.peer().HostString();
+  std::string_view cred = h.cred.body;
+  if (h.cred.flavor == kAuthSys && cred.size() >= 4) cred.remove_prefix(4);
+  const uint32_t cred_words[] = {h.cred.flavor, static_cast<uint32_t>(cred.size())};
+  key.append(reinterpret_cast<const char*>(cred_words), sizeof(cred_words));
+  key.append(cred);
   constexpr size_t kHashed = 1024;
   const uint64_t words[] = {h.prog, h.vers, h.proc, h.xid,
                             std::hash<std::string_view>{}(call.args().substr(0, kHashed)),

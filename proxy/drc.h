@@ -7,9 +7,10 @@
 // SETATTR twice would turn a success into EEXIST or NOENT, or undo another
 // client's work; so would a WRITE held by the proxy's write path when its
 // client sends it again. Calls are keyed by the client's address (without
-// the port), program, version, procedure, XID and a hash of the arguments'
-// start and their size (so two clients behind one address that happen to
-// reuse an XID are not confused).
+// the port), credential (an AUTH_SYS one without its stamp), program,
+// version, procedure, XID and a hash of the arguments' start and their size
+// (so two clients or users behind one address that happen to reuse an XID
+// are not confused).
 //
 // A call seen for the first time is recorded as in progress and its reply,
 // whenever it is sent, is kept. A retransmission of a call in progress waits

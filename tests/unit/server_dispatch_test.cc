@@ -461,6 +461,33 @@ TEST_F(ServerDispatchTest, RetransmittedMutationGetsTheFirstReplyAndRunsOnce) {
   EXPECT_EQ(st.recorded, 3u);
 }
 
+// The caller is part of a call's identity: another user of the same host
+// whose call has the same XID and arguments is a new call, and runs; the same
+// user's retransmission with a new AUTH_SYS stamp is the same call.
+TEST_F(ServerDispatchTest, SameXidFromAnotherUserOfTheHostIsANewCall) {
+  Mount("/data");
+  loop_.RunSync([&] {
+    nfs_up_->set_responder(
+        [](const FakeUpstream::Seen&) -> std::optional<std::string> { return RemoveOk(); });
+  });
+  std::string args = FhArgs(kRootFh);
+  XdrWriter(&args).WriteOpaque("x");
+  BlockingClient c(port_);
+  c.SendRecord(MakeCall(5, kNfsProgram, 3, NFSPROC3_REMOVE, args, SysCred(1000, 100)));
+  ASSERT_TRUE(c.ReadRecord());
+  c.SendRecord(MakeCall(5, kNfsProgram, 3, NFSPROC3_REMOVE, args, SysCred(2000, 100)));
+  ASSERT_TRUE(c.ReadRecord());
+  EXPECT_EQ(NfsCalls(), 2u);
+
+  OpaqueAuth restamped{kAuthSys, EncodeAuthSys(AuthSys{8, "testhost", 1000, 100, {}})};
+  c.SendRecord(MakeCall(5, kNfsProgram, 3, NFSPROC3_REMOVE, args, restamped));
+  ASSERT_TRUE(c.ReadRecord());
+  EXPECT_EQ(NfsCalls(), 2u);
+  DrcStats st;
+  loop_.RunSync([&] { st = nfs_->drc_stats(); });
+  EXPECT_EQ(st.replayed, 1u);
+}
+
 // A retransmission that arrives while the first call is still upstream waits
 // for it, and both get its reply.
 TEST_F(ServerDispatchTest, RetransmissionOfACallInProgressWaitsForItsReply) {
