@@ -564,6 +564,11 @@ bool DiskTier::MayContain(std::string_view handle, uint64_t index) const {
   return const_cast<LruMap<Entry>&>(index_).Peek(BlockKey(handle, index)) != nullptr;
 }
 
+bool DiskTier::MayContain(std::string_view handle, uint64_t index, const ChangeId& version) const {
+  const Entry* e = const_cast<LruMap<Entry>&>(index_).Peek(BlockKey(handle, index));
+  return e != nullptr && e->version == version;
+}
+
 void DiskTier::Get(std::string_view handle, uint64_t index, const ChangeId& version,
                    std::function<void(std::optional<Block>)> done) {
   std::string key = BlockKey(handle, index);

@@ -101,6 +101,9 @@ class DiskTier {
   // Returns true iff the index says the block is stored (under any version).
   // No disk I/O, not a use.
   bool MayContain(std::string_view handle, uint64_t index) const;
+  // Returns true iff the index says the block is stored under `version`:
+  // the only copy a read can use (a copy of another version never answers).
+  bool MayContain(std::string_view handle, uint64_t index, const ChangeId& version) const;
 
   // Reads the block on the pool and calls `done` (through `post`, always
   // exactly once while the owner's loop runs) with it iff it is stored,

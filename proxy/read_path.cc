@@ -38,6 +38,9 @@ struct ReadPath::Op {
   ForwardFn forward;
   int attempts = 0;
   bool revalidated = false;  // a GETATTR was sent for this op already
+  // What that GETATTR returned: on an export whose attribute lifetime is 0
+  // the cache does not keep them fresh, yet they are this op's revalidation.
+  std::optional<fattr3> validated;
   bool advised = false;      // read-ahead was asked for this op
   bool stale = false;        // attempted from expired attributes (upstream outage)
   std::unordered_set<uint64_t> disk_tried;
@@ -85,9 +88,10 @@ void ReadPath::Attempt(const OpPtr& op) {
   // blocks already here (memory or disk), nothing fetched.
   op->stale = !attr && meta_.ServeStale(*op->exp);
   if (op->stale) attr = meta_.ExpiredAttributes(op->fh);
+  if (!attr) attr = op->validated;
   if (!attr) {
     if (op->revalidated) {
-      Forward(op);  // lifetime 0, or the GETATTR failed: the upstream decides
+      Forward(op);  // the GETATTR failed: the upstream decides
     } else {
       Revalidate(op);
     }
@@ -128,7 +132,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     if (blocks_.Contains(op->fh, i, version)) continue;
     if (Pending(op->fh, i)) {
       wait(i);
-    } else if (disk_ && !op->disk_tried.count(i) && disk_->MayContain(op->fh, i)) {
+    } else if (disk_ && !op->disk_tried.count(i) && disk_->MayContain(op->fh, i, version)) {
       op->disk_tried.insert(i);
       ReadDisk(op->fh, i, version);
       wait(i);
@@ -181,13 +185,19 @@ void ReadPath::Revalidate(const OpPtr& op) {
           ops = std::move(it->second);
           revalidating_.erase(it);
         }
+        std::optional<fattr3> validated;
         if (Succeeded(r)) {
           GETATTR3args args{};
           args.object = FhView(fh);
           meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, r->results(), *exp, key);
+          XdrValue<GETATTR3res> res(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+          if (res.Decode(r->results()) && res->status == NFS3_OK) {
+            validated = res->GETATTR3res_u.resok.obj_attributes;
+          }
         }
         for (const OpPtr& o : ops) {
           o->revalidated = true;
+          o->validated = validated;
           Attempt(o);
         }
       });
@@ -253,7 +263,7 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   };
   for (uint64_t i = advice.offset / block_size_; i <= (end - 1) / block_size_; ++i) {
     bool have = blocks_.Contains(op->fh, i, version) || Pending(op->fh, i) ||
-                (disk_ && disk_->MayContain(op->fh, i));
+                (disk_ && disk_->MayContain(op->fh, i, version));
     if (have) {
       if (!flush()) return;
       continue;
@@ -267,7 +277,8 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
 bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
                             const Export& exp, const OpaqueAuth& cred, std::function<void()> done) {
   if (size == 0) return false;
-  if (blocks_.Contains(fh, 0, version) || Pending(fh, 0) || (disk_ && disk_->MayContain(fh, 0))) {
+  if (blocks_.Contains(fh, 0, version) || Pending(fh, 0) ||
+      (disk_ && disk_->MayContain(fh, 0, version))) {
     return false;
   }
   const uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,

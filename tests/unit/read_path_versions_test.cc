@@ -1,0 +1,161 @@
+// The read path and the versions of a file: revalidation on an export whose
+// lifetimes are 0, and disk-tier copies of an older version.
+
+#include "read_path_fixture.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace read_path_test;  // NOLINT: test file, the fixture's names throughout.
+
+// Serves a READ of `fh` on `exp` for `cred` (the fixture's Read() uses exp_).
+void ReadOn(ReadPath& rp, const std::string& fh, const Export& exp, const OpaqueAuth& cred,
+            uint64_t offset, uint32_t count, Outcome* out) {
+  READ3args a{};
+  a.file = Fh(fh);
+  a.offset = offset;
+  a.count = count;
+  rp.Serve(
+      a, exp, cred,
+      [out](std::string results) {
+        out->replies++;
+        out->results = std::move(results);
+      },
+      [out] { out->forwards++; });
+}
+
+// --- An export with lifetime 0 ("always revalidate") -------------------------
+//
+// docs/consistency.md, 3: "When the lifetime runs out, the proxy revalidates
+// the attributes (one small call); if the file did not change, the cached
+// data stays and only the attributes crossed the WAN." On an export whose
+// lifetimes are 0 the lifetime has always run out: each READ must cost one
+// GETATTR, and the blocks of the unchanged file answer it: the attributes
+// that GETATTR returned stand for the READ, although the cache does not keep
+// them fresh, rather than the READ crossing the WAN as well.
+using AlwaysRevalidateReadTest = ReadPathTest;
+
+TEST_F(AlwaysRevalidateReadTest, UnchangedFileIsServedFromBlocksAfterOneGetattr) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 6000), 0, 6000);  // the blocks are cached
+  LearnGetattr(zero_);                    // learnt through the lifetime-0 export
+  ASSERT_FALSE(meta_.FreshAttributes(file_));
+  const size_t calls = up_.calls.size();
+
+  Outcome out;
+  ReadOn(*rp_, file_, zero_, user_, 100, 5000, &out);
+  Drain();
+  EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), 1u) << "the attributes revalidated once";
+  EXPECT_EQ(out.forwards, 0) << "the READ crossed the WAN after the GETATTR that proved the "
+                                "cached blocks current";
+  ExpectData(out, 100, 5000);
+  EXPECT_EQ(up_.calls.size(), calls + 1) << "only the attributes crossed the WAN";
+}
+
+// --- Disk blocks of an older version of the file ----------------------------
+//
+// A block on disk under another version of the file is not at hand: it can
+// never be served (DESIGN rule 5). Once a file that was cached (disk_policy
+// "all" keeps every block fetched, across restarts) changes at the head
+// office, read-ahead still runs ahead of a sequential reader over the cached
+// range, and the tree-walk prefetch fetches the file again.
+class OldDiskVersionTest : public ReadPathTest {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nfsedge-read-versions-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    DiskTierOptions d;
+    d.dir = dir_ + "/store";
+    d.block_size = kBlock;
+    d.threads = 1;
+    d.max_queued = 1 << 16;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted_.AsFunction());
+    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+    disk_ = std::move(*disk);
+  }
+  void TearDown() override {
+    Drain();
+    rp_.reset();
+    disk_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void UseDisk(uint64_t readahead_max) {
+    ReadPathOptions o;
+    o.readahead_max = readahead_max;
+    MakeReadPath(o, disk_.get());
+  }
+
+  // The upstream's reply to a READ of [0, count) of file_ as it is now,
+  // learned as if forwarded: every block goes to memory and to disk.
+  void CacheWholeFile() {
+    READ3args a{};
+    a.file = Fh(file_);
+    a.offset = 0;
+    a.count = static_cast<count3>(file().data.size());
+    FakeUpstream::Seen seen{
+        kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+    rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
+  }
+
+  // Serves a READ and runs the loop and the disk tier's callbacks until the
+  // client has its answer.
+  Outcome ReadWithDisk(uint64_t offset, uint32_t count) {
+    Outcome out;
+    Read(offset, count, &out);
+    Drain();
+    EXPECT_TRUE(posted_.RunUntil([&] { return out.replies + out.forwards > 0; }, [&] { Drain(); }));
+    return out;
+  }
+
+  std::string dir_;
+  PostQueue posted_;
+  std::unique_ptr<DiskTier> disk_;
+};
+
+TEST_F(OldDiskVersionTest, ReadAheadFetchesBlocksWhoseDiskCopyIsAnOlderVersion) {
+  UseDisk(256 << 10);
+  SetFile(Content(1 << 20, 1), kWall0 - 7200);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  CacheWholeFile();
+  ASSERT_TRUE(disk_->MayContain(file_, 200));
+  ASSERT_EQ(CallsOf(NFSPROC3_READ), 0u);
+
+  // Changed at the head office: the disk holds only the old version.
+  SetFile(Content(1 << 20, 2), kWall0 - 60);
+  LearnGetattr(exp_);
+  blocks_.DropFile(file_);
+
+  constexpr uint32_t kChunk = 16 << 10;
+  for (uint64_t offset = 0; offset < 4 * kChunk; offset += kChunk) {
+    ExpectData(ReadWithDisk(offset, kChunk), offset, kChunk);
+  }
+  EXPECT_GT(rp_->stats().readahead_fetches, 0u)
+      << "a sequential reader got no read-ahead: blocks of the old version on disk were taken "
+         "for blocks at hand";
+  uint64_t beyond = 0;
+  for (const SentRead& r : Reads()) beyond = std::max<uint64_t>(beyond, r.offset + r.count);
+  EXPECT_GT(beyond, 4 * kChunk) << "an upstream READ beyond what the client read";
+}
+
+TEST_F(OldDiskVersionTest, TreePrefetchFetchesAFileWhoseDiskCopyIsAnOlderVersion) {
+  UseDisk(0);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  CacheWholeFile();  // 10000 bytes, blocks 0..2 on disk
+  ASSERT_TRUE(disk_->MayContain(file_, 0));
+
+  SetFile(Content(12000, 6), kWall0 - 60);  // changed at the head office
+  LearnGetattr(exp_);
+  blocks_.DropFile(file_);
+  const ChangeId now = ChangeId::FromFattr(file().attr);
+  bool done = false;
+  EXPECT_TRUE(rp_->PrefetchFile(file_, file().data.size(), now, exp_, user_, [&] { done = true; }))
+      << "the tree-walk prefetch skipped a file whose only cached copy is of the old version";
+  Drain();
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), done ? 1u : 0u);
+  EXPECT_TRUE(blocks_.Contains(file_, 0, now)) << "the current version was not prefetched";
+}
+
+}  // namespace
+}  // namespace nfsedge
