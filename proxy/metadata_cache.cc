@@ -352,7 +352,9 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
         ForgetChild(a->to, replaced != moved ? &tw : nullptr);
       }
       Wcc(a->from.dir, fw, l);
-      Wcc(a->to.dir, tw, l);
+      // Within one directory both wcc data are the same change: applied
+      // twice, the second's "before" would not match and drop its names.
+      if (Bytes(a->from.dir) != Bytes(a->to.dir)) Wcc(a->to.dir, tw, l);
       if (ok) {
         names_.OnRename(Bytes(a->from.dir), a->from.name, Bytes(a->to.dir), a->to.name,
                         DirChange::FromWcc(fw), DirChange::FromWcc(tw));
@@ -482,7 +484,10 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   } else {
     attrs_.Invalidate(child);
   }
-  names_.InvalidateDir(child);  // if it was a directory, its names went too
+  // If it was a directory, its names and listing went too (a listing's ".."
+  // names the parent it had).
+  names_.InvalidateDir(child);
+  dirs_.InvalidateDir(child);
 }
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,

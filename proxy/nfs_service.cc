@@ -240,6 +240,12 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
         return;
       }
       st.cache_answers++;
+      // The handles it gives out are the answering export's, as an upstream
+      // reply's would be (whichever export's call taught the cache them).
+      if (p.result_handles && r->size() >= 4 && LoadBE32(r->data()) == NFS3_OK) {
+        XdrBox res(p.res_xdr, p.res_size);
+        if (res.Decode(*r)) RegisterHandles(p, *exp, res.get());
+      }
       call->ReplySuccess(*r);
       // A listing from cache: the walk goes on below it.
       if (p.proc == NFSPROC3_READDIRPLUS) PrefetchBelow(args->get(), *r, *exp, cred);
@@ -708,6 +714,20 @@ std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::st
   return key;
 }
 
+void NfsService::RegisterHandles(const NfsProc& p, const Export& exp, const void* results) {
+  if (!p.result_handles) return;
+  std::vector<const nfs_fh3*> fhs;
+  p.result_handles(results, &fhs);
+  // A listing's ".." may lie outside the export (the listing of its root):
+  // never handed out as the export's.
+  const nfs_fh3* dotdot = p.proc == NFSPROC3_READDIRPLUS
+                              ? DotDotHandle(*static_cast<const READDIRPLUS3res*>(results))
+                              : nullptr;
+  for (const nfs_fh3* fh : fhs) {
+    if (fh->data.data_len > 0 && fh != dotdot) handles_.Add(HandleBytes(*fh), exp.id());
+  }
+}
+
 void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply) {
   bool fsinfo = p.proc == NFSPROC3_FSINFO;
   bool ro_access = p.proc == NFSPROC3_ACCESS && exp.read_only();
@@ -719,18 +739,7 @@ void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* repl
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": upstream results do not decode";
     return;
   }
-  if (p.result_handles) {
-    std::vector<const nfs_fh3*> fhs;
-    p.result_handles(res.get(), &fhs);
-    // A listing's ".." may lie outside the export (the listing of its
-    // root): never handed out as the export's.
-    const nfs_fh3* dotdot = p.proc == NFSPROC3_READDIRPLUS
-                                ? DotDotHandle(*static_cast<const READDIRPLUS3res*>(res.get()))
-                                : nullptr;
-    for (const nfs_fh3* fh : fhs) {
-      if (fh->data.data_len > 0 && fh != dotdot) handles_.Add(HandleBytes(*fh), exp.id());
-    }
-  }
+  RegisterHandles(p, exp, res.get());
   bool rewrite = false;
   if (fsinfo) {
     ClampFsinfo(&static_cast<FSINFO3res*>(res.get())->FSINFO3res_u.resok, options_.max_transfer);

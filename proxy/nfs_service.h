@@ -159,6 +159,9 @@ class NfsService : public RpcProgram {
   // Registers handles in a successful reply, clamps FSINFO, and removes the
   // write bits from ACCESS on a read-only export; may rewrite reply->record.
   void PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply);
+  // Registers the handles of `p`'s decoded successful `results` for `exp`
+  // (never a listing's "..").
+  void RegisterHandles(const NfsProc& p, const Export& exp, const void* results);
   // Fetches ACCESS (all bits) for `cred` on `fh` in the background unless the
   // cache already has it or the same fetch is in flight, so the ACCESS, and
   // the LOOKUPs in a directory, that a client sends next are answered
