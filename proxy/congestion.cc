@@ -171,7 +171,10 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
       rate = std::max(rate,
                       static_cast<double>(delivered_ - t.busy_delivered) / Seconds(transfer));
     }
-    if (!t.app_limited || rate > BottleneckRate()) {
+    // An application-limited sample says only that the link carries at
+    // least that much: kept when above what is known (after a pause, with
+    // the samples gone, the pacing rate), never to lower it.
+    if (!t.app_limited || rate > std::max(BottleneckRate(), pacing_rate_)) {
       rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
       round_rate_ = std::max(round_rate_, rate);
     }

@@ -122,8 +122,9 @@ Status UpstreamScheduler::Submit(CallClass cls, uint32_t prog, uint32_t vers, ui
   if (shut_down_) return Status(StatusCode::kCancelled, "upstream scheduler is shut down");
   const uint64_t bytes = CallBytes(prog, proc, args);
   if (cls == CallClass::kInteractive) {
-    stats_.calls[0]++;
-    return Send(cls, prog, vers, proc, cred, args, std::move(done), bytes);
+    Status s = Send(cls, prog, vers, proc, cred, args, std::move(done), bytes);
+    if (s.ok()) stats_.calls[0]++;
+    return s;
   }
   ClassQueue& q = queues_[cls == CallClass::kClientData ? 0 : 1];
   const bool write = IsWrite(prog, proc);
@@ -144,13 +145,27 @@ Status UpstreamScheduler::Submit(CallClass cls, uint32_t prog, uint32_t vers, ui
   std::string key = ClientKey(cred);
   auto [it, fresh] = q.clients.try_emplace(std::move(key));
   if (fresh) it->second.served = q.vtime;
+  const uint64_t id = ++next_id_;
   it->second.calls.push_back(
-      Queued{cls, prog, vers, proc, cred, std::string(args), std::move(done), bytes});
+      Queued{cls, prog, vers, proc, cred, std::string(args), std::move(done), bytes, id});
   q.size++;
   queued_++;
+  // It may pass calls held by the write cap. A lane's refusal of it is this
+  // call's status; other calls a lane refuses now wait for the next Pump (a
+  // reply), rather than being answered from inside this Call.
+  const bool nested = in_submit_;
+  in_submit_ = true;
+  submitted_id_ = id;
+  submit_status_ = Status::Ok();
+  Pump();
+  in_submit_ = nested;
+  if (!submit_status_.ok()) {
+    Status s = submit_status_;
+    submit_status_ = Status::Ok();
+    return s;
+  }
   stats_.calls[static_cast<int>(cls)]++;
   stats_.waited[static_cast<int>(cls)]++;
-  Pump();  // it may pass calls held by the write cap
   return Status::Ok();
 }
 
@@ -232,7 +247,23 @@ void UpstreamScheduler::Pump() {
       ReplyCallback done = std::move(call.done);
       Status s = Send(call.cls, call.prog, call.vers, call.proc, call.cred, call.args,
                       [done](StatusOr<RpcReply> r) { done(std::move(r)); }, call.bytes);
-      if (!s.ok()) done(s);
+      if (s.ok()) continue;
+      if (!in_submit_) {
+        done(s);
+        continue;
+      }
+      if (call.id == submitted_id_) {
+        submit_status_ = s;  // refused to Submit's caller
+        continue;
+      }
+      // Back to the head of its client's queue, for the next Pump.
+      call.done = std::move(done);
+      ClientQueue& cq = q->clients[ClientKey(call.cred)];
+      cq.calls.push_front(std::move(call));
+      q->size++;
+      queued_++;
+      pump_again_ = false;
+      break;
     }
   } while (pump_again_);
   pumping_ = false;

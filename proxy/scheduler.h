@@ -125,6 +125,7 @@ class UpstreamScheduler {
     std::string args;
     ReplyCallback done;
     uint64_t bytes;
+    uint64_t id = 0;
   };
   struct ClientQueue {
     std::deque<Queued> calls;
@@ -183,6 +184,12 @@ class UpstreamScheduler {
   std::array<MetaSample, kMetaSamples> meta_{};
   size_t next_meta_ = 0;
   bool pumping_ = false, pump_again_ = false;
+  // While Submit runs Pump: the call it queued (a lane's refusal of it is
+  // Submit's status, its callback never runs), and whether calls refused by
+  // a lane go back to wait (their callbacks must not run inside Call).
+  bool in_submit_ = false;
+  uint64_t submitted_id_ = 0, next_id_ = 0;
+  Status submit_status_;
   bool shut_down_ = false;
   SchedulerStats stats_;
   // Set to false when destroyed, for replies that arrive later.

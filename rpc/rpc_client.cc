@@ -19,8 +19,6 @@ namespace {
 
 // Binds `fd` to local `port` (any address of `family`). Returns true iff done.
 bool BindPort(int fd, int family, uint16_t port) {
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   SockAddr local;
   if (family == AF_INET6) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&local.ss);
@@ -84,28 +82,38 @@ int RpcClient::connections_up() const {
 
 int RpcClient::MakeSocket(Conn& c) {
   int family = options_.server.family();
-  if (c.local_port == 0 && !options_.privileged_port) return -1;
   int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  // Every connection's socket may share its port (SO_REUSEADDR), so that
+  // the next connection can bind it again while this one's remains (its
+  // TIME_WAIT, or a close not yet finished) are in the kernel.
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (c.local_port != 0) {
     if (BindPort(fd, family, c.local_port)) return fd;
-    NFSEDGE_LOG(kDebug) << options_.name << ": cannot reuse source port " << c.local_port;
-    c.local_port = 0;
-    c.port_failures = 0;
+    // The old connection's socket may not be gone yet: this counts as a
+    // failed connect from that port, tried again after the backoff.
+    NFSEDGE_LOG(kDebug) << options_.name << ": cannot reuse source port " << c.local_port
+                        << " yet (" << std::strerror(errno) << ")";
+    close(fd);
+    return kPortBusy;
   }
-  if (options_.privileged_port) {
-    if (bindresvport_sa(fd, nullptr) == 0) return fd;
+  if (options_.privileged_port && bindresvport_sa(fd, nullptr) != 0) {
     NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
                        << std::strerror(errno) << "); connecting from an ordinary port";
   }
-  close(fd);
-  return -1;
+  return fd;  // unbound: connect() picks the port
 }
 
 void RpcClient::Connect(int i) {
   if (shut_down_) return;
   Conn& c = conns_[i];
   int fd = MakeSocket(c);
+  if (fd == kPortBusy) {
+    c.state = Conn::State::kConnecting;
+    ConnLost(i, "source port busy");
+    return;
+  }
   c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   TuneSocketBufferevent(c.bev.get());
   c.reader = std::make_unique<RecordReader>(options_.max_record_size);
@@ -514,6 +522,8 @@ void RpcClient::SweepDeadlines() {
     stats_.timeouts++;
   }
   if (expired.empty()) return;
+  // Unsent calls that expired leave the queue too: it bounds calls waiting.
+  std::erase_if(queue_, [this](uint32_t xid) { return !pending_.contains(xid); });
   NFSEDGE_LOG(kWarn) << options_.name << ": " << expired.size() << " calls passed their deadline";
   for (auto& done : expired) done(Timeout(options_.name + ": no reply before the deadline"));
   Pump();

@@ -184,8 +184,10 @@ class RpcClient : public RpcCaller {
   void WriteCall(int i, uint32_t xid, Pending& p);
   void PaceOut();
   void RetransmitOverdue(SteadyClock::time_point now);
-  // Returns a non-blocking socket bound as the options and `c` say, or -1 to
-  // let libevent make one.
+  // Returns a non-blocking socket (SO_REUSEADDR) bound as the options and
+  // `c` say, -1 to let libevent make one (no socket could be made), or
+  // kPortBusy when `c`'s old source port cannot be bound yet.
+  static constexpr int kPortBusy = -2;
   int MakeSocket(Conn& c);
 
   event_base* base_;

@@ -1,0 +1,391 @@
+// The upstream scheduler, its congestion controller and the RPC client
+// below them, as an NFS client or an administrator sees them: the rate after
+// a pause, the queue bound during an outage, callbacks never run from
+// inside Call(), counters.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/congestion.h"
+#include "proxy/scheduler.h"
+#include "rpc/auth_sys.h"
+#include "rpc/rpc_client.h"
+#include "rpc/rpc_server.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+using std::chrono::milliseconds;
+
+Duration FromSeconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+
+// ---------------------------------------------------------------------------
+// CongestionController after an idle period.
+//
+// A bulk sender of `call`-byte WRITEs, at most `max_calls` in flight, over a
+// FIFO bottleneck of `rate` bytes/s and a base round trip of 2 x `one_way`,
+// paced as the controller says, with an optional small metadata probe
+// (the model of congestion_test.cc's SimulatedLink).
+class BulkSender {
+ public:
+  static constexpr Duration kTick = std::chrono::microseconds(250);
+
+  BulkSender(CongestionController& cc, double rate, Duration one_way, uint64_t call)
+      : cc_(cc), rate_(rate), one_way_(one_way), call_(call) {}
+
+  void set_max_calls(size_t n) { max_calls_ = n; }
+  void set_service(Duration d) { service_ = d; }
+  // A small metadata call (not bulk, not paced) every `d`, as the
+  // benchmark's GETATTR probe; 0 = none.
+  void set_probe_interval(Duration d) { probe_interval_ = d; }
+  FakeClock& clock() { return clock_; }
+  uint64_t delivered() const { return delivered_; }
+
+  void Run(Duration d) {
+    const MonoTime end = clock_.MonoNow() + d;
+    while (clock_.MonoNow() < end) {
+      clock_.Advance(kTick);
+      const MonoTime now = clock_.MonoNow();
+      while (!replies_.empty() && replies_.begin()->first <= now) {
+        const Flight& f = replies_.begin()->second;
+        cc_.OnReply(f.ticket, f.sent, now, f.ticket.bulk ? service_ : Duration::zero());
+        if (f.ticket.bulk) {
+          delivered_ += f.ticket.bytes;
+          in_flight_--;
+        }
+        replies_.erase(replies_.begin());
+      }
+      if (probe_interval_ > Duration::zero() && now >= next_probe_) Probe(now);
+      while (now >= next_release_ && in_flight_ < max_calls_ && cc_.CanSend(call_)) Send(now);
+      // The scheduler marks the calls in flight application limited when
+      // its queues are empty (the end of every Pump).
+      if (in_flight_ >= max_calls_) cc_.SetAppLimited();
+    }
+  }
+
+ private:
+  struct Flight {
+    CongestionController::Ticket ticket;
+    MonoTime sent;
+  };
+  // The bottleneck's backlog, in time, at `now`: it grows while the last
+  // call's bytes arrive faster than the link takes them, then drains.
+  Duration Backlog(MonoTime now) const {
+    if (now >= last_.last_byte) return std::max(Duration::zero(), last_.finish - now);
+    const double done = std::chrono::duration<double>(now - last_.send).count() /
+                        std::chrono::duration<double>(last_.last_byte - last_.send).count();
+    const double at_send =
+        std::max(0.0, std::chrono::duration<double>(last_.before - last_.send).count());
+    const double at_end = std::chrono::duration<double>(last_.finish - last_.last_byte).count();
+    return FromSeconds(at_send + (at_end - at_send) * done);
+  }
+  void Probe(MonoTime now) {
+    next_probe_ = now + probe_interval_;
+    CongestionController::Ticket t = cc_.OnSend(200, now, false);
+    replies_.emplace(now + Backlog(now) + 2 * one_way_, Flight{t, now});
+  }
+  void Send(MonoTime now) {
+    CongestionController::Ticket t = cc_.OnSend(call_, now);
+    cc_.MarkOutbound(&t);
+    const double pace = cc_.applied_pacing_rate();
+    const MonoTime last_byte = now + (pace > 0 ? FromSeconds(call_ / pace) : Duration::zero());
+    const MonoTime start = std::max(now, link_free_);
+    const MonoTime finish = std::max(last_byte, start + FromSeconds(call_ / rate_));
+    last_ = Transfer{now, last_byte, finish, link_free_};
+    link_free_ = finish;
+    in_flight_++;
+    replies_.emplace(finish + 2 * one_way_ + service_, Flight{t, last_byte});
+    next_release_ = last_byte;
+  }
+
+  struct Transfer {
+    MonoTime send, last_byte, finish, before;
+  };
+  FakeClock clock_;
+  CongestionController& cc_;
+  Transfer last_{};
+  Duration probe_interval_{};
+  MonoTime next_probe_{};
+  const double rate_;
+  const Duration one_way_;
+  const uint64_t call_;
+  size_t max_calls_ = SIZE_MAX;
+  size_t in_flight_ = 0;
+  Duration service_{};
+  MonoTime link_free_{};
+  MonoTime next_release_{};
+  std::multimap<MonoTime, Flight> replies_;
+  uint64_t delivered_ = 0;
+};
+
+CongestionOptions TwentyMsTarget() {
+  CongestionOptions o;
+  o.queue_delay_target = milliseconds(20);
+  return o;
+}
+
+// The congestion benchmark's link (2 Mbit/s, 40 ms) and write path (one
+// 256 KB FILE_SYNC WRITE at a time, 5 ms of fsync). After the client pauses
+// for three seconds, one small data call (a GETATTR that revalidates cached
+// blocks goes as client data: 240 bytes) meets 30 ms of jitter on the WAN.
+// That call's "delivery rate" (240 bytes over 30 ms, an application-limited
+// sample, the older samples having expired during the pause) is not what
+// the link carries: taken for it, the pacing rate would drop to about
+// 8 KB/s and the next 256 KB WRITE take half a minute on the wire.
+// docs/architecture.md section 12: a drop is "at most half"; BBR's rule is
+// that an application-limited sample never lowers the estimate.
+TEST(CongestionAfterIdleTest, OneSmallSlowCallAfterAPauseDoesNotCollapseThePacingRate) {
+  constexpr double kSlow = 250e3;
+  constexpr uint64_t kLarge = 256 << 10;
+  CongestionController cc(TwentyMsTarget());
+  BulkSender link(cc, kSlow, milliseconds(20), kLarge);
+  link.set_max_calls(1);
+  link.set_service(milliseconds(5));
+  link.set_probe_interval(milliseconds(100));
+  link.Run(std::chrono::seconds(20));
+  const double before = cc.pacing_rate();
+  ASSERT_GE(before, 0.8 * kSlow) << "precondition: the rate found the link";
+  ASSERT_GT(cc.applied_pacing_rate(), 0.0) << "precondition: paced (a queue was seen)";
+
+  // The client pauses: nothing is sent for three seconds.
+  link.set_max_calls(0);
+  link.set_probe_interval(Duration::zero());
+  link.Run(std::chrono::seconds(3));
+
+  // One small client-data call, 30 ms above the base round trip.
+  FakeClock& clock = link.clock();
+  const MonoTime sent = clock.MonoNow();
+  CongestionController::Ticket t = cc.OnSend(240, sent);
+  clock.Advance(milliseconds(40 + 30));
+  cc.OnReply(t, sent, clock.MonoNow());
+  cc.SetAppLimited();  // the scheduler's queues are empty again
+
+  EXPECT_GE(cc.pacing_rate(), 0.5 * before)
+      << "one application-limited 240-byte call set the pacing rate from " << before << " to "
+      << cc.pacing_rate() << " bytes/s";
+
+  // The client's writes resume: what they get over the next 15 s.
+  link.set_max_calls(1);
+  link.set_probe_interval(milliseconds(100));
+  const uint64_t delivered = link.delivered();
+  link.Run(std::chrono::seconds(15));
+  const double rate = (link.delivered() - delivered) / 15.0;
+  // Unpaced, one call per (transfer + round trip + fsync) is the best.
+  const double best = kLarge / (kLarge / kSlow + 0.045);
+  EXPECT_GE(rate, 0.7 * best) << "bulk rate after the pause: " << rate << " bytes/s";
+}
+
+// ---------------------------------------------------------------------------
+// RpcClient: the queue bound while no connection can be made.
+
+class NullHandler : public CallHandler {
+ public:
+  void HandleCall(std::unique_ptr<IncomingCall> call) override {
+    std::string args(call->args());
+    call->ReplySuccess(args);
+  }
+};
+
+class UpstreamQueueBoundTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    loop_.RunSync([this] {
+      client_.reset();
+      server_.reset();
+    });
+  }
+  // A port on which nothing listens (connections are refused).
+  uint16_t ClosedPort() {
+    auto server = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, &handler_);
+    StatusOr<uint16_t> p = server->Listen(*ResolveAddress("127.0.0.1", 0));
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? *p : 0;
+  }
+  void Send(const std::string& args, int tag) {
+    loop_.RunSync([&] {
+      Status s = client_->Call(1, 1, 1, OpaqueAuth{}, args, [this, tag](StatusOr<RpcReply> r) {
+        results_[tag] = r.ok() ? std::string(r->results()) : "error: " + r.status().ToString();
+      });
+      if (!s.ok()) results_[tag] = "refused: " + s.ToString();
+    });
+  }
+  std::string Wait(int tag) {
+    for (int i = 0; i < 500; ++i) {
+      std::string out;
+      loop_.RunSync([&] {
+        auto it = results_.find(tag);
+        if (it != results_.end()) out = it->second;
+      });
+      if (!out.empty()) return out;
+      usleep(10000);
+    }
+    return "(no result)";
+  }
+
+  LoopThread loop_;
+  NullHandler handler_;
+  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<RpcClient> client_;
+  std::map<int, std::string> results_;
+};
+
+// The upstream cannot be reached. Calls wait in the client's queue and, not
+// answered within upstream.call_timeout_ms, fail with a timeout (the NFS
+// client gets NFS3ERR_JUKEBOX and retries). They are then gone from the
+// pending calls; were their XIDs to stay in the send queue until a
+// connection comes up (RpcClient::Pump returns before popping them), Call(),
+// which compares that queue with upstream.max_queued, would refuse every new
+// call once max_queued calls had timed out, although none waits, and
+// the nfsedge_upstream_queued gauge (RpcClient::queued()) reports calls
+// that no longer exist. docs/config.md: max_queued bounds "calls waiting
+// for a slot". Calls that timed out leave the queue.
+TEST_F(UpstreamQueueBoundTest, CallsThatTimedOutNoLongerCountAgainstTheQueueBound) {
+  const uint16_t port = ClosedPort();
+  ClientOptions o;
+  o.server = *ResolveAddress("127.0.0.1", port);
+  o.max_queued = 2;
+  o.timeout = milliseconds(150);
+  o.reconnect_min = milliseconds(20);
+  o.reconnect_max = milliseconds(50);
+  client_ = std::make_unique<RpcClient>(loop_.base(), o);
+  client_->Start();
+  loop_.Start();
+  Send("a", 1);
+  Send("b", 2);
+  EXPECT_NE(Wait(1).find("deadline"), std::string::npos) << results_[1];
+  EXPECT_NE(Wait(2).find("deadline"), std::string::npos) << results_[2];
+  loop_.RunSync([&] {
+    EXPECT_EQ(client_->pending(), 0u);
+    EXPECT_EQ(client_->queued(), 0u) << "calls that timed out still count as queued";
+  });
+  // Nothing waits: a new call is queued, not refused.
+  Send("c", 3);
+  EXPECT_EQ(Wait(3).find("refused"), std::string::npos) << Wait(3);
+}
+
+// ---------------------------------------------------------------------------
+// UpstreamScheduler over fake lanes.
+
+constexpr uint32_t kNfs = 100003;
+constexpr uint32_t kGetattr = 1, kRead = 6, kWrite = 7;
+
+// A lane that holds calls until answered, or refuses them when told to.
+class Lane : public RpcCaller {
+ public:
+  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth&, std::string_view args,
+              ReplyCallback done) override {
+    if (refuse) return ResourceExhausted("lane: queue full");
+    held.push_back(Held{proc, std::string(args), std::move(done)});
+    return Status::Ok();
+  }
+  struct Held {
+    uint32_t proc;
+    std::string args;
+    ReplyCallback done;
+  };
+  void Answer(size_t i = 0) {
+    Held h = std::move(held[i]);
+    held.erase(held.begin() + static_cast<long>(i));
+    RpcReply r;
+    r.header.reply_stat = kMsgAccepted;
+    r.header.accept_stat = kSuccess;
+    h.done(std::move(r));
+  }
+  std::vector<Held> held;
+  bool refuse = false;
+};
+
+OpaqueAuth Machine(const std::string& machine) {
+  AuthSys a;
+  a.machine = machine;
+  a.uid = 1000;
+  return OpaqueAuth{kAuthSys, EncodeAuthSys(a)};
+}
+
+// Arguments of `bytes` bytes ending in a zero count (a READ brings nothing
+// more back).
+std::string ArgsOf(size_t bytes) {
+  std::string s(std::max<size_t>(bytes, 8), '.');
+  s.replace(s.size() - 4, 4, std::string(4, '\0'));
+  return s;
+}
+
+// RpcCaller's contract (rpc/rpc_caller.h, proxy/scheduler.h): `done` runs
+// "later (never from inside Call)", and a call that cannot be queued is
+// refused by Call's status. Here WRITEs wait for the write cap (a client
+// writing hard), so a READ submitted next is queued, then sent by the Pump
+// that Submit runs; the bulk lane refuses it (its queue is full:
+// upstream.max_queued). The READ is refused by Call's status, its callback
+// never runs: the read path (ReadPath::Fetch) marks blocks pending only after
+// Call() returns OK, so a callback run from inside Call() would leave them
+// "pending" forever, every client READ of them waiting for a fetch that
+// never comes.
+TEST(SchedulerCallbackContractTest, ARefusedCallIsNotAnsweredFromInsideCall) {
+  FakeClock clock;
+  Lane meta, bulk;
+  SchedulerOptions o;
+  o.max_writes_in_flight = 1;
+  o.congestion.initial_window = 64 << 20;  // the window does not limit here
+  UpstreamScheduler scheduler(clock, meta, bulk, o);
+  auto ignore = [](StatusOr<RpcReply>) {};
+  ASSERT_TRUE(scheduler.Caller(CallClass::kClientData)
+                  .Call(kNfs, 3, kWrite, Machine("a"), ArgsOf(1000), ignore)
+                  .ok());
+  ASSERT_TRUE(scheduler.Caller(CallClass::kClientData)
+                  .Call(kNfs, 3, kWrite, Machine("a"), ArgsOf(1000), ignore)
+                  .ok());
+  ASSERT_EQ(bulk.held.size(), 1u);
+  ASSERT_EQ(scheduler.stats().queued[1], 1u) << "precondition: a WRITE waits for the cap";
+
+  bulk.refuse = true;
+  bool in_call = false;
+  bool ran_inside = false;
+  bool ran = false;
+  in_call = true;
+  Status s = scheduler.Caller(CallClass::kClientData)
+                 .Call(kNfs, 3, kRead, Machine("b"), ArgsOf(100), [&](StatusOr<RpcReply>) {
+                   ran = true;
+                   ran_inside = in_call;
+                 });
+  in_call = false;
+  EXPECT_FALSE(ran_inside) << "the callback ran from inside Call() (which returned "
+                           << s.ToString() << ")";
+  // Either refused by Call's status (and `done` never runs), or accepted and
+  // answered later: not both, and not answered inside.
+  if (!s.ok()) {
+    EXPECT_FALSE(ran);
+  }
+}
+
+// SchedulerStats::calls counts calls accepted ("accepted", scheduler.h);
+// an interactive call the metadata lane refused (the client is answered
+// NFS3ERR_JUKEBOX) is not counted, as client data and background are not.
+TEST(SchedulerCountersTest, AnInteractiveCallTheLaneRefusedIsNotCountedAsAccepted) {
+  FakeClock clock;
+  Lane meta, bulk;
+  UpstreamScheduler scheduler(clock, meta, bulk, SchedulerOptions{});
+  meta.refuse = true;
+  bulk.refuse = true;
+  auto ignore = [](StatusOr<RpcReply>) {};
+  Status g = scheduler.Caller(CallClass::kInteractive)
+                 .Call(kNfs, 3, kGetattr, Machine("a"), ArgsOf(100), ignore);
+  Status r = scheduler.Caller(CallClass::kClientData)
+                 .Call(kNfs, 3, kRead, Machine("a"), ArgsOf(100), ignore);
+  ASSERT_FALSE(g.ok());
+  ASSERT_FALSE(r.ok());
+  SchedulerStats st = scheduler.stats();
+  EXPECT_EQ(st.calls[1], 0u);  // client data: not counted
+  EXPECT_EQ(st.calls[0], 0u) << "a refused interactive call counted as accepted";
+}
+
+}  // namespace
+}  // namespace nfsedge
