@@ -66,6 +66,7 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   e.ambiguous = ambiguous;
   e.conflicted = stale;
   e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
+  e.filled = clock_.MonoNow();
   lru_.Put(handle, std::move(e));
   EvictToLimit();
   return result;
@@ -102,6 +103,12 @@ std::optional<fattr3> AttrCache::Latest(std::string_view handle) {
   const Entry* e = lru_.Peek(handle);
   if (e == nullptr || e->floor_only || e->ambiguous || e->conflicted) return std::nullopt;
   return e->attr;
+}
+
+std::optional<Duration> AttrCache::Age(std::string_view handle) {
+  const Entry* e = lru_.Peek(handle);
+  if (e == nullptr) return std::nullopt;
+  return clock_.MonoNow() - e->filled;
 }
 
 std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {

@@ -109,6 +109,9 @@ class AttrCache {
   // The latest attributes the upstream gave for `handle`, fresh or not,
   // iff known and not ambiguous; not counted as a use.
   std::optional<fattr3> Latest(std::string_view handle);
+  // How long ago the entry's attributes were learned (its lifetime was
+  // computed then, under the lifetimes in force then); nullopt without one.
+  std::optional<Duration> Age(std::string_view handle);
 
   // Returns the ChangeId of the entry for `handle`, fresh or stale, iff there
   // is one. Does not count as a use.
@@ -153,6 +156,7 @@ class AttrCache {
     fattr3 attr;
     ChangeId change;
     MonoTime expires;
+    MonoTime filled;               // when these attributes were learned
     bool refresh_pending = false;  // handed out by RefreshCandidates()
     bool indexed = false;          // in refresh_index_ (used since fill)
     bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor

@@ -82,15 +82,21 @@ std::optional<uint32_t> HandleRegistry::Find(std::string_view handle) {
 
 Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> export_paths) {
   export_paths_ = std::move(export_paths);
-  // Stored handles of exports no longer configured: deleted from the store.
-  std::vector<std::string> gone;
+  // Stored handles of exports no longer configured: deleted from the store;
+  // those with some still configured: stored again without the others (an
+  // export configured again later does not get them back).
+  std::vector<std::string> gone, pruned;
   loading_ = true;
   StatusOr<std::unique_ptr<HandleStore>> store = HandleStore::Open(
       dir, [&](std::string_view handle, std::vector<StoredMembership> stored) {
         ExportSet set;
+        bool dropped = false;
         for (const StoredMembership& m : stored) {
           auto it = std::find(export_paths_.begin(), export_paths_.end(), m.export_path);
-          if (it == export_paths_.end()) continue;
+          if (it == export_paths_.end()) {
+            dropped = true;
+            continue;
+          }
           const uint64_t bit = uint64_t{1} << (it - export_paths_.begin());
           set.exports |= bit;
           if (m.root) set.roots |= bit;
@@ -99,6 +105,7 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
           gone.emplace_back(handle);
         } else {
           Merge(handle, set);
+          if (dropped) pruned.emplace_back(handle);
         }
       });
   loading_ = false;
@@ -110,6 +117,9 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
   }
   store_ = std::move(*store);
   for (const std::string& h : gone) store_->Delete(h);
+  for (const std::string& h : pruned) {
+    if (auto it = map_.find(h); it != map_.end()) Save(h, it->second.set);
+  }
   // A store holding more than max_handles (a smaller limit than before).
   for (const std::string& h : evicted_while_loading_) store_->Delete(h);
   evicted_while_loading_.clear();

@@ -129,6 +129,19 @@ const std::vector<ReloadKey>& ReloadKeys() {
 ReloadPlan PlanReload(const Config& in_force, const Config& loaded) {
   ReloadPlan plan{in_force, {}, {}};
   plan.next.exports = loaded.exports;
+  // An export's TLS takes effect with the certificate it needs: without one
+  // in force (it waits for a restart), an export in force keeps its `tls`.
+  if (in_force.server.tls_cert_file.empty()) {
+    for (size_t i = 0; i < plan.next.exports.size(); ++i) {
+      ExportConfig& e = plan.next.exports[i];
+      if (e.tls == ExportTls::kOff) continue;
+      auto was = std::find_if(in_force.exports.begin(), in_force.exports.end(),
+                              [&](const ExportConfig& x) { return x.path == e.path; });
+      if (was == in_force.exports.end()) continue;  // new: refused until the restart
+      e.tls = was->tls;
+      plan.restart.emplace_back("[[export]] #" + std::to_string(i + 1) + " tls");
+    }
+  }
   for (const ReloadKey& k : ReloadKeys()) {
     if (k.same(in_force, loaded)) continue;
     if (Live(k, in_force, loaded)) {

@@ -97,9 +97,11 @@ Status ExportTable::Update(const std::vector<ExportConfig>& exports) {
   return Status::Ok();
 }
 
-const Export* ExportTable::FindByPath(const std::string& path, std::string* upstream_path) const {
+const Export* ExportTable::FindByPath(const std::string& path, std::string* upstream_path,
+                                      const SockAddr* peer) const {
   const Export* best = nullptr;
   for (const Export& e : exports_) {
+    if (peer != nullptr && !e.AllowsClient(*peer)) continue;
     const std::string& p = e.config().path;
     bool match = path == p || (path.size() > p.size() && path.compare(0, p.size(), p) == 0 &&
                                (p == "/" || path[p.size()] == '/'));

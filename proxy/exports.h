@@ -57,9 +57,12 @@ class ExportTable {
  public:
   explicit ExportTable(const std::vector<ExportConfig>& exports);
 
-  // Returns the export whose path is `path` or an ancestor of it, and sets
-  // `*upstream_path` to the matching path on the upstream server.
-  const Export* FindByPath(const std::string& path, std::string* upstream_path) const;
+  // Returns the export whose path is `path` or an ancestor of it (the
+  // deepest; with `peer`, the deepest that admits a client there, as Linux's
+  // mountd picks), and sets `*upstream_path` to the matching path on the
+  // upstream server.
+  const Export* FindByPath(const std::string& path, std::string* upstream_path,
+                           const SockAddr* peer = nullptr) const;
   // Returns the export among `ids` (a bit set of export ids) that admits a
   // client at `peer` (its networks and `secure`), the deepest one (longest
   // path) if several do, as nested exports' rules apply inside them; nullptr

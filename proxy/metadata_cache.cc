@@ -111,13 +111,22 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
   return r;
 }
 
+std::optional<fattr3> MetadataCache::Attrs(std::string_view fh, bool stale, const Export& exp) {
+  if (stale) return attrs_.GetExpired(fh);
+  std::optional<fattr3> attr = attrs_.Get(fh);
+  if (!attr) return std::nullopt;
+  std::optional<Duration> age = attrs_.Age(fh);
+  if (age && *age >= LifetimeOf(fh, LifetimesOf(exp), attr->type).max) return std::nullopt;
+  return attr;
+}
+
 std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const void* args,
                                                       const Export& exp, const CredKey& cred,
                                                       bool stale) {
   switch (p.proc) {
     case NFSPROC3_GETATTR: {
       const auto* a = static_cast<const GETATTR3args*>(args);
-      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale);
+      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale, exp);
       if (!attr) return std::nullopt;
       GETATTR3res res{};
       res.status = NFS3_OK;
@@ -126,7 +135,7 @@ std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const vo
     }
     case NFSPROC3_ACCESS: {
       const auto* a = static_cast<const ACCESS3args*>(args);
-      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale);
+      std::optional<fattr3> attr = Attrs(Bytes(a->object), stale, exp);
       if (!attr) return std::nullopt;
       std::optional<uint32_t> granted =
           access_.Lookup(Bytes(a->object), cred, a->access, *attr, stale);
@@ -148,7 +157,7 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
                                                        const CredKey& cred, bool stale) {
   if (IsDotName(a.what.name)) return std::nullopt;
   std::string_view dir = Bytes(a.what.dir);
-  std::optional<fattr3> dir_attr = Attrs(dir, stale);
+  std::optional<fattr3> dir_attr = Attrs(dir, stale, exp);
   if (!dir_attr) return std::nullopt;
   // DESIGN rule 6: only with evidence that this credential may search dir.
   if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, *dir_attr, stale)) {
@@ -162,7 +171,7 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
     SetPostOp(&res.LOOKUP3res_u.resfail.dir_attributes, *dir_attr);
     return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
   }
-  std::optional<fattr3> child_attr = Attrs(hit->child, stale);
+  std::optional<fattr3> child_attr = Attrs(hit->child, stale, exp);
   if (!child_attr) return std::nullopt;
   res.status = NFS3_OK;
   res.LOOKUP3res_u.resok.object.data.data_val = hit->child.data();

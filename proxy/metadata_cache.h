@@ -157,9 +157,10 @@ class MetadataCache {
   // expired ones too if `stale`.
   std::optional<std::string> AnswerAttrs(const NfsProc& p, const void* args, const Export& exp,
                                          const CredKey& cred, bool stale);
-  std::optional<fattr3> Attrs(std::string_view fh, bool stale) {
-    return stale ? attrs_.GetExpired(fh) : attrs_.Get(fh);
-  }
+  // Fresh attributes of `fh` (or expired ones too if `stale`), no older than
+  // `exp`'s lifetimes allow now: an entry filled under longer ones (before a
+  // reload lowered them) is not fresh past them.
+  std::optional<fattr3> Attrs(std::string_view fh, bool stale, const Export& exp);
   std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
                                           const CredKey& cred, bool stale);
   // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page

@@ -96,8 +96,11 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     return;
   }
   std::string upstream_path;
-  const Export* exp =
-      IsCleanAbsolutePath(path) ? exports_.FindByPath(path, &upstream_path) : nullptr;
+  const bool clean = IsCleanAbsolutePath(path);
+  // The deepest export that admits the client; else the deepest at all, for
+  // the error.
+  const Export* exp = clean ? exports_.FindByPath(path, &upstream_path, &call->peer()) : nullptr;
+  if (!exp && clean) exp = exports_.FindByPath(path, &upstream_path);
   if (!exp) {
     NFSEDGE_LOG(kInfo) << "MNT " << path << " from " << call->peer().ToString()
                        << " refused: not exported";
