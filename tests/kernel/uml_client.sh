@@ -27,8 +27,9 @@
 # are printed on stdout between the lines "@@OUT-BEGIN" and "@@OUT-END" (kernel messages may
 # interleave). Guest timings and diagnostics go to stderr.
 # Exit status: CMD's status, or
-#   77  cannot run here (linux.uml, UML modules, busybox-static, cpio or ip missing; or no
-#       /dev/net/tun); the reason is printed on stderr. Packages come from ./dev.sh deps.
+#   77  cannot run here (linux.uml, UML modules, busybox-static, cpio or ip missing; no
+#       /dev/net/tun; or, with -C, a host kernel that cannot run a guest: -C boots one whose
+#       /init only prints a line); the reason is printed on stderr. Packages come from ./dev.sh deps.
 #   97  umount failed after CMD      98  guest hung or crashed (no result line)
 #   99  mount failed                 2   usage error
 #
@@ -166,7 +167,32 @@ exec 8>"$CACHE/.lock"
 flock 8                                       # concurrent runs build the cache once
 if [ ! -s "$BASE" ] || [ "$BASE" -ot "$0" ]; then build_base; fi
 flock -u 8
-[ "$ACTION" = check ] && exit 0
+
+# ---- can this host run a guest at all? A guest whose /init only says so ----
+# (Some host kernels refuse UML's ptrace register calls: the guest's first process then
+# dies before it can run anything, "ptrace set fp regs failed" or a segfault of init.)
+probe_guest() {
+  local d reason
+  d=$(mktemp -d "${TMPDIR:-/tmp}/nfsedge-uml-probe.XXXXXX")
+  mkdir -p "$d/r"
+  printf '#!/bin/busybox sh\necho @@GUEST-RUNS\n/bin/busybox poweroff -f\n' >"$d/r/init"
+  chmod +x "$d/r/init"
+  cp "$BASE" "$d/initrd"
+  truncate -s %4 "$d/initrd"
+  (cd "$d/r" && find . | cpio -o -H newc --quiet) >>"$d/initrd"
+  { TMPDIR=/dev/shm timeout -k 2 30 linux.uml mem=64M initrd="$d/initrd" con=null \
+      con0=null,fd:1 </dev/null >"$d/console" 2>&1; } 2>/dev/null || true
+  if ! grep -q '@@GUEST-RUNS' "$d/console"; then
+    reason=$(tr -d '\r' <"$d/console" | grep -m1 -E 'ptrace set|segfault at|Kernel panic' || true)
+    rm -rf "$d"
+    skip "this host's kernel cannot run a User-Mode Linux guest (${reason:-its init printed nothing})"
+  fi
+  rm -rf "$d"
+}
+if [ "$ACTION" = check ]; then
+  probe_guest
+  exit 0
+fi
 
 # ---- per-run archive (command, settings, input files), appended to a copy of the base ----
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/nfsedge-uml.XXXXXX")
