@@ -22,6 +22,7 @@
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
 #include "rpc/rpc_server.h"
+#include "client_calls.h"
 #include "test_loop.h"
 #include "write_path_fixture.h"
 
@@ -86,13 +87,7 @@ class CreateWriteTest : public ::testing::Test {
 
   std::string Call(BlockingClient& c, uint32_t xid, uint32_t prog, uint32_t proc,
                    const std::string& args) {
-    c.SendRecord(MakeCall(xid, prog, 3, proc, args, SysCred(1000, 100)));
-    std::optional<std::string> reply = c.ReadRecord();
-    EXPECT_TRUE(reply.has_value());
-    if (!reply) return "";
-    StatusOr<ReplyHeader> h = ParseReply(*reply);
-    EXPECT_TRUE(h.ok() && h->accept_stat == kSuccess);
-    return h.ok() ? reply->substr(h->results_offset) : "";
+    return test_calls::CallResults(c, xid, prog, proc, args);
   }
 
   // The upstream: CREATE makes kFileFh with created_'s attributes, ACCESS

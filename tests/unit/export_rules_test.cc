@@ -27,6 +27,7 @@
 #include "proxy/nfs_service.h"
 #include "rpc/rpc_server.h"
 #include "rpc/xdr_codec.h"
+#include "client_calls.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
 
@@ -300,26 +301,11 @@ class NestedExportMountTest : public ::testing::Test {
 
   std::string Call(BlockingClient& c, uint32_t xid, uint32_t prog, uint32_t proc,
                    const std::string& args) {
-    c.SendRecord(MakeCall(xid, prog, 3, proc, args, SysCred(1000, 100)));
-    std::optional<std::string> reply = c.ReadRecord();
-    EXPECT_TRUE(reply.has_value());
-    if (!reply) return "";
-    StatusOr<ReplyHeader> h = ParseReply(*reply);
-    EXPECT_TRUE(h.ok() && h->accept_stat == kSuccess);
-    return h.ok() ? reply->substr(h->results_offset) : "";
+    return test_calls::CallResults(c, xid, prog, proc, args);
   }
   // MNT `path`; returns the status and the handle.
   std::pair<uint32_t, std::string> Mount(BlockingClient& c, uint32_t xid, const std::string& path) {
-    std::string args;
-    XdrWriter(&args).WriteOpaque(path);
-    const std::string r = Call(c, xid, kMountProgram, /*MNT*/ 1, args);
-    XdrReader rd(r);
-    uint32_t status = 0xffffffff;
-    std::string fh;
-    if (rd.ReadU32(&status) && status == MNT3_OK) {
-      EXPECT_TRUE(rd.ReadString(&fh, 64));
-    }
-    return {status, fh};
+    return test_calls::MountPath(c, xid, path);
   }
   uint32_t Getattr(BlockingClient& c, uint32_t xid, const std::string& fh) {
     GETATTR3args a{};

@@ -257,6 +257,37 @@ TEST_F(RpcClientTest, ReconnectKeepsItsSourcePortThroughAFailedConnect) {
   });
 }
 
+// The upstream cannot be reached. Calls wait in the client's queue and, not
+// answered within upstream.call_timeout_ms, fail with a timeout (the NFS
+// client gets NFS3ERR_JUKEBOX and retries). They are then gone from the
+// pending calls; were their XIDs to stay in the send queue until a
+// connection comes up (RpcClient::Pump returns before popping them), Call(),
+// which compares that queue with upstream.max_queued, would refuse every new
+// call once max_queued calls had timed out, although none waits, and
+// the nfsedge_upstream_queued gauge (RpcClient::queued()) reports calls
+// that no longer exist. docs/config.md: max_queued bounds "calls waiting
+// for a slot". Calls that timed out leave the queue.
+TEST_F(RpcClientTest, CallsThatTimedOutNoLongerCountAgainstTheQueueBound) {
+  StartServer();
+  loop_.RunSync([&] { server_.reset(); });  // nothing listens: connects are refused
+  ClientOptions o;
+  o.max_queued = 2;
+  o.timeout = std::chrono::milliseconds(150);
+  StartClient(o, std::chrono::milliseconds(20), std::chrono::milliseconds(50));
+  loop_.Start();
+  Send("a", 1);
+  Send("b", 2);
+  EXPECT_NE(Wait(1).find("deadline"), std::string::npos) << results_[1];
+  EXPECT_NE(Wait(2).find("deadline"), std::string::npos) << results_[2];
+  loop_.RunSync([&] {
+    EXPECT_EQ(client_->pending(), 0u);
+    EXPECT_EQ(client_->queued(), 0u) << "calls that timed out still count as queued";
+  });
+  // Nothing waits: a new call is queued, not refused.
+  Send("c", 3);
+  EXPECT_EQ(Wait(3).find("refused"), std::string::npos) << Wait(3);
+}
+
 TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
   // Reserve a port, then close it so the first connects are refused.
   StartServer();

@@ -1,9 +1,7 @@
-// The upstream scheduler, its congestion controller and the RPC client
-// below them, as an NFS client or an administrator sees them: the rate after
-// a pause, the queue bound during an outage, callbacks never run from
-// inside Call(), counters.
+// The upstream scheduler and its congestion controller, as an NFS client or
+// an administrator sees them: the rate after a pause, callbacks never run
+// from inside Call(), counters.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -12,12 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cache/clock.h"
 #include "proxy/congestion.h"
 #include "proxy/scheduler.h"
 #include "rpc/auth_sys.h"
-#include "rpc/rpc_client.h"
-#include "rpc/rpc_server.h"
-#include "test_loop.h"
 
 namespace nfsedge {
 namespace {
@@ -182,94 +178,6 @@ TEST(CongestionAfterIdleTest, OneSmallSlowCallAfterAPauseDoesNotCollapseThePacin
   // Unpaced, one call per (transfer + round trip + fsync) is the best.
   const double best = kLarge / (kLarge / kSlow + 0.045);
   EXPECT_GE(rate, 0.7 * best) << "bulk rate after the pause: " << rate << " bytes/s";
-}
-
-// ---------------------------------------------------------------------------
-// RpcClient: the queue bound while no connection can be made.
-
-class NullHandler : public CallHandler {
- public:
-  void HandleCall(std::unique_ptr<IncomingCall> call) override {
-    std::string args(call->args());
-    call->ReplySuccess(args);
-  }
-};
-
-class UpstreamQueueBoundTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    loop_.RunSync([this] {
-      client_.reset();
-      server_.reset();
-    });
-  }
-  // A port on which nothing listens (connections are refused).
-  uint16_t ClosedPort() {
-    auto server = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, &handler_);
-    StatusOr<uint16_t> p = server->Listen(*ResolveAddress("127.0.0.1", 0));
-    EXPECT_TRUE(p.ok());
-    return p.ok() ? *p : 0;
-  }
-  void Send(const std::string& args, int tag) {
-    loop_.RunSync([&] {
-      Status s = client_->Call(1, 1, 1, OpaqueAuth{}, args, [this, tag](StatusOr<RpcReply> r) {
-        results_[tag] = r.ok() ? std::string(r->results()) : "error: " + r.status().ToString();
-      });
-      if (!s.ok()) results_[tag] = "refused: " + s.ToString();
-    });
-  }
-  std::string Wait(int tag) {
-    for (int i = 0; i < 500; ++i) {
-      std::string out;
-      loop_.RunSync([&] {
-        auto it = results_.find(tag);
-        if (it != results_.end()) out = it->second;
-      });
-      if (!out.empty()) return out;
-      usleep(10000);
-    }
-    return "(no result)";
-  }
-
-  LoopThread loop_;
-  NullHandler handler_;
-  std::unique_ptr<RpcServer> server_;
-  std::unique_ptr<RpcClient> client_;
-  std::map<int, std::string> results_;
-};
-
-// The upstream cannot be reached. Calls wait in the client's queue and, not
-// answered within upstream.call_timeout_ms, fail with a timeout (the NFS
-// client gets NFS3ERR_JUKEBOX and retries). They are then gone from the
-// pending calls; were their XIDs to stay in the send queue until a
-// connection comes up (RpcClient::Pump returns before popping them), Call(),
-// which compares that queue with upstream.max_queued, would refuse every new
-// call once max_queued calls had timed out, although none waits, and
-// the nfsedge_upstream_queued gauge (RpcClient::queued()) reports calls
-// that no longer exist. docs/config.md: max_queued bounds "calls waiting
-// for a slot". Calls that timed out leave the queue.
-TEST_F(UpstreamQueueBoundTest, CallsThatTimedOutNoLongerCountAgainstTheQueueBound) {
-  const uint16_t port = ClosedPort();
-  ClientOptions o;
-  o.server = *ResolveAddress("127.0.0.1", port);
-  o.max_queued = 2;
-  o.timeout = milliseconds(150);
-  o.reconnect_min = milliseconds(20);
-  o.reconnect_max = milliseconds(50);
-  client_ = std::make_unique<RpcClient>(loop_.base(), o);
-  client_->Start();
-  loop_.Start();
-  Send("a", 1);
-  Send("b", 2);
-  EXPECT_NE(Wait(1).find("deadline"), std::string::npos) << results_[1];
-  EXPECT_NE(Wait(2).find("deadline"), std::string::npos) << results_[2];
-  loop_.RunSync([&] {
-    EXPECT_EQ(client_->pending(), 0u);
-    EXPECT_EQ(client_->queued(), 0u) << "calls that timed out still count as queued";
-  });
-  // Nothing waits: a new call is queued, not refused.
-  Send("c", 3);
-  EXPECT_EQ(Wait(3).find("refused"), std::string::npos) << Wait(3);
 }
 
 // ---------------------------------------------------------------------------
