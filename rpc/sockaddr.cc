@@ -73,6 +73,10 @@ StatusOr<Network> Network::Parse(std::string_view text) {
   }
   n.prefix_ = max_prefix;
   if (slash != std::string::npos) {
+    // Digits only: from_chars would take "-0" for 0, a network of every host.
+    if (prefix_text.empty() || prefix_text.find_first_not_of("0123456789") != prefix_text.npos) {
+      return InvalidArgument("'" + n.text_ + "' has a bad prefix length");
+    }
     auto [p, ec] = std::from_chars(prefix_text.data(), prefix_text.data() + prefix_text.size(),
                                    n.prefix_);
     if (ec != std::errc() || p != prefix_text.data() + prefix_text.size() || n.prefix_ < 0 ||

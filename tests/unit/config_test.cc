@@ -170,6 +170,13 @@ TEST(Config, BadExportsAreReported) {
   EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"/d\"\nclients = [\"10.0.0.0/33\"]\n")
                 .find("bad prefix"),
             std::string::npos);
+  // A signed prefix is no prefix ("-0" would be 0: every host).
+  for (const char* net : {"10.0.0.0/-0", "10.0.0.0/+8", "10.0.0.0/"}) {
+    EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"/d\"\nclients = [\"" + net + "\"]\n")
+                  .find("bad prefix"),
+              std::string::npos)
+        << net;
+  }
   EXPECT_NE(ErrorOf(base + "[[export]]\npath = \"d/../x\"\nclients = [\"10.0.0.1\"]\n")
                 .find("absolute path"),
             std::string::npos);
