@@ -278,10 +278,11 @@ class NestedExportMountTest : public ::testing::Test {
       XdrValue<LOOKUP3args> a(test_xdr::Proc(xdr_LOOKUP3args));
       EXPECT_TRUE(a.Decode(s.args));
       LOOKUP3res res{};
+      const std::string data_dir = kDataDir;  // outlives the encoding below
       if (test_xdr::Bytes(a->what.dir) == kSrvRoot && a->what.name &&
           std::string(a->what.name) == "data") {
         res.status = NFS3_OK;
-        res.LOOKUP3res_u.resok.object = test_xdr::Fh(kDataDir);
+        res.LOOKUP3res_u.resok.object = test_xdr::Fh(data_dir);
         res.LOOKUP3res_u.resok.obj_attributes = test_xdr::PostOp(DirAttr(2));
         res.LOOKUP3res_u.resok.dir_attributes = test_xdr::PostOp(DirAttr(1));
       } else {
