@@ -1,11 +1,12 @@
 // A test client's calls over a BlockingClient (test_loop.h): one v3 call's
-// results, and MNT.
+// results, and MNT; and a fake upstream mountd's answer.
 #ifndef NFSEDGE_TESTS_UNIT_CLIENT_CALLS_H_
 #define NFSEDGE_TESTS_UNIT_CLIENT_CALLS_H_
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,6 +45,27 @@ inline std::pair<uint32_t, std::string> MountPath(BlockingClient& c, uint32_t xi
     EXPECT_TRUE(rd.ReadString(&fh, 64));
   }
   return {status, fh};
+}
+
+// A fake upstream mountd's answer to MNT `s`: the root handle `mounts` has
+// for the path (AUTH_SYS), else MNT3ERR_NOENT.
+inline std::string MountdAnswer(const FakeUpstream::Seen& s,
+                                const std::map<std::string, std::string>& mounts) {
+  std::string path;
+  XdrReader r(s.args);
+  EXPECT_TRUE(r.ReadString(&path, 1024));
+  std::string out;
+  XdrWriter w(&out);
+  auto it = mounts.find(path);
+  if (it == mounts.end()) {
+    w.WriteU32(MNT3ERR_NOENT);
+    return out;
+  }
+  w.WriteU32(MNT3_OK);
+  w.WriteOpaque(it->second);
+  w.WriteU32(1);
+  w.WriteU32(kAuthSys);
+  return out;
 }
 
 }  // namespace test_calls

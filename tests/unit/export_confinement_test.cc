@@ -76,21 +76,7 @@ class ExportConfinementTest : public ::testing::Test {
   // The upstream mountd: Linux's resolves symlinks in the path (realpath)
   // and answers the root of the export the resolved path is in.
   std::optional<std::string> MountRespond(const FakeUpstream::Seen& s) {
-    std::string path;
-    XdrReader r(s.args);
-    EXPECT_TRUE(r.ReadString(&path, 1024));
-    auto it = mounts_.find(path);
-    std::string out;
-    XdrWriter w(&out);
-    if (it == mounts_.end()) {
-      w.WriteU32(MNT3ERR_NOENT);
-      return out;
-    }
-    w.WriteU32(MNT3_OK);
-    w.WriteOpaque(it->second);
-    w.WriteU32(1);
-    w.WriteU32(kAuthSys);
-    return out;
+    return test_calls::MountdAnswer(s, mounts_);
   }
 
   // The upstream NFS server: LOOKUPs from lookups_, GETATTR of any handle.

@@ -257,21 +257,7 @@ class NestedExportMountTest : public ::testing::Test {
   }
 
   std::optional<std::string> MountRespond(const FakeUpstream::Seen& s) {
-    std::string path;
-    XdrReader r(s.args);
-    EXPECT_TRUE(r.ReadString(&path, 1024));
-    std::string out;
-    XdrWriter w(&out);
-    auto it = mounts_.find(path);
-    if (it == mounts_.end()) {
-      w.WriteU32(MNT3ERR_NOENT);
-      return out;
-    }
-    w.WriteU32(MNT3_OK);
-    w.WriteOpaque(it->second);
-    w.WriteU32(1);
-    w.WriteU32(kAuthSys);
-    return out;
+    return test_calls::MountdAnswer(s, mounts_);
   }
   std::optional<std::string> NfsRespond(const FakeUpstream::Seen& s) {
     if (s.proc == NFSPROC3_LOOKUP) {
