@@ -403,7 +403,8 @@ Status Daemon::StartOperations() {
   d.blocks = blocks_.get();
   d.disk = disk_.get();
   d.read_path = read_path_.get();
-  d.nfs = nfs_upstream_.get();
+  d.nfs = &scheduler_->Caller(CallClass::kInteractive);
+  d.background = &scheduler_->Caller(CallClass::kBackground);
   d.mount = mount_upstream_.get();
   d.nfs_client = nfs_upstream_.get();
   d.meter = &meter_;

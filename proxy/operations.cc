@@ -317,7 +317,7 @@ void Operations::WarmFrom(Resolved r, const fattr3& attr, std::shared_ptr<Contro
   po.small_file_bytes = c.warm_file_bytes;
   auto warm = std::make_unique<Warm>();
   warm->prefetcher =
-      std::make_unique<Prefetcher>(*deps_.clock, *deps_.meta, deps_.read_path, *deps_.nfs,
+      std::make_unique<Prefetcher>(*deps_.clock, *deps_.meta, deps_.read_path, *deps_.background,
                                    deps_.learn, po);
   warm->reply = reply;
   warm->start = SteadyClock::now();

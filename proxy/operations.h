@@ -9,7 +9,8 @@
 //                     buffered, which is the truth: every write is then
 //                     answered only after the upstream has it
 //   warm PATH         walk the directory tree at PATH through the proxy's own
-//                     upstream path (a Prefetcher of its own, with the
+//                     upstream path (a Prefetcher of its own in the
+//                     scheduler's background class, with the
 //                     [control] warm_* bounds), filling the metadata and data
 //                     caches, with progress
 //   reload            re-read the config (as SIGHUP)
@@ -64,7 +65,10 @@ struct OperationsDeps {
   BlockCache* blocks = nullptr;  // null: no data cache
   DiskTier* disk = nullptr;      // null: no disk tier
   ReadPath* read_path = nullptr;
-  RpcCaller* nfs = nullptr;    // upstream NFS (metered)
+  // Upstream NFS through the scheduler: commands' own calls (interactive
+  // class) and a warm's prefetcher (background class, as the tree walk's).
+  RpcCaller* nfs = nullptr;
+  RpcCaller* background = nullptr;
   RpcCaller* mount = nullptr;  // upstream MOUNT
   const RpcClient* nfs_client = nullptr;
   const CallMeter* meter = nullptr;
