@@ -142,6 +142,16 @@ ReloadPlan PlanReload(const Config& in_force, const Config& loaded) {
       plan.restart.emplace_back("[[export]] #" + std::to_string(i + 1) + " tls");
     }
   }
+  // The edge journal is opened at start, for exports with write_back then:
+  // without one in force, an export's write_back waits for the restart.
+  const bool journal = std::any_of(in_force.exports.begin(), in_force.exports.end(),
+                                   [](const ExportConfig& e) { return e.write_back; });
+  for (size_t i = 0; i < plan.next.exports.size() && !journal; ++i) {
+    ExportConfig& e = plan.next.exports[i];
+    if (!e.write_back) continue;
+    e.write_back = false;
+    plan.restart.emplace_back("[[export]] #" + std::to_string(i + 1) + " write_back");
+  }
   for (const ReloadKey& k : ReloadKeys()) {
     if (k.same(in_force, loaded)) continue;
     if (Live(k, in_force, loaded)) {

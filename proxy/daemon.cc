@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <sstream>
 
 #include "proxy/config_reload.h"
@@ -193,7 +194,13 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   const WriteConfig& w = config_.write;
   bool write_back = false;
   for (const Export& e : exports_.all()) write_back |= e.config().write_back;
-  if (write_back && !journal_) {
+  // A journal left by a run whose exports had write_back is opened whatever
+  // the exports say now: what it acknowledged must still go upstream (and
+  // before anything newer, which a later replay would overwrite).
+  std::error_code ec;
+  const bool left = !w.journal_dir.empty() && std::filesystem::is_directory(w.journal_dir, ec) &&
+                    !std::filesystem::is_empty(w.journal_dir, ec);
+  if ((write_back || left) && !journal_) {
     if (!poster_) {
       StatusOr<std::unique_ptr<LoopPoster>> poster = LoopPoster::Create(base_.get());
       if (!poster.ok()) return poster.status();
@@ -244,6 +251,10 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   write_path_->FlushAll();
   if (recovered.empty()) {
     NFSEDGE_LOG(kInfo) << "write journal " << w.journal_dir << ": empty";
+  } else if (!write_back) {
+    NFSEDGE_LOG(kWarn) << "write journal " << w.journal_dir << ": " << recovered.size()
+                       << " acknowledged writes found, sent upstream now (no export has "
+                          "write_back now; the journal takes no new writes)";
   } else {
     NFSEDGE_LOG(kWarn) << "write journal " << w.journal_dir << ": " << recovered.size()
                        << " acknowledged writes found, sent upstream now";

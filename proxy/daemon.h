@@ -90,8 +90,8 @@ class Daemon {
   // watched by outage_.
   void StartScheduler();
   // Makes the write path (gathering, write-behind) and hands it to nfs_.
-  // Opens the edge journal if an export has write_back, and puts back what
-  // a previous run left in it. Returns an error iff the journal cannot be
+  // Opens the edge journal if an export has write_back or `journal_dir`
+  // holds one (a previous run's), and puts back what that run left in it. Returns an error iff the journal cannot be
   // used.
   Status StartWritePath(uint32_t max_transfer);
   void LogWriteStats();

@@ -332,6 +332,31 @@ TEST_F(WriteTest, EdgeJournalAcknowledgesLocallyAndReplaysAfterKillNine) {
   EXPECT_EQ(rr.data, data.substr(0, 65536));
 }
 
+TEST_F(WriteTest, AJournalIsReplayedAfterWriteBackIsTurnedOff) {
+  StartBed("flush_delay_ms = 60000\n", "write_back = true\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "off");
+  const std::string data = Content(12, 100000);
+  for (size_t off = 0; off < data.size(); off += 25000) {
+    WriteResult r = c->Write(fh, off, data.substr(off, 25000), Stable::kFileSync);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    ASSERT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
+  }
+  ASSERT_NE(ReadFile(Disk() + "/off"), data) << "acknowledged, not yet upstream";
+
+  // The administrator turns write_back off with the proxy down: what the
+  // journal acknowledged still goes upstream at the next start.
+  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
+  EXPECT_FALSE(proxy_->Stop().exited);
+  popts_.exports[0].extra_toml = "gather_window_ms = 20\nwrite_behind = true\n";
+  StartProxy();
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(Disk() + "/off") == data; }, Millis(20000)))
+      << "the acknowledged bytes must reach the upstream";
+  EXPECT_NE(ReadFile(proxy_->log_path()).find("no export has write_back now"),
+            std::string::npos);
+}
+
 TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {
   StartBed("flush_delay_ms = 60000\nwrite_size = \"1M\"\n");
   auto c = Client();

@@ -138,6 +138,32 @@ TEST(ConfigReload, TheDataCacheGoesOnOrOffOnlyAtARestart) {
   EXPECT_EQ(to_on.next.cache.memory_bytes, 0u);
 }
 
+TEST(ConfigReload, WriteBackWaitsForTheRestartThatOpensTheJournal) {
+  const std::string two = R"(
+[[export]]
+path = "/e"
+clients = ["10.0.0.0/8"]
+)";
+  const Config none = Parse("[write]\njournal_dir = \"/j\"\n" + two);
+  Config on = none;
+  on.exports[1].write_back = true;
+  ReloadPlan to_on = PlanReload(none, on);
+  EXPECT_FALSE(to_on.next.exports[1].write_back) << "no journal was opened at start";
+  EXPECT_EQ(to_on.restart, std::vector<std::string>{"[[export]] #2 write_back"});
+
+  // With one export journaled (the journal open), another may join it, and
+  // both may leave it.
+  Config both = on;
+  both.exports[0].write_back = true;
+  ReloadPlan join = PlanReload(on, both);
+  EXPECT_TRUE(join.next.exports[0].write_back);
+  EXPECT_TRUE(join.restart.empty());
+  ReloadPlan leave = PlanReload(both, none);
+  EXPECT_FALSE(leave.next.exports[0].write_back);
+  EXPECT_FALSE(leave.next.exports[1].write_back);
+  EXPECT_TRUE(leave.restart.empty());
+}
+
 TEST(ConfigReload, AnUnchangedFileChangesNothing) {
   const Config c = Parse("[scheduler]\nmax_writes_in_flight = 9\n");
   ReloadPlan plan = PlanReload(c, c);
