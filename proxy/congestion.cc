@@ -60,6 +60,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   // found (a slow one meets one round of queue).
   Ticket t;
   t.bytes = bytes;
+  t.answered = bytes;
   t.delivered = delivered_;
   t.delivered_time = delivered_time_;
   t.app_limited = app_limited_until_ != 0;
@@ -113,13 +114,31 @@ void CongestionController::UpdateBaseRtt(Duration rtt, MonoTime now) {
   }
 }
 
-void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
-                                   Duration service, std::optional<Duration> transfer_service) {
+void CongestionController::Deliver(const Ticket& t, MonoTime now) {
   now_ = now;
   in_flight_ -= std::min(in_flight_, t.bytes);
   if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
-  delivered_ += t.bytes;
+  delivered_ += t.answered;
   delivered_time_ = now;
+  if (app_limited_until_ != 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
+}
+
+void CongestionController::OnRetransmittedReply(const Ticket& t, MonoTime now) {
+  // Its bytes count as delivered: whichever transmission the reply answers,
+  // the server had the call and its reply came now, and that is all that
+  // the samples of later replies count (bytes answered by their reply;
+  // counted once, though they may have crossed the link twice, they never
+  // raise a rate). Its own samples would not be sound: the round trip may
+  // be timed from the wrong transmission, and both rate samples would
+  // span the wait for the timeout or the reconnect, which the transfer
+  // sample would take for time on the wire (and, for a call sent before
+  // any rate, for a first queue).
+  Deliver(t, now);
+}
+
+void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
+                                   Duration service, std::optional<Duration> transfer_service) {
+  Deliver(t, now);
   service = std::max(Duration::zero(), service);
   // A correction never takes a round trip below the base: the base stays
   // what the path itself gave.
@@ -180,7 +199,6 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     }
   }
   if (t.app_limited) round_app_limited_ = true;
-  if (app_limited_until_ != 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
   // Rounds are counted by data calls: small calls answered while one large
   // call is on the wire do not end its round.
   if (t.bulk && t.delivered >= round_end_delivered_) OnRoundEnd(now);

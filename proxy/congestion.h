@@ -6,15 +6,17 @@
 // What it measures (in the spirit of TCP Vegas, LEDBAT and BBR):
 //  - round trips, from the moment a call's last byte left the proxy to its
 //    reply; their minimum over `base_rtt_window` is the path's base RTT, and
-//    anything above it is queueing delay;
-//  - a delivery rate (bytes answered per second), whose maximum over the
-//    last two seconds (at least ten round trips) estimates the bottleneck's
-//    rate. Each reply of a data call gives the larger of two samples: BBR's
-//    (bytes answered since the call was sent, over that time), and the
-//    transfer sample: bytes answered since the link was last idle (nothing
-//    in flight) over that time less the base RTT and the server's own time,
-//    so that one large call at a time, whose BBR sample counts a whole
-//    round trip, still measures the link.
+//    anything above it is queueing delay. A call sent more than once gives
+//    none (Karn's rule): its reply may answer any of its transmissions;
+//  - a delivery rate (bytes answered per second; a reply answers the bytes
+//    it carried, fewer than its count for a READ answered short), whose
+//    maximum over the last two seconds (at least ten round trips) estimates
+//    the bottleneck's rate. Each reply of a data call gives the larger of
+//    two samples: BBR's (bytes answered since the call was sent, over that
+//    time), and the transfer sample: bytes answered since the link was last
+//    idle (nothing in flight) over that time less the base RTT and the
+//    server's own time, so that one large call at a time, whose BBR sample
+//    counts a whole round trip, still measures the link.
 //
 // What it decides, once per round trip ("round"), from the smallest round
 // trip of that round (of its data calls, if it had any):
@@ -73,6 +75,7 @@
 #ifndef NFSEDGE_PROXY_CONGESTION_H_
 #define NFSEDGE_PROXY_CONGESTION_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -130,6 +133,9 @@ class CongestionController {
     // most a reply may carry (a READ's count): only such a call's transfer
     // tells that the link is fast (fast_link_). Set by the caller.
     bool outbound = false;
+    // Its bytes that the reply answered, which count as delivered: `bytes`
+    // unless lowered by SetAnswered.
+    uint64_t answered = 0;
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -146,6 +152,10 @@ class CongestionController {
     t->outbound = true;
     largest_outbound_ = std::max(largest_outbound_, t->bytes);
   }
+  // The reply to `t`'s call carried only `bytes` of the bytes the call was
+  // counted at (a READ answered short, at end of file): only those count as
+  // delivered. To be called before OnReply or OnRetransmittedReply.
+  static void SetAnswered(Ticket* t, uint64_t bytes) { t->answered = std::min(t->bytes, bytes); }
   // A reply for `t`'s call arrived at `now`; its last byte left at `sent`.
   // `service` is the part of the round trip that is the server's own work
   // for this kind of call (a FILE_SYNC write's least fsync), not queueing:
@@ -156,6 +166,12 @@ class CongestionController {
   void OnReply(const Ticket& t, MonoTime sent, MonoTime now,
                Duration service = Duration::zero(),
                std::optional<Duration> transfer_service = std::nullopt);
+  // A reply for `t`'s call arrived at `now`, but the call was sent more than
+  // once (again after a timeout, or after its connection was lost), so which
+  // transmission it answers is not known (Karn's rule): no round trip and no
+  // delivery-rate sample of its own, and it ends no round. Its answered
+  // bytes count as delivered, in the samples of the replies after it.
+  void OnRetransmittedReply(const Ticket& t, MonoTime now);
   // The call ended without a usable reply (error, timeout): no sample.
   void OnFailure(const Ticket& t);
   // The sender has nothing more to send although the window has room: the
@@ -188,6 +204,9 @@ class CongestionController {
   CongestionStats stats() const;
 
  private:
+  // `t`'s call was answered at `now`: its bytes leave the window and those
+  // its reply answered count as delivered.
+  void Deliver(const Ticket& t, MonoTime now);
   void OnRoundEnd(MonoTime now);
   void UpdateBaseRtt(Duration rtt, MonoTime now);
   void UpdateWindow();

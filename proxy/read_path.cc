@@ -336,7 +336,10 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
     if (res.Decode(results) && res->status == NFS3_OK) {
       const READ3resok& ok = res->READ3res_u.resok;
       const MonoTime now = clock_.MonoNow();
-      path_.OnSample(PathSample{PathSent(sent, *reply, now), now, ok.data.data_len});
+      // A READ sent more than once times no round trip (Karn's rule).
+      if (reply->transmissions <= 1) {
+        path_.OnSample(PathSample{PathSent(sent, *reply, now), now, ok.data.data_len});
+      }
       READ3args a{};
       a.file = FhView(fh);
       a.offset = first * block_size_;

@@ -280,17 +280,19 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
     cc_.MarkOutbound(&t);
     writes_in_flight_++;
   }
+  // Its own bytes, without the data its reply may carry (see CallBytes).
+  const uint64_t own = args.size() + kCallOverhead;
   RpcCaller& lane = cls == CallClass::kInteractive ? metadata_ : bulk_;
   if (cls != CallClass::kInteractive && hooks_.set_pacing_rate) {
     hooks_.set_pacing_rate(cc_.applied_pacing_rate());
   }
   std::weak_ptr<bool> alive = alive_;
   Status s = lane.Call(prog, vers, proc, cred, args,
-                       [this, alive, t, now, proc, write, done = std::move(done)](
+                       [this, alive, t, own, now, proc, write, done = std::move(done)](
                            StatusOr<RpcReply> r) {
                          if (auto a = alive.lock(); a && *a) {
                            if (write) writes_in_flight_--;
-                           OnReply(proc, t, now, r);
+                           OnReply(proc, t, own, now, r);
                          }
                          done(std::move(r));
                        });
@@ -301,11 +303,22 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
   return s;
 }
 
-void UpstreamScheduler::OnReply(uint32_t proc, const CongestionController::Ticket& t,
+void UpstreamScheduler::OnReply(uint32_t proc, CongestionController::Ticket t, uint64_t own,
                                 MonoTime submitted, const StatusOr<RpcReply>& r) {
   const MonoTime now = clock_.MonoNow();
+  if (r.ok()) {
+    // A reply that carried less than the call was counted at (a READ
+    // answered short, at end of file) answered the call's own bytes and its
+    // size on the wire, not the count the call asked for.
+    CongestionController::SetAnswered(&t, own + r->record.size());
+  }
   if (!r.ok() || proc == kProcCommit || proc >= proc_min_rtt_.size()) {
     cc_.OnFailure(t);
+  } else if (r->transmissions > 1) {
+    // Sent more than once: the reply may answer any of the transmissions,
+    // so it times no round trip, for the controller or for the procedure's
+    // least (Karn's rule).
+    cc_.OnRetransmittedReply(t, now);
   } else {
     MonoTime sent = submitted;
     if (r->sent_at.time_since_epoch().count() != 0) {

@@ -32,10 +32,15 @@
 // once the queue that an interactive call met at about the same moment is
 // taken off (a standing queue that every WRITE meets is not server time);
 // a procedure's first sample is all server time, but its transfer sample
-// is not corrected. COMMIT gives no sample. Before each bulk call and after
-// each reply the scheduler passes the controller's applied pacing rate (and
-// after each reply the retransmission timeout) to the transport through
-// SchedulerHooks.
+// is not corrected. COMMIT gives no sample, nor does the reply to a call the
+// transport sent more than once (RpcReply::transmissions; Karn's rule: which
+// transmission it answers is not known), though its bytes count as
+// delivered. A reply delivers the call's own bytes (arguments and headers)
+// and its size on the wire, at most what the call was counted at: a READ
+// answered short (at end of file) delivers less than its count. Before each
+// bulk call and after each reply the scheduler passes the controller's
+// applied pacing rate (and after each reply the retransmission timeout) to
+// the transport through SchedulerHooks.
 //
 // Thread-safety: none; everything runs on the event loop's thread. Callbacks
 // are never run from inside Call().
@@ -146,7 +151,9 @@ class UpstreamScheduler {
   std::map<std::string, ClientQueue>::iterator PickClient(ClassQueue& q, size_t* index);
   Status Send(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
               std::string_view args, ReplyCallback done, uint64_t bytes);
-  void OnReply(uint32_t proc, const CongestionController::Ticket& t, MonoTime submitted,
+  // The call of `t` (whose own bytes, arguments and headers, are `own`),
+  // handed upstream at `submitted`, ended with `r`.
+  void OnReply(uint32_t proc, CongestionController::Ticket t, uint64_t own, MonoTime submitted,
                const StatusOr<RpcReply>& r);
   // Returns the queueing delay met by the interactive call handed upstream
   // nearest to `at` (within kMetaNear), if one was answered.

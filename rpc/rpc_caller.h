@@ -23,6 +23,10 @@ struct RpcReply {
   // When the call's last byte left for the server, if the transport knows
   // (RpcClient does); the epoch otherwise.
   std::chrono::steady_clock::time_point sent_at{};
+  // How many times the call was written to a connection, if the transport
+  // counts them (RpcClient does); 0 otherwise. More than one: the reply may
+  // answer any of them, and sent_at is only the last one's.
+  uint32_t transmissions = 0;
   // The procedure's results. REQUIRES: accepted with SUCCESS.
   std::string_view results() const {
     return std::string_view(record).substr(header.results_offset);

@@ -341,12 +341,14 @@ void RpcClient::OnConnRead(int i) {
     }
     ReplyCallback done = std::move(it->second.done);
     const SteadyClock::time_point sent_at = it->second.sent_at;
+    const uint32_t transmissions = it->second.transmissions;
     pending_.erase(it);
     in_flight_--;
     c.outstanding--;
     stats_.replies++;
     RpcReply reply{*h, std::move(record)};
     reply.sent_at = sent_at;
+    reply.transmissions = transmissions;
     done(std::move(reply));
     if (c.state != Conn::State::kUp) return;  // the callback may have shut us down
   }
@@ -424,6 +426,10 @@ void RpcClient::Pump() {
 }
 
 void RpcClient::WriteCall(int i, uint32_t xid, Pending& p) {
+  // Counted when handed to the connection, whether or not all its bytes
+  // then leave (the connection may be lost first): a reply never answers a
+  // transmission that was not counted.
+  p.transmissions++;
   p.sent_at = {};
   if (pacing_rate_ <= 0 && paced_.empty()) {
     bufferevent_write(conns_[i].bev.get(), p.record.data(), p.record.size());

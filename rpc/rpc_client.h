@@ -105,7 +105,8 @@ class RpcClient : public RpcCaller {
   // Paces the bytes of calls onto the connections at `bytes_per_second`
   // (0, the default: calls are written whole at once), so that the path's
   // bottleneck queue, not this client's buffer, stays short. A reply's
-  // sent_at is when the call's last byte was written.
+  // sent_at is when the call's last byte was written (the last time, for a
+  // call written more than once: see RpcReply::transmissions).
   void SetPacingRate(double bytes_per_second);
   // A call on the wire without a reply this long after its last byte was
   // written is sent again with the same XID (the server's duplicate request
@@ -140,6 +141,9 @@ class RpcClient : public RpcCaller {
     int losses = 0;  // connections lost while this call was on them
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
     int retransmits = 0;
+    // Times written to a connection (timeouts and reconnects included),
+    // for RpcReply::transmissions.
+    uint32_t transmissions = 0;
   };
   // A call's bytes waiting for the pacer.
   struct PacedWrite {

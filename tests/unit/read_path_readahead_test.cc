@@ -100,12 +100,13 @@ class ReadPathReadaheadTest : public ReadPathTest {
   // Answers call `i` with `results`, stamped as sent at `sent_at` by the
   // transport.
   void Deliver(size_t i, const std::string& results,
-               std::chrono::steady_clock::time_point sent_at) {
+               std::chrono::steady_clock::time_point sent_at, uint32_t transmissions = 1) {
     std::string record = EncodeAcceptedReply(static_cast<uint32_t>(9000 + i), kSuccess) + results;
     StatusOr<ReplyHeader> h = ParseReply(record);
     ASSERT_TRUE(h.ok());
     RpcReply reply{*h, record};
     reply.sent_at = sent_at;
+    reply.transmissions = transmissions;
     up_.calls[i].done(std::move(reply));
   }
 
@@ -276,6 +277,25 @@ TEST_F(ReadPathReadaheadTest, QueueWaitIsNotTakenForRoundTrip) {
   const Duration after_two = (7 * milliseconds(50) + milliseconds(90)) / 8;
   EXPECT_EQ(*path_.srtt(), (7 * after_two + milliseconds(90)) / 8);
   EXPECT_EQ(path_.samples(), 3u);
+}
+
+// A READ the transport sent twice (after a timeout or a reconnect) times no
+// round trip: its reply may answer either transmission (Karn's rule).
+TEST_F(ReadPathReadaheadTest, AReadSentTwiceGivesNoRoundTrip) {
+  Start(0);
+  Outcome out;
+  Read(0, kBlock, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  clock_.Advance(milliseconds(2));
+  const auto resent =
+      std::chrono::time_point_cast<std::chrono::steady_clock::duration>(clock_.MonoNow());
+  clock_.Advance(milliseconds(1));
+  Deliver(0, Respond(up_.calls[0]), resent, 2);
+  Drain();
+  ExpectData(out, 0, kBlock);
+  EXPECT_EQ(path_.samples(), 0u);
+  EXPECT_FALSE(path_.min_rtt());
 }
 
 }  // namespace
