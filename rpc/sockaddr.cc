@@ -8,6 +8,17 @@
 
 namespace nfsedge {
 
+namespace {
+
+// Returns true iff the 16 bytes at `b` are an IPv4-mapped IPv6 address
+// (::ffff:a.b.c.d).
+bool IsV4Mapped(const unsigned char* b) {
+  static constexpr unsigned char kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(b, kPrefix, sizeof(kPrefix)) == 0;
+}
+
+}  // namespace
+
 uint16_t SockAddr::port() const {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
   if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
@@ -83,6 +94,21 @@ StatusOr<Network> Network::Parse(std::string_view text) {
         n.prefix_ > max_prefix) {
       return InvalidArgument("'" + n.text_ + "' has a bad prefix length");
     }
+  }
+  if (n.family_ == AF_INET6 && IsV4Mapped(n.bytes_)) {
+    // ::ffff:a.b.c.d/n is the IPv4 network a.b.c.d/(n-96), so that it holds
+    // a client whether it arrives over IPv4 or as an IPv4-mapped peer. A
+    // shorter prefix would span other IPv6 addresses (and, at 80 or less,
+    // every IPv4 client).
+    if (n.prefix_ < 96) {
+      return InvalidArgument("'" + n.text_ +
+                             "' is an IPv4-mapped address with a prefix length below 96; write "
+                             "::ffff:a.b.c.d/(96+n) or a.b.c.d/n");
+    }
+    std::memmove(n.bytes_, n.bytes_ + 12, 4);
+    std::memset(n.bytes_ + 4, 0, sizeof(n.bytes_) - 4);
+    n.family_ = AF_INET;
+    n.prefix_ -= 96;
   }
   return n;
 }

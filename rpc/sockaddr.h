@@ -36,12 +36,14 @@ struct SockAddr {
 StatusOr<SockAddr> ResolveAddress(const std::string& host, uint16_t port);
 
 // An IPv4 or IPv6 network, "10.0.0.0/8", "::1/128", or a single address.
+// One written IPv4-mapped, "::ffff:10.1.0.0/112", is the IPv4 network
+// (10.1.0.0/16); its prefix length must be at least 96.
 class Network {
  public:
   // Returns the network written in `text` iff it parses.
   static StatusOr<Network> Parse(std::string_view text);
   // Returns true iff `addr` lies in this network (IPv4-mapped IPv6 addresses
-  // match IPv4 networks).
+  // match IPv4 networks, and so IPv4-mapped networks too).
   bool Contains(const SockAddr& addr) const;
   const std::string& text() const { return text_; }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "proxy/config.h"
 #include "rpc/auth_sys.h"
 
 namespace nfsedge {
@@ -82,6 +85,75 @@ TEST(Export, RootSquashMapsUidGidAndGroups) {
   c.root_squash = false;
   Export open(0, c);
   EXPECT_EQ(open.MapCredential(root).body, root.body);
+}
+
+// --- Export networks written as IPv4-mapped IPv6 -------------------------------
+
+// "::ffff:a.b.c.d/n" (n >= 96) is the IPv4 network a.b.c.d/(n-96): it admits
+// the client whether it arrives over IPv4 or, on a dual-stack socket, as an
+// IPv4-mapped IPv6 address; and an IPv4 network admits both forms too.
+TEST(MappedNetworkTest, MappedAndIpv4NetworksMatchBothFormsOfAClient) {
+  StatusOr<Network> mapped = Network::Parse("::ffff:10.1.0.0/112");
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_TRUE(mapped->Contains(Addr("10.1.2.3"))) << "an IPv4 client of ::ffff:10.1.0.0/112";
+  EXPECT_TRUE(mapped->Contains(Addr("::ffff:10.1.2.3")));
+  EXPECT_FALSE(mapped->Contains(Addr("10.2.0.1")));
+  EXPECT_FALSE(mapped->Contains(Addr("::ffff:10.2.0.1")));
+  EXPECT_FALSE(mapped->Contains(Addr("fd00::a01:203")));
+  EXPECT_EQ(mapped->text(), "::ffff:10.1.0.0/112") << "shown as written";
+
+  StatusOr<Network> host = Network::Parse("::ffff:192.168.1.7");
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  EXPECT_TRUE(host->Contains(Addr("192.168.1.7")));
+  EXPECT_FALSE(host->Contains(Addr("192.168.1.8")));
+  StatusOr<Network> odd = Network::Parse("::ffff:192.168.1.128/121");
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_TRUE(odd->Contains(Addr("192.168.1.200")));
+  EXPECT_FALSE(odd->Contains(Addr("192.168.1.100")));
+  StatusOr<Network> every = Network::Parse("::ffff:0.0.0.0/96");
+  ASSERT_TRUE(every.ok()) << every.status().ToString();
+  EXPECT_TRUE(every->Contains(Addr("203.0.113.9")));
+  EXPECT_FALSE(every->Contains(Addr("2001:db8::1")));
+
+  Network v4 = *Network::Parse("10.1.0.0/16");
+  EXPECT_TRUE(v4.Contains(Addr("10.1.2.3")));
+  EXPECT_TRUE(v4.Contains(Addr("::ffff:10.1.2.3"))) << "a dual-stack socket's IPv4 client";
+  EXPECT_FALSE(v4.Contains(Addr("::ffff:10.2.2.3")));
+  EXPECT_FALSE(v4.Contains(Addr("::a01:203"))) << "not an IPv4-mapped address";
+}
+
+constexpr char kUpstream[] = "[upstream]\nhost = \"10.9.9.9\"\n";
+
+std::string ExportWith(const std::string& net) {
+  return std::string(kUpstream) + "[[export]]\npath = \"/data\"\nclients = [\"" + net + "\"]\n";
+}
+
+// From the config file to the export rule; a mapped address with a prefix
+// shorter than its 96 mapping bits (a network of other IPv6 addresses, and
+// of every IPv4 client with a prefix of 80 or less) is refused at load.
+TEST(MappedNetworkTest, ConfigAdmitsMappedNetworksAndRefusesShortPrefixes) {
+  StatusOr<Config> c = ParseConfig(ExportWith("::ffff:10.1.0.0/112"), "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->exports.size(), 1u);
+  Export e(0, c->exports[0]);
+  EXPECT_TRUE(e.AllowsClient(Addr("10.1.2.3")));
+  EXPECT_TRUE(e.AllowsClient(Addr("::ffff:10.1.2.3")));
+  EXPECT_FALSE(e.AllowsClient(Addr("10.3.2.1")));
+
+  for (const char* net : {"::ffff:10.1.0.0/16", "::ffff:0.0.0.0/80", "::ffff:10.1.0.0/95"}) {
+    StatusOr<Config> bad = ParseConfig(ExportWith(net), "t.toml");
+    ASSERT_FALSE(bad.ok()) << net << " is accepted";
+    const std::string m = bad.status().message();
+    EXPECT_NE(m.find(std::string("'") + net + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("IPv4-mapped"), std::string::npos) << m;
+    EXPECT_NE(m.find("96"), std::string::npos) << m;
+  }
+  for (const char* net : {"::ffff:10.1.0.0/129", "::ffff:10.1.0.0/-0", "10.0.0.0/33"}) {
+    StatusOr<Config> bad = ParseConfig(ExportWith(net), "t.toml");
+    ASSERT_FALSE(bad.ok()) << net << " is accepted";
+    const std::string m = bad.status().message();
+    EXPECT_NE(m.find("bad prefix length"), std::string::npos) << m;
+  }
 }
 
 }  // namespace
