@@ -141,10 +141,17 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   // older than a GETATTR answered now would be), or the page is not used.
   ok.dir_attributes.attributes_follow = TRUE;
   ok.dir_attributes.post_op_attr_u.attributes = *dir_attr;
+  // Only ".." goes without them instead: its attributes are not learned
+  // from listings, and never for an export root's (outside the export); a
+  // client does not use them.
   for (entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
     if (!e->name_attributes.attributes_follow) continue;
     if (!e->name_handle.handle_follows) return std::nullopt;
     std::optional<fattr3> a = attrs_.Get(Bytes(e->name_handle.post_op_fh3_u.handle));
+    if (!a && e->name != nullptr && std::string_view(e->name) == "..") {
+      e->name_attributes.attributes_follow = FALSE;
+      continue;
+    }
     if (!a) return std::nullopt;
     e->name_attributes.post_op_attr_u.attributes = *a;
   }

@@ -26,6 +26,14 @@ void SetPostOp(post_op_attr* p, const fattr3& a) {
   p->post_op_attr_u.attributes = a;
 }
 
+// Returns true iff `status`, answering a READDIR or READDIRPLUS, says that
+// the upstream no longer honours the cookie or cookie verifier it was asked
+// with (RFC 1813: NFS3ERR_BAD_COOKIE; NFS3ERR_NOT_SYNC from servers that
+// report a verifier mismatch so).
+bool RejectsCookie(nfsstat3 status) {
+  return status == NFS3ERR_BAD_COOKIE || status == NFS3ERR_NOT_SYNC;
+}
+
 bool IsDotName(const char* name) {
   return name == nullptr || std::string_view(name) == "." || std::string_view(name) == "..";
 }
@@ -390,10 +398,15 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       return;
     }
     case NFSPROC3_READDIR: {
+      const auto* a = static_cast<const READDIR3args*>(args);
       const auto* r = static_cast<const READDIR3res*>(res);
-      PostOp(static_cast<const READDIR3args*>(args)->dir,
+      PostOp(a->dir,
              ok ? r->READDIR3res_u.resok.dir_attributes : r->READDIR3res_u.resfail.dir_attributes,
              l);
+      // The directory's pages may hold cookies the upstream no longer
+      // honours, whether or not its attributes show a change: they go. Its
+      // names stay (tied to its attributes, not to cookies).
+      if (RejectsCookie(status)) dirs_.InvalidateDir(Bytes(a->dir));
       return;
     }
     case NFSPROC3_READDIRPLUS: {
@@ -402,6 +415,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const post_op_attr& dir_attr = ok ? r->READDIRPLUS3res_u.resok.dir_attributes
                                         : r->READDIRPLUS3res_u.resfail.dir_attributes;
       PostOp(a->dir, dir_attr, l);
+      if (RejectsCookie(status)) dirs_.InvalidateDir(Bytes(a->dir));  // as for READDIR
       if (!ok || !dir_attr.attributes_follow) return;
       ChangeId dir_change = ChangeId::FromFattr(dir_attr.post_op_attr_u.attributes);
       for (const entryplus3* e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {

@@ -91,7 +91,9 @@ class MetadataCache {
   uint64_t stale_answers(uint32_t proc) const { return stale_answers_[proc]; }
 
   // Learns from the upstream's `results` (XDR) to `p` with `args`, sent for
-  // `cred`. Results that do not decode are ignored.
+  // `cred`. Results that do not decode are ignored. A READDIR or READDIRPLUS
+  // refused for its cookie or verifier (NFS3ERR_BAD_COOKIE, NFS3ERR_NOT_SYNC)
+  // drops the directory's listing pages.
   void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
              const CredKey& cred);
 

@@ -223,6 +223,31 @@ TEST_F(DirListingTest, EntryAttributesAreTheAttributeCachesOrNothing) {
   EXPECT_FALSE(Plus(user_, PlusArgs()));
 }
 
+TEST_F(DirListingTest, DotDotWithoutFreshAttributesIsAnsweredWithout) {
+  // An export root's ".." is outside the export: its attributes are never
+  // learned. The listing is answered all the same, ".." without them (as
+  // the upstream may send it); the other entries keep theirs.
+  listing_.items.insert(listing_.items.begin() + 1,
+                        {"..", "FH-PARENT", Attr(NF3DIR, 4096, kWall0 - 3600, 7)});
+  Fill();
+  std::optional<std::string> r = Plus(user_, PlusArgs());
+  ASSERT_TRUE(r);
+  XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+  ASSERT_TRUE(res.Decode(*r));
+  const entryplus3* dotdot = res->READDIRPLUS3res_u.resok.reply.entries->nextentry;
+  ASSERT_STREQ(dotdot->name, "..");
+  EXPECT_FALSE(dotdot->name_attributes.attributes_follow);
+  ASSERT_TRUE(dotdot->name_handle.handle_follows);
+  EXPECT_EQ(std::string(dotdot->name_handle.post_op_fh3_u.handle.data.data_val,
+                        dotdot->name_handle.post_op_fh3_u.handle.data.data_len),
+            "FH-PARENT");
+  const entryplus3* a = dotdot->nextentry;
+  ASSERT_STREQ(a->name, "a");
+  ASSERT_TRUE(a->name_attributes.attributes_follow);
+  EXPECT_EQ(a->name_attributes.post_op_attr_u.attributes.fileid, 2u);
+  EXPECT_TRUE(Plain(user_, 4096)) << "READDIR from the same page";
+}
+
 TEST_F(DirListingTest, ASmallerRequestGetsThePageOnlyIfItFits) {
   Fill();
   EXPECT_TRUE(Plus(user_, PlusArgs(8192, 65536))) << "larger limits than the fill's";
