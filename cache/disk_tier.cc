@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cache/cache_key.h"
+#include "cache/store_guard.h"
 #include "rpc/log.h"
 
 // Clang thread-safety annotations (STYLE habit 7); nothing under other compilers.
@@ -312,6 +313,9 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return IoError("cannot use " + o.dir + ", it is in use: " + s.ToString());
     }
+    if (s.ok() && HoldsEdgeJournal(db.get())) {
+      return InvalidArgument(o.dir + " holds the edge journal (write.journal_dir); left alone");
+    }
     if (!s.ok()) {
       why = "it cannot be opened (" + s.ToString() + ")";
     } else {
@@ -591,21 +595,29 @@ void DiskTier::Get(std::string_view handle, uint64_t index, const ChangeId& vers
     std::optional<Block> block;
     const ReadResult r = store_->Read(key, version, touch_seq, &block);
     post_([weak, key, put_id, r, block = std::move(block), done = std::move(done)]() mutable {
-      if (auto self = weak.lock()) (*self)->FinishGet(key, put_id, r);
+      if (auto self = weak.lock(); self && !(*self)->FinishGet(key, put_id, r)) block.reset();
       done(std::move(block));
     });
   });
 }
 
-void DiskTier::FinishGet(const std::string& key, uint64_t put_id, ReadResult r) {
+bool DiskTier::FinishGet(const std::string& key, uint64_t put_id, ReadResult r) {
+  Entry* e = index_.Peek(key);
+  const bool same = e != nullptr && e->put_id == put_id;
   switch (r) {
     case ReadResult::kHit:
+      // Dropped (drop-cache, a write), evicted or replaced while it was read:
+      // what was read is no longer what the tier holds.
+      if (!same) {
+        stats_.misses++;
+        return false;
+      }
       stats_.hits++;
-      return;
+      return true;
     case ReadResult::kError:  // maybe passing: keep the entry
       stats_.errors++;
       stats_.misses++;
-      return;
+      return false;
     case ReadResult::kAbsent:  // lost (a crash, a failed write): forget it
       stats_.misses++;
       break;
@@ -618,8 +630,9 @@ void DiskTier::FinishGet(const std::string& key, uint64_t put_id, ReadResult r) 
       break;
   }
   // Unless a later Put() replaced the entry meanwhile.
-  if (Entry* e = index_.Peek(key); e != nullptr && e->put_id == put_id) Unindex(key);
+  if (same) Unindex(key);
   UpdateGauges();
+  return false;
 }
 
 void DiskTier::Put(std::string_view handle, uint64_t index, Block block) {

@@ -87,7 +87,8 @@ class DiskTier {
   // RocksDB, other files, or anything corrupt is logged (kWarn, with the
   // reason) and rebuilt empty; files that are not RocksDB's are left alone.
   // Returns an error iff the options are invalid or the directory cannot be
-  // used at all (not a directory, not writable, locked by another process).
+  // used at all (not a directory, not writable, locked by another process,
+  // holding the edge journal: see store_guard.h).
   // REQUIRES: `post` outlives the tier's pool work (the destructor).
   static StatusOr<std::unique_ptr<DiskTier>> Open(const DiskTierOptions& options,
                                                   PostFunction post);
@@ -107,9 +108,11 @@ class DiskTier {
 
   // Reads the block on the pool and calls `done` (through `post`, always
   // exactly once while the owner's loop runs) with it iff it is stored,
-  // intact and of `version`. A use for the LRU order. A block stored under
-  // another version or failing its checksum is deleted. A block the index
-  // does not know is a miss without I/O.
+  // intact and of `version`, and still stored when the read completes: a
+  // block dropped (DropFile(), DropAll()), evicted or replaced while it was
+  // read is a miss. A use for the LRU order. A block stored under another
+  // version or failing its checksum is deleted. A block the index does not
+  // know is a miss without I/O.
   void Get(std::string_view handle, uint64_t index, const ChangeId& version,
            std::function<void(std::optional<Block>)> done);
 
@@ -155,7 +158,9 @@ class DiskTier {
   // Removes the entry and queues the deletion of the block.
   void EraseAndDelete(const std::string& key);
   void EvictToLimit();
-  void FinishGet(const std::string& key, uint64_t put_id, ReadResult r);
+  // Returns true iff the block read may be handed to the caller: a hit on
+  // the entry the read was started for, still indexed.
+  bool FinishGet(const std::string& key, uint64_t put_id, ReadResult r);
   void FinishWrite(const std::string& key, uint64_t put_id);
   void UpdateGauges();
 

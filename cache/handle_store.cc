@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cache/cache_key.h"
+#include "cache/store_guard.h"
 #include "rpc/log.h"
 
 namespace nfsedge {
@@ -45,7 +46,6 @@ rocksdb::Options StoreOptions() {
   o.max_write_buffer_number = 2;
   o.keep_log_file_num = 2;
   o.max_log_file_size = 1 << 20;
-  o.write_buffer_size = 8 << 20;
   return o;
 }
 
@@ -99,6 +99,38 @@ bool HandleStore::DecodeValue(std::string_view v, std::vector<StoredMembership>*
   return !exports->empty();
 }
 
+namespace {
+
+struct Loaded {
+  std::string handle;
+  std::vector<StoredMembership> exports;
+};
+
+// Reads every handle record of `db` into `loaded`, and the keys of those
+// that do not decode into `malformed`. Returns why the store cannot be
+// read, or "" iff it can.
+std::string ScanHandles(rocksdb::DB* db, std::vector<Loaded>* loaded,
+                        std::vector<std::string>* malformed) {
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(std::string(1, kHandlePrefix)); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView();
+    if (key.empty() || key[0] != kHandlePrefix) break;
+    Loaded l{std::string(key.substr(1)), {}};
+    if (l.handle.empty() || l.handle.size() > 64 ||
+        !HandleStore::DecodeValue(it->value().ToStringView(), &l.exports)) {
+      malformed->emplace_back(key);
+      continue;
+    }
+    loaded->push_back(std::move(l));
+  }
+  if (it->status().ok()) return "";
+  loaded->clear();
+  malformed->clear();
+  return "its records cannot be read (" + it->status().ToString() + ")";
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
                                                          const LoadFunction& each,
                                                          size_t max_queued) {
@@ -116,7 +148,14 @@ StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
   if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
     return IoError("handle store: cannot use " + dir + ", it is in use: " + s.ToString());
   }
+  if (s.ok() && HoldsEdgeJournal(db.get())) {
+    return InvalidArgument("handle store: " + dir +
+                           " holds the edge journal (write.journal_dir); left alone");
+  }
   std::string why = s.ok() ? CheckOrInitMeta(db.get()) : "it cannot be opened (" + s.ToString() + ")";
+  std::vector<Loaded> loaded;
+  std::vector<std::string> malformed;
+  if (why.empty()) why = ScanHandles(db.get(), &loaded, &malformed);
   HandleStoreStats st;
   if (!why.empty()) {
     NFSEDGE_LOG(kWarn) << "handle store " << dir << ": " << why
@@ -132,26 +171,9 @@ StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
     if (!why.empty()) return IoError("handle store " + dir + ": " + why);
     st.rebuilt = true;
   }
-
-  std::vector<std::string> malformed;
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    std::vector<StoredMembership> exports;
-    for (it->Seek(std::string(1, kHandlePrefix)); it->Valid(); it->Next()) {
-      std::string_view key = it->key().ToStringView();
-      if (key.empty() || key[0] != kHandlePrefix) break;
-      std::string_view handle = key.substr(1);
-      if (handle.empty() || handle.size() > 64 ||
-          !DecodeValue(it->value().ToStringView(), &exports)) {
-        malformed.emplace_back(key);
-        continue;
-      }
-      st.loaded++;
-      each(handle, std::move(exports));
-    }
-    if (!it->status().ok()) {
-      return IoError("handle store " + dir + ": cannot be read: " + it->status().ToString());
-    }
+  for (Loaded& l : loaded) {
+    st.loaded++;
+    each(l.handle, std::move(l.exports));
   }
   for (const std::string& k : malformed) (void)db->Delete(rocksdb::WriteOptions(), k);
   if (!malformed.empty()) {

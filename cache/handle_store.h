@@ -16,8 +16,8 @@
 // process crash loses nothing, a machine crash may lose the latest handles.
 //
 // A directory holding a foreign RocksDB, a store of another format, or a
-// store that cannot be opened is logged (kWarn, with the reason) and rebuilt
-// empty, never trusted; records that do not decode are dropped.
+// store that cannot be opened or read is logged (kWarn, with the reason) and
+// rebuilt empty, never trusted; records that do not decode are dropped.
 //
 // Thread-safety: Put(), Delete(), Flush() and the accessors may be called
 // from any thread; the writer thread touches only the store.
@@ -68,7 +68,9 @@ class HandleStore {
   // Opens or creates the store in `dir` (creating the directory), calling
   // `each` for every stored handle. Returns an error iff the directory cannot
   // be used at all (not a directory, not writable, in use by another
-  // process). Synchronous I/O: call it at start-up.
+  // process, holding the edge journal: see store_guard.h). A store whose
+  // records cannot all be read is rebuilt empty and `each` is not called.
+  // Synchronous I/O: call it at start-up.
   static StatusOr<std::unique_ptr<HandleStore>> Open(const std::string& dir,
                                                      const LoadFunction& each,
                                                      size_t max_queued = 65536);

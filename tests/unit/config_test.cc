@@ -131,6 +131,25 @@ readahead_max_bytes = "3X"
   EXPECT_NE(m.find("t.toml:"), std::string::npos) << m;
 }
 
+TEST(Config, TheJournalHasADirectoryOfItsOwn) {
+  const std::string base = std::string(kMinimal) +
+                           "[server]\nhandle_store = \"/var/lib/nfsedge/handles\"\n"
+                           "[cache]\ndisk_dir = \"/var/cache/nfsedge\"\n";
+  for (const char* j : {"/var/cache/nfsedge/", "/var/lib/nfsedge/./handles"}) {
+    const std::string msg = ErrorOf(base + "[write]\njournal_dir = \"" + j + "\"\n");
+    EXPECT_NE(msg.find("journal_dir: must not be the directory of cache.disk_dir or "
+                       "server.handle_store"),
+              std::string::npos)
+        << j << ": " << msg;
+  }
+  EXPECT_NE(ErrorOf(base + "[write]\njournal_dir = \"journal\"\n")
+                .find("journal_dir: must be an absolute path"),
+            std::string::npos);
+  StatusOr<Config> ok =
+      ParseConfig(base + "[write]\njournal_dir = \"/var/lib/nfsedge/journal\"\n", "t.toml");
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
 TEST(Config, UnknownKeyIsReportedWithFileAndLine) {
   std::string msg = ErrorOf(std::string(kMinimal) + "\n[server]\nnfs_prot = 2049\n");
   EXPECT_NE(msg.find("bad.toml:10:"), std::string::npos) << msg;
