@@ -67,8 +67,10 @@ ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const 
       idle_(server->base_, [this] { CheckIdle(); }) {}
 
 void ServerConnection::Start() {
-  bufferevent_setcb(bev_.get(), &ServerConnection::OnRead, nullptr, &ServerConnection::OnEvent,
-                    this);
+  bufferevent_setcb(bev_.get(), &ServerConnection::OnRead, &ServerConnection::OnWrite,
+                    &ServerConnection::OnEvent, this);
+  // OnWrite runs once the replies waiting to be sent are down to this.
+  bufferevent_setwatermark(bev_.get(), EV_WRITE, server_->options_.max_record_size, 0);
   bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
   Touch();
   const Duration timeout = server_->options_.idle_timeout;
@@ -80,6 +82,16 @@ void ServerConnection::OnRead(bufferevent* bev, void* arg) {
   ReadMore(bev, std::max(kSocketIoChunk, self->server_->options_.max_record_size + 4));
   self->Touch();
   self->ProcessInput();
+}
+
+void ServerConnection::OnWrite(bufferevent*, void* arg) {
+  static_cast<ServerConnection*>(arg)->MaybeResume();
+}
+
+bool ServerConnection::Backlogged() const {
+  const ServerOptions& opts = server_->options_;
+  return in_flight_ >= opts.max_calls_per_connection ||
+         evbuffer_get_length(bufferevent_get_output(bev_.get())) > opts.max_record_size;
 }
 
 void ServerConnection::CheckIdle() {
@@ -130,7 +142,7 @@ void ServerConnection::ProcessInput() {
   processing_ = true;
   evbuffer* in = bufferevent_get_input(bev_.get());
   const ServerOptions& opts = server_->options_;
-  while (!closed_ && in_flight_ < opts.max_calls_per_connection) {
+  while (!closed_ && !Backlogged()) {
     std::string record;
     RecordReader::Result r = reader_.Next(in, &record);
     if (r == RecordReader::Result::kNeedMore) break;
@@ -178,7 +190,7 @@ void ServerConnection::ProcessInput() {
     call->set_tls(tls_);
     server_->handler_->HandleCall(std::move(call));
   }
-  if (!closed_ && in_flight_ >= opts.max_calls_per_connection && !paused_) {
+  if (!closed_ && !paused_ && Backlogged()) {
     paused_ = true;
     bufferevent_disable(bev_.get(), EV_READ);
   }
@@ -203,6 +215,9 @@ void ServerConnection::StartTls(uint32_t xid) {
   }
   (void)bev_.release();  // the filter owns the TCP bufferevent now
   bev_.reset(tls);
+  // The filter encrypts replies into the TCP bufferevent only up to this,
+  // so those the client has not taken stay in the filter (Backlogged()).
+  bufferevent_setwatermark(tcp, EV_WRITE, 0, server_->options_.max_record_size);
   bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
   tls_ = true;
   server_->stats_.tls_upgrades++;
@@ -211,7 +226,7 @@ void ServerConnection::StartTls(uint32_t xid) {
 }
 
 void ServerConnection::MaybeResume() {
-  if (paused_ && !closed_ && in_flight_ < server_->options_.max_calls_per_connection) {
+  if (paused_ && !closed_ && !Backlogged()) {
     paused_ = false;
     bufferevent_enable(bev_.get(), EV_READ);
     // Records may already wait in the input buffer: look at them from the

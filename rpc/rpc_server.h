@@ -4,8 +4,10 @@
 // call headers, answers what is wrong with the header itself (RPC version,
 // credential) and hands every well-formed call to a CallHandler. Many calls
 // may be in flight per connection and their replies may leave in any order.
-// At `max_calls_per_connection` calls in flight the connection stops being
-// read until replies go out (back-pressure, DESIGN rule 8). An oversized or
+// At `max_calls_per_connection` calls in flight, or with more than
+// `max_record_size` bytes of replies the client has not taken, the
+// connection stops being read until replies go out (back-pressure, DESIGN
+// rule 8). An oversized or
 // malformed record closes that connection only. Limits against abuse: at
 // most `max_connections` connections in all and `max_connections_per_client`
 // from one client address (more are closed at accept, with a log line), and

@@ -29,12 +29,17 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
  private:
   static void OnRead(bufferevent* bev, void* arg);
+  static void OnWrite(bufferevent* bev, void* arg);
   static void OnEvent(bufferevent* bev, short what, void* arg);
   void ProcessInput();
   // Answers the AUTH_TLS probe `xid` with STARTTLS and puts a TLS filter
   // (server side of the handshake) on the connection.
   void StartTls(uint32_t xid);
   void MaybeResume();
+  // Returns true iff the connection must not be read now: it has
+  // max_calls_per_connection calls in flight, or more than max_record_size
+  // bytes of replies the client has not taken yet.
+  bool Backlogged() const;
   // Notes traffic on the connection (it is not idle).
   void Touch() { last_activity_ = SteadyClock::now(); }
   // Closes the connection iff it has been idle for options.idle_timeout;

@@ -1,0 +1,247 @@
+// The client-facing RPC server against hostile peers, over real loopback
+// sockets: a client that pipelines calls and never reads the replies (in
+// plaintext and inside TLS), and one that closes in the middle of a reply.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "rpc/record_marking.h"
+#include "rpc/rpc_server.h"
+#include "rpc/tls.h"
+#include "rpc/xdr_codec.h"
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+constexpr uint32_t kProgram = 100003;
+constexpr size_t kBulkReplyBytes = 64 * 1024;
+
+// Answers every call at once with `results` of `reply_bytes` bytes. Used on
+// the loop thread only.
+class BulkReplier : public CallHandler {
+ public:
+  explicit BulkReplier(size_t reply_bytes) : results_(reply_bytes, 'r') {}
+  void HandleCall(std::unique_ptr<IncomingCall> call) override {
+    calls++;
+    call->ReplySuccess(results_);
+  }
+  size_t calls = 0;
+
+ private:
+  std::string results_;
+};
+
+// A client socket with a small receive buffer (no autotuning), so that
+// replies it does not read soon stay on the server's side.
+class SlowReader {
+ public:
+  explicit SlowReader(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 16 * 1024;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~SlowReader() {
+    ssl_.reset();
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return fd_ >= 0; }
+
+  // Sends the AUTH_TLS probe and, once it is answered, does the TLS
+  // handshake (as a client of `ctx` that expects `name`): from then on
+  // Send() and ReadRecord() go through TLS. Returns true iff it succeeded.
+  bool StartTls(SSL_CTX* ctx, const std::string& name) {
+    std::optional<std::string> r;
+    if (!Send(EncodeRecord(EncodeTlsProbe(1, kProgram, 3))) || !(r = ReadRecord()) ||
+        !CheckStartTlsReply(*r, 1).ok()) {
+      return false;
+    }
+    ssl_.reset(NewClientSsl(ctx, name));
+    return ssl_ && SSL_set_fd(ssl_.get(), fd_) == 1 && SSL_connect(ssl_.get()) == 1;
+  }
+
+  // Sends `bytes` in full (blocking; call from a thread of its own when the
+  // server may stop reading, unless in TLS).
+  bool Send(const std::string& bytes) {
+    for (size_t off = 0; off < bytes.size();) {
+      const size_t left = bytes.size() - off;
+      ssize_t n = ssl_ ? SSL_write(ssl_.get(), bytes.data() + off, static_cast<int>(left))
+                       : send(fd_, bytes.data() + off, left, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Returns the next reply record iff one arrives within 5 s.
+  std::optional<std::string> ReadRecord() {
+    for (;;) {
+      std::string record;
+      if (reader_.Next(&buffer_, &record) == RecordReader::Result::kRecord) return record;
+      pollfd p{fd_, POLLIN, 0};
+      if (!(ssl_ && SSL_pending(ssl_.get()) > 0) && poll(&p, 1, 5000) <= 0) return std::nullopt;
+      char buf[65536];
+      ssize_t n = ssl_ ? SSL_read(ssl_.get(), buf, sizeof(buf)) : recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return std::nullopt;
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // Closes the socket with unread data in it (the peer sees a reset).
+  void Abort() {
+    ssl_.reset();
+    linger l{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  struct SslFree {
+    void operator()(SSL* s) const { SSL_free(s); }
+  };
+  int fd_ = -1;
+  std::unique_ptr<SSL, SslFree> ssl_;
+  RecordReader reader_{64 << 20};
+  std::string buffer_;
+};
+
+class HostilePeerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { loop_.Start(); }
+  void TearDown() override {
+    loop_.RunSync([this] { server_.reset(); });
+  }
+
+  void StartServer(const ServerOptions& so, CallHandler* handler) {
+    loop_.RunSync([&] {
+      server_ = std::make_unique<RpcServer>(loop_.base(), so, handler);
+      port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    });
+  }
+
+  // Returns `count` once it has not changed for 300 ms (at most 10 s).
+  size_t Settled(const std::function<size_t()>& count) {
+    size_t last = count();
+    for (int i = 0; i < 40; ++i) {
+      usleep(300000);
+      size_t now = count();
+      if (now == last) return now;
+      last = now;
+    }
+    return last;
+  }
+
+  void PipelineWithoutReading(SlowReader& c, BulkReplier& handler, uint32_t calls,
+                              bool from_thread);
+
+  LoopThread loop_;
+  std::unique_ptr<RpcServer> server_;
+  uint16_t port_ = 0;
+};
+
+// Sends `calls` NULL calls on `c` (whose replies carry 64 KiB each) without
+// reading a reply until the server has stopped taking calls; then reads
+// every reply.
+void HostilePeerTest::PipelineWithoutReading(SlowReader& c, BulkReplier& handler, uint32_t calls,
+                                             bool from_thread) {
+  std::string bytes;
+  for (uint32_t xid = 1; xid <= calls; ++xid) {
+    bytes += EncodeRecord(MakeCall(xid, kProgram, 3, 0, ""));
+  }
+  std::thread sender;
+  if (from_thread) {
+    sender = std::thread([&] { EXPECT_TRUE(c.Send(bytes)); });
+  } else {
+    ASSERT_TRUE(c.Send(bytes));
+  }
+  // The client reads nothing: what the kernel's buffers hold aside (a few
+  // MiB), the replies must wait in the proxy, which stops taking calls.
+  size_t answered = Settled([&] {
+    size_t n;
+    loop_.RunSync([&] { n = handler.calls; });
+    return n;
+  });
+  EXPECT_LT(answered * kBulkReplyBytes, 16u << 20) << answered << " calls answered, unread";
+  // Once the client reads, every call is answered, in order: nothing lost.
+  for (uint32_t xid = 1; xid <= calls; ++xid) {
+    std::optional<std::string> r = c.ReadRecord();
+    ASSERT_TRUE(r) << xid;
+    ASSERT_EQ(ParseReply(*r)->xid, xid);
+  }
+  if (sender.joinable()) sender.join();
+}
+
+TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCalls) {
+  BulkReplier handler(kBulkReplyBytes);
+  ServerOptions so;
+  so.max_record_size = 128 * 1024;
+  StartServer(so, &handler);
+  SlowReader c(port_);
+  ASSERT_TRUE(c.connected());
+  PipelineWithoutReading(c, handler, 1000, /*from_thread=*/true);
+}
+
+TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCallsInsideTls) {
+  char tmpl[] = "/tmp/nfsedge-hostile-tls-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string make = "sh " NFSEDGE_SOURCE_DIR "/tests/tools/make_test_certs.sh " + dir;
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  StatusOr<SslCtxPtr> server_ctx =
+      MakeServerTlsContext({dir + "/server.pem", dir + "/server.key", ""});
+  StatusOr<SslCtxPtr> client_ctx = MakeClientTlsContext({dir + "/ca.pem", "", "", ""});
+  (void)std::system(("rm -rf " + dir).c_str());
+  ASSERT_TRUE(server_ctx.ok() && client_ctx.ok());
+  BulkReplier handler(kBulkReplyBytes);
+  ServerOptions so;
+  so.max_record_size = 128 * 1024;
+  so.tls = *server_ctx;
+  StartServer(so, &handler);
+  SlowReader c(port_);
+  ASSERT_TRUE(c.StartTls(client_ctx->get(), "nfsedge-upstream"));
+  // 44 KB of calls fit in the kernel's buffers: sent from this thread.
+  PipelineWithoutReading(c, handler, 1000, /*from_thread=*/false);
+}
+
+TEST_F(HostilePeerTest, ClientClosingMidReplyClosesOnlyThatConnection) {
+  BulkReplier handler(kBulkReplyBytes);
+  ServerOptions so;
+  so.max_record_size = 128 * 1024;
+  StartServer(so, &handler);
+  auto c = std::make_unique<SlowReader>(port_);
+  std::string bytes;
+  for (uint32_t xid = 1; xid <= 20; ++xid) bytes += EncodeRecord(MakeCall(xid, kProgram, 3, 0, ""));
+  ASSERT_TRUE(c->Send(bytes));
+  ASSERT_TRUE(c->ReadRecord());  // one reply taken, the rest on their way
+  c->Abort();
+  size_t open = Settled([&] {
+    size_t n;
+    loop_.RunSync([&] { n = server_->connection_count(); });
+    return n;
+  });
+  EXPECT_EQ(open, 0u);
+  SlowReader next(port_);
+  ASSERT_TRUE(next.Send(EncodeRecord(MakeCall(7, kProgram, 3, 0, ""))));
+  std::optional<std::string> r = next.ReadRecord();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ParseReply(*r)->xid, 7u);
+}
+
+}  // namespace
+}  // namespace nfsedge
