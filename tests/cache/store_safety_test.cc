@@ -85,7 +85,7 @@ class PostedWork {
 class StoreSafetyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/check_cache_test.XXXXXX";
+    char tmpl[] = "/tmp/store_safety_test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     dir_ = root_ + "/store";
