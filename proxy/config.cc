@@ -265,18 +265,8 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("flush_delay_ms", 1, 60000, &c.write.flush_delay_ms);
     r.Uint("max_background", 1, 1024, &c.write.max_background);
     r.String("journal_dir", &c.write.journal_dir);
-    const auto dir = [](const std::string& p) {
-      std::filesystem::path n = std::filesystem::path(p).lexically_normal();
-      return n.has_filename() || n == n.root_path() ? n : n.parent_path();  // "/a/b/" is "/a/b"
-    };
-    const auto same_dir = [&](const std::string& other) {
-      return !other.empty() && dir(other) == dir(c.write.journal_dir);
-    };
     if (!c.write.journal_dir.empty() && c.write.journal_dir[0] != '/') {
       r.Error("journal_dir", "must be an absolute path");
-    } else if (same_dir(c.cache.disk_dir) || same_dir(c.server.handle_store)) {
-      r.Error("journal_dir", "must not be the directory of cache.disk_dir or "
-                             "server.handle_store (a cache may be rebuilt; the journal never is)");
     }
     if (c.write.file_buffer_bytes > c.write.buffer_bytes) {
       r.Error("file_buffer_bytes", "must not exceed buffer_bytes");
@@ -351,6 +341,21 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
                        " [[export]] tables: at most " + std::to_string(kMaxExports) +
                        " are supported");
     }
+  }
+  // The journal (its default included) is never a cache's directory: a
+  // cache store may be rebuilt, the journal never is.
+  const auto dir = [](const std::string& p) {
+    std::filesystem::path n = std::filesystem::path(p).lexically_normal();
+    return n.has_filename() || n == n.root_path() ? n : n.parent_path();  // "/a/b/" is "/a/b"
+  };
+  const auto same_dir = [&](const std::string& other) {
+    return !other.empty() && !c.write.journal_dir.empty() &&
+           dir(other) == dir(c.write.journal_dir);
+  };
+  if (same_dir(c.cache.disk_dir) || same_dir(c.server.handle_store)) {
+    errors.push_back(source + ": [write] journal_dir: must not be the directory of "
+                              "cache.disk_dir or server.handle_store (" +
+                     c.write.journal_dir + ")");
   }
   // Keys the top level may hold; anything else is a typo worth reporting.
   for (const auto& [k, v] : root) {

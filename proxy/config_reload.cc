@@ -126,7 +126,7 @@ const std::vector<ReloadKey>& ReloadKeys() {
   return keys;
 }
 
-ReloadPlan PlanReload(const Config& in_force, const Config& loaded) {
+ReloadPlan PlanReload(const Config& in_force, const Config& loaded, bool journal_open) {
   ReloadPlan plan{in_force, {}, {}};
   plan.next.exports = loaded.exports;
   // An export's TLS takes effect with the certificate it needs: without one
@@ -142,11 +142,9 @@ ReloadPlan PlanReload(const Config& in_force, const Config& loaded) {
       plan.restart.emplace_back("[[export]] #" + std::to_string(i + 1) + " tls");
     }
   }
-  // The edge journal is opened at start, for exports with write_back then:
-  // without one in force, an export's write_back waits for the restart.
-  const bool journal = std::any_of(in_force.exports.begin(), in_force.exports.end(),
-                                   [](const ExportConfig& e) { return e.write_back; });
-  for (size_t i = 0; i < plan.next.exports.size() && !journal; ++i) {
+  // The edge journal is opened at start only: without one open, an
+  // export's write_back waits for the restart.
+  for (size_t i = 0; i < plan.next.exports.size() && !journal_open; ++i) {
     ExportConfig& e = plan.next.exports[i];
     if (!e.write_back) continue;
     e.write_back = false;

@@ -49,9 +49,10 @@ struct ReloadPlan {
   std::vector<std::string> restart;  // keys whose new value waits for a restart
 };
 
-// Compares the config in force with `loaded` (the file just read).
-// REQUIRES: the exports of `loaded` were accepted (ExportTable::Update).
-ReloadPlan PlanReload(const Config& in_force, const Config& loaded);
+// Compares the config in force with `loaded` (the file just read), for a
+// daemon whose edge journal is open iff `journal_open`. The plan's exports
+// are what ExportTable::Update is to be given.
+ReloadPlan PlanReload(const Config& in_force, const Config& loaded, bool journal_open = false);
 
 // The options of the live limits, as the daemon builds its components with
 // (and hands them again to the setters on a reload).

@@ -200,6 +200,10 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   std::error_code ec;
   const bool left = !w.journal_dir.empty() && std::filesystem::is_directory(w.journal_dir, ec) &&
                     !std::filesystem::is_empty(w.journal_dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError("[write] journal_dir " + w.journal_dir + ": " + ec.message() +
+                   " (it may hold acknowledged writes, which must go upstream)");
+  }
   if ((write_back || left) && !journal_) {
     if (!poster_) {
       StatusOr<std::unique_ptr<LoopPoster>> poster = LoopPoster::Create(base_.get());

@@ -532,9 +532,11 @@ Status Daemon::Reload(ReloadOutcome* outcome) {
     Status hp = SplitHostPort(next->metrics.listen, &host, &port);
     if (!hp.ok()) return finish(hp);
   }
-  Status e = exports_.Update(next->exports);
+  // The exports take the plan's rules: a key that waits for a restart
+  // (an export's tls or write_back) keeps its value there too.
+  ReloadPlan plan = PlanReload(config_, *next, journal_ != nullptr);
+  Status e = exports_.Update(plan.next.exports);
   if (!e.ok()) return finish(e);
-  ReloadPlan plan = PlanReload(config_, *next);
   config_ = std::move(plan.next);
   SetLogLevel(config_.log_level);
   ConfigureLogging(config_.log);

@@ -219,6 +219,38 @@ TEST_F(OperatingTest, SighupAppliesANewConfigOnTheSameConnectionAndRejectsABadOn
   EXPECT_EQ(Sample(text, "nfsedge_config_reloads_total{result=\"rejected\"}"), 2);
 }
 
+// A reload that turns on what needs a restart (an export's tls, with the
+// certificate it needs; write_back, with no journal open) leaves the export
+// as it was until then, not only the config in force.
+TEST_F(OperatingTest, ExportKeysThatWaitForARestartKeepTheirValueInTheRunningExport) {
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+
+  ProxyProcess::Options next = options_;
+  next.extra_server_toml = "tls_cert_file = \"" + bed_->dir().Sub("cert.pem") +
+                           "\"\ntls_key_file = \"" + bed_->dir().Sub("key.pem") + "\"\n";
+  next.exports.back().extra_toml = "tls = \"required\"\nwrite_back = true\n";
+  next.extra_toml += "[write]\njournal_dir = \"" + bed_->dir().Sub("journal") + "\"\n";
+  WriteConfig(ProxyProcess::RenderConfig(next));
+  auto [code, out] = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("needs a restart (the value in force stays): [[export]] #1 tls"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("needs a restart (the value in force stays): [[export]] #1 write_back"),
+            std::string::npos)
+      << out;
+  // Plain TCP clients are still served, on the old connection and a new one.
+  EXPECT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok);
+  auto fresh = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(fresh, nullptr);
+  MntResult again = fresh->Mnt(export_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(fresh->Getattr(again.fh).status, kNfs3Ok);
+}
+
 // Returns true iff a TCP connection to 127.0.0.1:`port` is accepted and then
 // closed by the proxy within `wait_s` seconds without a byte sent (a refused
 // connection).

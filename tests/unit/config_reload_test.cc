@@ -147,18 +147,19 @@ clients = ["10.0.0.0/8"]
   const Config none = Parse("[write]\njournal_dir = \"/j\"\n" + two);
   Config on = none;
   on.exports[1].write_back = true;
-  ReloadPlan to_on = PlanReload(none, on);
+  ReloadPlan to_on = PlanReload(none, on, /*journal_open=*/false);
   EXPECT_FALSE(to_on.next.exports[1].write_back) << "no journal was opened at start";
   EXPECT_EQ(to_on.restart, std::vector<std::string>{"[[export]] #2 write_back"});
+  // A journal left by an earlier run was opened at start: it takes writes.
+  EXPECT_TRUE(PlanReload(none, on, /*journal_open=*/true).next.exports[1].write_back);
 
-  // With one export journaled (the journal open), another may join it, and
-  // both may leave it.
+  // With the journal open, another export may join, and both may leave.
   Config both = on;
   both.exports[0].write_back = true;
-  ReloadPlan join = PlanReload(on, both);
+  ReloadPlan join = PlanReload(on, both, /*journal_open=*/true);
   EXPECT_TRUE(join.next.exports[0].write_back);
   EXPECT_TRUE(join.restart.empty());
-  ReloadPlan leave = PlanReload(both, none);
+  ReloadPlan leave = PlanReload(both, none, /*journal_open=*/true);
   EXPECT_FALSE(leave.next.exports[0].write_back);
   EXPECT_FALSE(leave.next.exports[1].write_back);
   EXPECT_TRUE(leave.restart.empty());

@@ -142,6 +142,10 @@ TEST(Config, TheJournalHasADirectoryOfItsOwn) {
               std::string::npos)
         << j << ": " << msg;
   }
+  // The default journal_dir counts too.
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[cache]\ndisk_dir = \"/var/lib/nfsedge/journal\"\n")
+                .find("journal_dir: must not be the directory"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(base + "[write]\njournal_dir = \"journal\"\n")
                 .find("journal_dir: must be an absolute path"),
             std::string::npos);
