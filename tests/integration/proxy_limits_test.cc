@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -64,11 +65,29 @@ class LimitsTest : public ::testing::Test {
     return WaitUntil([&] { return Log().find(needle) != std::string::npos; }, Millis(10000));
   }
   // Signals ganesha (its pid file: it runs in the foreground).
+  // A SIGSTOP is waited for: kill() returns before every thread has
+  // stopped (one in uninterruptible sleep, on a busy disk, stops when it
+  // leaves it), and a thread still running could answer a call sent after.
   void Ganesha(int sig) {
     const std::string pid = ReadFile(bed_->ganesha().options().work_dir + "/ganesha.pid");
     ASSERT_FALSE(pid.empty());
     ASSERT_EQ(kill(static_cast<pid_t>(std::stol(pid)), sig), 0);
     ganesha_stopped_ = sig == SIGSTOP;
+    if (sig != SIGSTOP) return;
+    const std::string tasks = "/proc/" + std::to_string(std::stol(pid)) + "/task";
+    auto all_stopped = [&] {
+      std::error_code ec;
+      for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+        // The state is the field after the command's closing parenthesis.
+        const std::string stat = ReadFile(t.path().string() + "/stat");
+        const size_t at = stat.rfind(')');
+        if (at == std::string::npos || at + 2 >= stat.size()) return false;
+        const char state = stat[at + 2];
+        if (state != 'T' && state != 't') return false;
+      }
+      return !ec;
+    };
+    ASSERT_TRUE(WaitUntil(all_stopped, Millis(10000))) << "ganesha did not stop";
   }
   // The number of `proc` calls the proxy has read, from the stats it logs on
   // SIGUSR1 ("stats nfs calls/cache_answers/...: ACCESS=2/0/0/0").

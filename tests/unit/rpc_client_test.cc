@@ -137,13 +137,13 @@ TEST_F(RpcClientTest, DeadlinePassesWithoutReply) {
 TEST_F(RpcClientTest, HeldDeadlinesLetCallsWaitForTheUpstream) {
   StartServer();
   ClientOptions o;
-  o.timeout = std::chrono::milliseconds(200);
+  o.timeout = std::chrono::milliseconds(1000);
   StartClient(o);
   loop_.RunSync([&] { client_->HoldDeadlines(true); });
   loop_.Start();
   Send("hold", 1);
   Send("hold", 2);
-  usleep(700000);
+  usleep(1500000);
   loop_.RunSync([&] {
     EXPECT_EQ(results_.count(1), 0u) << "held past its deadline";
     EXPECT_EQ(client_->stats().timeouts, 0u);
