@@ -347,7 +347,12 @@ class FaultTest : public ::testing::Test {
       writers.push_back(std::make_unique<Writer>(
           w, w % 2 == 0 ? Stable::kFileSync : Stable::kUnstable, proxy_->nfs_port()));
     }
-    const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+    // What is checked is that nothing acknowledged is lost, not how fast
+    // the writers go. On a busy host, ganesha, slow to write after its
+    // restart, is taken by the congestion controller for a slow path, and
+    // the writers crawl for a while (docs/architecture.md, "Known limits"):
+    // 60 s was not always enough there.
+    const auto deadline = steady_clock::now() + std::chrono::seconds(180);
     std::vector<std::thread> threads;
     for (auto& w : writers) threads.emplace_back([&w, deadline] { w->Run(deadline); });
     auto stable_total = [&] {
