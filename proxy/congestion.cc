@@ -34,6 +34,9 @@ constexpr double kQuietStep = 4;
 // below the link's.
 constexpr double kNearLink = 0.99;
 constexpr int kMaxQuietRounds = 8;
+// The samples that bound how much of a call's delay can be the proxy's own
+// queue (LinkFloor).
+constexpr size_t kFloorSamples = 16;
 
 }  // namespace
 
@@ -69,6 +72,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   t.busy_delivered = busy_delivered_;
   t.busy_since = busy_since_;
   t.before_rate = pacing_rate_ <= 0;
+  t.ahead = in_flight_;
   in_flight_ += bytes;
   if (bulk) bulk_in_flight_ += bytes;
   largest_call_ = std::max(largest_call_, bytes);
@@ -158,7 +162,6 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
   }
   UpdateBaseRtt(rtt, now);
   round_min_rtt_ = round_min_rtt_ ? std::min(*round_min_rtt_, rtt) : rtt;
-  if (t.bulk) round_min_bulk_ = round_min_bulk_ ? std::min(*round_min_bulk_, rtt) : rtt;
 
   if (t.bulk) {
     // BBR's delivery rate sample: what was answered since this call was
@@ -197,6 +200,23 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
       rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
       round_rate_ = std::max(round_rate_, rate);
     }
+    // Kept or not, it tells whether the pacer held the call back, and that
+    // the link carries at least that much.
+    round_send_rate_ = std::max(round_send_rate_, rate);
+    floor_rates_[next_floor_++ % kRateSamples] = RateSample{now, rate};
+    // What of its delay can be a queue of the proxy's own: no more than its
+    // bytes and those in flight ahead of it take at the least rate the link
+    // has shown. The rest is the server's (a stall: a slow fsync, a busy
+    // disk) or another sender's, which a lower rate would not drain.
+    Duration judged = rtt;
+    const double floor = LinkFloor();
+    if (have_base_ && rtt > base_rtt_ && floor > 0) {
+      const auto own = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double>(static_cast<double>(t.ahead + t.bytes) / floor));
+      judged = base_rtt_ + std::min(rtt - base_rtt_, own);
+    }
+    round_min_bulk_ = round_min_bulk_ ? std::min(*round_min_bulk_, judged) : judged;
+    round_min_path_ = round_min_path_ ? std::min(*round_min_path_, rtt) : rtt;
   }
   if (t.app_limited) round_app_limited_ = true;
   // Rounds are counted by data calls: small calls answered while one large
@@ -209,11 +229,22 @@ double CongestionController::LongRoundShare(Duration round_length) const {
   return Seconds(options_.queue_delay_target / 2) / Seconds(round_length);
 }
 
-double CongestionController::BottleneckRate() const {
+double CongestionController::LargestRecent(const std::array<RateSample, kRateSamples>& ring) const {
   Duration window = kRateWindow;
   if (srtt_) window = std::max(window, 10 * *srtt_);
   double best = 0;
-  for (const RateSample& r : rates_) {
+  for (const RateSample& r : ring) {
+    if (r.rate > 0 && now_ - r.at <= window) best = std::max(best, r.rate);
+  }
+  return best;
+}
+
+double CongestionController::LinkFloor() const {
+  Duration window = kRateWindow;
+  if (srtt_) window = std::max(window, 10 * *srtt_);
+  double best = 0;
+  for (size_t i = 0; i < std::min<size_t>(next_floor_, kFloorSamples); ++i) {
+    const RateSample& r = floor_rates_[(next_floor_ - 1 - i) % kRateSamples];
     if (r.rate > 0 && now_ - r.at <= window) best = std::max(best, r.rate);
   }
   return best;
@@ -223,14 +254,19 @@ void CongestionController::OnRoundEnd(MonoTime now) {
   counters_.rounds++;
   round_end_delivered_ = delivered_;
   const double recent_rate = round_rate_;
+  const double send_rate = round_send_rate_;
+  round_send_rate_ = 0;
   const double bw = BottleneckRate();
   round_++;
   round_rate_ = 0;
   // A round's data calls judge its queue when it has any: small calls sent
   // early in a long round (one large call) did not see the queue it built.
   const Duration round_min = round_min_bulk_.value_or(*round_min_rtt_);
+  // The path's own round trip, for telling a longer path from a queue.
+  const Duration path_min = round_min_path_.value_or(*round_min_rtt_);
   round_min_rtt_.reset();
   round_min_bulk_.reset();
+  round_min_path_.reset();
   const bool app_limited = round_app_limited_;
   round_app_limited_ = false;
   const Duration round_length = now - round_start_;
@@ -245,7 +281,12 @@ void CongestionController::OnRoundEnd(MonoTime now) {
 
   // The pacer, not the application, held the calls back when they went out
   // at about the pacing rate.
-  const bool pacer_limited = recent_rate >= kPacerLimited * pacing_rate_;
+  // (An application-limited round's samples count here even when they are
+  // not kept for the bottleneck: at the pacing rate, below the rate a
+  // round before measured, they are what shows that the pacer held the
+  // calls back, and without them the rate could not grow back to the
+  // link's after a drop until the older samples expire.)
+  const bool pacer_limited = send_rate >= kPacerLimited * pacing_rate_;
   const Duration target = options_.queue_delay_target;
   const Duration queue = round_min - base_rtt_;
   // A queue of half the target or more: the link was full, and the
@@ -263,11 +304,11 @@ void CongestionController::OnRoundEnd(MonoTime now) {
   } else {
     // A queue of the proxy's own shrinks after a drop, by about
     // (1 - factor) x the time since; a longer path does not.
-    bool persistent = drop_min_ && Seconds(*drop_min_ - round_min) <
+    bool persistent = drop_min_ && Seconds(*drop_min_ - path_min) <
                                        0.5 * (1 - drop_factor_) * Seconds(now - drop_time_);
     persistent_rounds_ = persistent ? persistent_rounds_ + 1 : 0;
     if (persistent_rounds_ >= 2) {
-      base_rtt_ = candidate_rtt_ = round_min;
+      base_rtt_ = candidate_rtt_ = path_min;
       base_time_ = candidate_time_ = now;
       counters_.base_resets++;
       persistent_rounds_ = 0;
@@ -276,7 +317,7 @@ void CongestionController::OnRoundEnd(MonoTime now) {
       UpdateWindow();
       return;
     }
-    drop_min_ = round_min;
+    drop_min_ = path_min;
     drop_time_ = now;
   }
   bool quiet = false;
@@ -331,8 +372,12 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     // Never far beyond what was delivered: a rate that was not measured
     // would only build a queue. Without a queue, never below what this
     // round delivered.
-    if (bw > 0) {
-      double next = std::min(pacing_rate_ * gain, bw * gain);
+    // With no rate sample kept (all application limited, none above the
+    // pacing rate: a paced call's sample is at about that rate), a round
+    // the pacer held back grows from the pacing rate. (Not before the
+    // pacer applies: then it held nothing back.)
+    if (bw > 0 || (pacer_limited && seen_queue_ && !fast_link_)) {
+      double next = bw > 0 ? std::min(pacing_rate_ * gain, bw * gain) : pacing_rate_ * gain;
       // In a long round that the pacer held back, what was delivered falls
       // short of the pacing rate by the pacer's own gaps, not the link's:
       // without a queue, the step is from the pacing rate.

@@ -18,8 +18,15 @@
 //    server's own time, so that one large call at a time, whose BBR sample
 //    counts a whole round trip, still measures the link.
 //
+// Of a data call's delay above the base RTT, only what its bytes and those
+// in flight ahead of it take at the least rate the link has shown (the
+// largest of the last few samples, application limited or not) can be a
+// queue of the proxy's own; the rest is the server's (a stalled fsync) or
+// another sender's, which a lower rate would not drain, and is not judged.
+//
 // What it decides, once per round trip ("round"), from the smallest round
-// trip of that round (of its data calls, if it had any):
+// trip of that round (of its data calls, if it had any, less what cannot
+// be its own queue):
 //  - queueing delay below half the target: the pacing rate grows (x2 until
 //    the first queue is seen, then by up to 12.5% per round, less as the
 //    delay nears half the target; not beyond the delivery rate x that gain),
@@ -27,7 +34,8 @@
 //    queue (below a quarter of the target) delivered.
 //    A round limited by the application grows only if its calls went out
 //    at half the pacing rate or more (the pacer, not the application, was
-//    the limit: one call at a time, paced). In a long round (large calls:
+//    the limit: one call at a time, paced), from the pacing rate when no
+//    sample was kept. In a long round (large calls:
 //    half the target is less than 12.5% of the round), below the rate the
 //    link delivered when it last had a queue the rate returns to that rate
 //    at once (the queue of the last drop has drained); at or above it, and
@@ -136,6 +144,7 @@ class CongestionController {
     // Its bytes that the reply answered, which count as delivered: `bytes`
     // unless lowered by SetAnswered.
     uint64_t answered = 0;
+    uint64_t ahead = 0;  // bytes in flight when it was sent
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -210,9 +219,21 @@ class CongestionController {
   void OnRoundEnd(MonoTime now);
   void UpdateBaseRtt(Duration rtt, MonoTime now);
   void UpdateWindow();
-  // The largest delivery rate sample of the last kRateWindow (or ten
-  // smoothed round trips, if longer).
-  double BottleneckRate() const;
+  static constexpr int kRateSamples = 64;
+  struct RateSample {
+    MonoTime at;
+    double rate = 0;
+  };
+  // The largest sample in `ring` of the last kRateWindow (or ten smoothed
+  // round trips, if longer).
+  double LargestRecent(const std::array<RateSample, kRateSamples>& ring) const;
+  // The largest delivery rate sample kept (not application limited, or
+  // above what was known): the bottleneck's rate.
+  double BottleneckRate() const { return LargestRecent(rates_); }
+  // The largest of the last kFloorSamples samples of any kind (application
+  // limited or not, the link carried at least that much): a few rounds of
+  // one call at a time, so that a link that slows down is soon known.
+  double LinkFloor() const;
   // Half the queue delay target as a share of a round of `round_length`:
   // the change of rate that, kept for the round, moves the queue by that.
   double LongRoundShare(Duration round_length) const;
@@ -255,15 +276,13 @@ class CongestionController {
   Duration service_{};              // server time of the last data call
   uint64_t busy_delivered_ = 0;     // delivered_ when bulk_in_flight_ was last 0
   MonoTime busy_since_;
-  static constexpr int kRateSamples = 64;
-  struct RateSample {
-    MonoTime at;
-    double rate = 0;
-  };
-  std::array<RateSample, kRateSamples> rates_{};  // ring of bulk samples
+  std::array<RateSample, kRateSamples> rates_{};  // ring of bulk samples kept
   size_t next_rate_ = 0;
+  std::array<RateSample, kRateSamples> floor_rates_{};  // ring of every bulk sample
+  size_t next_floor_ = 0;
   MonoTime now_;       // time of the last event
-  double round_rate_ = 0;  // largest bulk sample of the current round
+  double round_rate_ = 0;  // largest bulk sample of the current round kept
+  double round_send_rate_ = 0;  // largest bulk sample of the current round
   uint64_t largest_call_ = 0, largest_call_prev_ = 0;
   uint64_t sends_this_epoch_ = 0;
 
@@ -272,7 +291,10 @@ class CongestionController {
   uint64_t round_ = 0;
   MonoTime round_start_;
   std::optional<Duration> round_min_rtt_;
-  std::optional<Duration> round_min_bulk_;  // of data calls only
+  // Of data calls only: the part of their round trip that can be a queue
+  // of the proxy's own (judged), and the whole (the path's).
+  std::optional<Duration> round_min_bulk_;
+  std::optional<Duration> round_min_path_;
   bool round_app_limited_ = false;
   bool hold_round_ = false;
   // Route-change detection: the smallest round trip when the rate last

@@ -31,6 +31,14 @@ class SimulatedLink {
 
   void set_rate(double rate) { rate_ = rate; }
   void set_one_way(Duration d) { one_way_ = d; }
+  void set_call_bytes(uint64_t n) { call_bytes_ = n; }
+  // The client sends its next call only after the reply reached it: the
+  // scheduler, its queue empty at the reply, marks the path application
+  // limited before that call (as nfsedge's does).
+  void set_client_turnaround(bool on) { turnaround_ = on; }
+  // The share of the pacing rate the sender's pacer achieves (a real one,
+  // with its timer's gaps, sends a little below it).
+  void set_pacer_efficiency(double e) { pacer_efficiency_ = e; }
   // Whether the sender follows the controller's pacing rate.
   void set_paced(bool paced) { paced_ = paced; }
   // The sender's calls in flight at most (a client waiting for replies).
@@ -56,6 +64,7 @@ class SimulatedLink {
           bulk_in_flight_--;
         }
         replies_.erase(replies_.begin());
+        if (turnaround_) cc_.SetAppLimited();
       }
       if (probe_interval_ > Duration::zero() && now >= next_probe_) Probe(now);
       while (now >= next_release_ && bulk_in_flight_ < max_calls_ && cc_.CanSend(call_bytes_)) {
@@ -116,7 +125,7 @@ class SimulatedLink {
   void Send(MonoTime now) {
     CongestionController::Ticket t = cc_.OnSend(call_bytes_, now);
     cc_.MarkOutbound(&t);  // the simulated calls are WRITEs
-    double pace = paced_ ? cc_.applied_pacing_rate() : 0;
+    double pace = paced_ ? cc_.applied_pacing_rate() * pacer_efficiency_ : 0;
     Duration release = pace > 0 ? Duration(static_cast<int64_t>(call_bytes_ / pace * 1e9))
                                 : Duration::zero();
     MonoTime last_byte = now + release;
@@ -137,8 +146,10 @@ class SimulatedLink {
   CongestionController& cc_;
   double rate_;  // bytes/s
   Duration one_way_;
-  const uint64_t call_bytes_;
+  uint64_t call_bytes_;
   bool paced_ = true;
+  bool turnaround_ = false;
+  double pacer_efficiency_ = 1;
   size_t max_calls_ = SIZE_MAX;
   size_t bulk_in_flight_ = 0;
   Duration probe_interval_{};
@@ -460,9 +471,10 @@ TEST(CongestionTest, LargeServerTimeOnAFastLinkIsNotHeldBackByThePacer) {
 TEST(CongestionTest, FastLinkIsNotPacedAfterOneSlowRound) {
   // A gathered FILE_SYNC WRITE a round on a link far faster than any rate a
   // transfer sample can time (each is on the wire for well under a quarter
-  // of the round trip). One round is slow (the path, or a server stall the
-  // controller takes for a queue): a pacer set from those samples would
-  // stretch every later call, so none is paced.
+  // of the round trip). One round is slow (the path, or a server stall): a
+  // pacer set from those samples would stretch every later call, so none
+  // is paced. One call's bytes could not have queued that long at the rate
+  // the link has shown: the slow round is no queue of the proxy's own.
   CongestionController cc(Options());
   SimulatedLink link(cc, 2e9, milliseconds(25), 480 << 10);
   link.set_max_calls(1);
@@ -473,11 +485,62 @@ TEST(CongestionTest, FastLinkIsNotPacedAfterOneSlowRound) {
   // The pacer set after the slow round is left within a few dozen rounds,
   // as the rate grows past what a transfer sample can time.
   link.Run(std::chrono::seconds(3));
-  EXPECT_GE(cc.stats().decreases, 1u) << "the slow round was taken for a queue";
+  EXPECT_EQ(cc.stats().decreases, 0u) << "the slow round was taken for a queue";
   EXPECT_EQ(cc.applied_pacing_rate(), 0);
   Measured m = Measure(link, std::chrono::seconds(1));
   // One call a round trip (50 ms), each whole at once.
   EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.050);
+}
+
+TEST(CongestionTest, AServerStallIsNotAQueue) {
+  // The benchmark's stablewrite at 50 ms: one gathered FILE_SYNC WRITE a
+  // round, 32 KiB for a while, then 480 KiB, on a fast link; every round
+  // application limited. Then the server holds a reply for 70 ms (a slow
+  // fsync): one call and nothing ahead of it could not have queued that
+  // long at the rate the link has shown, so the rate holds and no pacer
+  // starts to stretch the calls after it.
+  CongestionController cc(Options());
+  SimulatedLink link(cc, 2e9, milliseconds(25), 32 << 10);
+  link.set_max_calls(1);
+  link.set_client_turnaround(true);
+  link.set_service(milliseconds(1));
+  link.Run(std::chrono::seconds(3));
+  link.set_call_bytes(480 << 10);
+  link.Run(std::chrono::seconds(1));
+  link.set_service(milliseconds(71));
+  link.Run(milliseconds(150));
+  link.set_service(milliseconds(1));
+  link.Run(milliseconds(100));
+  EXPECT_EQ(cc.stats().decreases, 0u) << "the stall was taken for a queue";
+  EXPECT_EQ(cc.applied_pacing_rate(), 0);
+  Measured m = Measure(link, std::chrono::seconds(1));
+  // One call a round trip (51 ms), each whole at once.
+  EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.051);
+}
+
+TEST(CongestionTest, PacedCallsGrowBackWithoutKeptSamples) {
+  // One 480 KiB call a round, application limited, on a fast link that
+  // slows to 5 MB/s for three seconds (another sender), then comes back. The
+  // queue then is the proxy's: the rate drops and the pacer starts. Back
+  // on the fast link, a paced call's sample is at about the pacing rate,
+  // never above it, so no sample is kept once the slow ones expire: the
+  // rounds that show no queue must still raise the rate until the calls
+  // go out whole again.
+  CongestionController cc(Options());
+  SimulatedLink link(cc, 2e9, milliseconds(25), 480 << 10);
+  link.set_max_calls(1);
+  link.set_client_turnaround(true);
+  link.set_pacer_efficiency(0.97);
+  link.set_service(milliseconds(1));
+  link.Run(std::chrono::seconds(3));
+  link.set_rate(5e6);
+  link.Run(std::chrono::seconds(3));
+  ASSERT_GE(cc.stats().decreases, 1u);
+  ASSERT_GT(cc.applied_pacing_rate(), 0);
+  link.set_rate(2e9);
+  link.Run(std::chrono::seconds(4));
+  Measured m = Measure(link, std::chrono::seconds(1));
+  EXPECT_GE(m.rate, 0.9 * (480 << 10) / 0.051);
 }
 
 TEST(CongestionTest, AReadWhoseReplyIsShortDoesNotUnpaceASlowLink) {
