@@ -482,14 +482,22 @@ TEST(CongestionTest, FastLinkIsNotPacedAfterOneSlowRound) {
   link.set_one_way(milliseconds(40));
   link.Run(milliseconds(200));
   link.set_one_way(milliseconds(25));
-  // The pacer set after the slow round is left within a few dozen rounds,
-  // as the rate grows past what a transfer sample can time.
   link.Run(std::chrono::seconds(3));
   EXPECT_EQ(cc.stats().decreases, 0u) << "the slow round was taken for a queue";
   EXPECT_EQ(cc.applied_pacing_rate(), 0);
   Measured m = Measure(link, std::chrono::seconds(1));
   // One call a round trip (50 ms), each whole at once.
   EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.050);
+}
+
+// A client's FILE_SYNC writes gathered into one WRITE a round: one call in
+// flight, sent after the reply reached the client, 1 ms of fsync; three
+// seconds of them.
+void OneWriteARound(SimulatedLink& link) {
+  link.set_max_calls(1);
+  link.set_client_turnaround(true);
+  link.set_service(milliseconds(1));
+  link.Run(std::chrono::seconds(3));
 }
 
 TEST(CongestionTest, AServerStallIsNotAQueue) {
@@ -501,10 +509,7 @@ TEST(CongestionTest, AServerStallIsNotAQueue) {
   // starts to stretch the calls after it.
   CongestionController cc(Options());
   SimulatedLink link(cc, 2e9, milliseconds(25), 32 << 10);
-  link.set_max_calls(1);
-  link.set_client_turnaround(true);
-  link.set_service(milliseconds(1));
-  link.Run(std::chrono::seconds(3));
+  OneWriteARound(link);
   link.set_call_bytes(480 << 10);
   link.Run(std::chrono::seconds(1));
   link.set_service(milliseconds(71));
@@ -528,11 +533,8 @@ TEST(CongestionTest, PacedCallsGrowBackWithoutKeptSamples) {
   // go out whole again.
   CongestionController cc(Options());
   SimulatedLink link(cc, 2e9, milliseconds(25), 480 << 10);
-  link.set_max_calls(1);
-  link.set_client_turnaround(true);
   link.set_pacer_efficiency(0.97);
-  link.set_service(milliseconds(1));
-  link.Run(std::chrono::seconds(3));
+  OneWriteARound(link);
   link.set_rate(5e6);
   link.Run(std::chrono::seconds(3));
   ASSERT_GE(cc.stats().decreases, 1u);
