@@ -34,9 +34,6 @@ constexpr double kQuietStep = 4;
 // below the link's.
 constexpr double kNearLink = 0.99;
 constexpr int kMaxQuietRounds = 8;
-// The samples that bound how much of a call's delay can be the proxy's own
-// queue (LinkFloor).
-constexpr size_t kFloorSamples = 16;
 
 }  // namespace
 
@@ -203,7 +200,7 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     // Kept or not, it tells whether the pacer held the call back, and that
     // the link carries at least that much.
     round_send_rate_ = std::max(round_send_rate_, rate);
-    floor_rates_[next_floor_++ % kRateSamples] = RateSample{now, rate};
+    floor_rates_[next_floor_++ % kFloorSamples] = RateSample{now, rate};
     // What of its delay can be a queue of the proxy's own: no more than its
     // bytes and those in flight ahead of it take at the least rate the link
     // has shown. The rest is the server's (a stall: a slow fsync, a busy
@@ -229,22 +226,11 @@ double CongestionController::LongRoundShare(Duration round_length) const {
   return Seconds(options_.queue_delay_target / 2) / Seconds(round_length);
 }
 
-double CongestionController::LargestRecent(const std::array<RateSample, kRateSamples>& ring) const {
+double CongestionController::LargestRecent(std::span<const RateSample> ring) const {
   Duration window = kRateWindow;
   if (srtt_) window = std::max(window, 10 * *srtt_);
   double best = 0;
   for (const RateSample& r : ring) {
-    if (r.rate > 0 && now_ - r.at <= window) best = std::max(best, r.rate);
-  }
-  return best;
-}
-
-double CongestionController::LinkFloor() const {
-  Duration window = kRateWindow;
-  if (srtt_) window = std::max(window, 10 * *srtt_);
-  double best = 0;
-  for (size_t i = 0; i < std::min<size_t>(next_floor_, kFloorSamples); ++i) {
-    const RateSample& r = floor_rates_[(next_floor_ - 1 - i) % kRateSamples];
     if (r.rate > 0 && now_ - r.at <= window) best = std::max(best, r.rate);
   }
   return best;

@@ -87,6 +87,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "cache/clock.h"
 
@@ -220,20 +221,23 @@ class CongestionController {
   void UpdateBaseRtt(Duration rtt, MonoTime now);
   void UpdateWindow();
   static constexpr int kRateSamples = 64;
+  // The samples that bound how much of a call's delay can be the proxy's own
+  // queue (LinkFloor): a few rounds of one call at a time, so that a link
+  // that slows down is soon known.
+  static constexpr int kFloorSamples = 16;
   struct RateSample {
     MonoTime at;
     double rate = 0;
   };
   // The largest sample in `ring` of the last kRateWindow (or ten smoothed
   // round trips, if longer).
-  double LargestRecent(const std::array<RateSample, kRateSamples>& ring) const;
+  double LargestRecent(std::span<const RateSample> ring) const;
   // The largest delivery rate sample kept (not application limited, or
   // above what was known): the bottleneck's rate.
   double BottleneckRate() const { return LargestRecent(rates_); }
-  // The largest of the last kFloorSamples samples of any kind (application
-  // limited or not, the link carried at least that much): a few rounds of
-  // one call at a time, so that a link that slows down is soon known.
-  double LinkFloor() const;
+  // The largest of the last kFloorSamples samples of any kind: application
+  // limited or not, the link carried at least that much.
+  double LinkFloor() const { return LargestRecent(floor_rates_); }
   // Half the queue delay target as a share of a round of `round_length`:
   // the change of rate that, kept for the round, moves the queue by that.
   double LongRoundShare(Duration round_length) const;
@@ -278,7 +282,7 @@ class CongestionController {
   MonoTime busy_since_;
   std::array<RateSample, kRateSamples> rates_{};  // ring of bulk samples kept
   size_t next_rate_ = 0;
-  std::array<RateSample, kRateSamples> floor_rates_{};  // ring of every bulk sample
+  std::array<RateSample, kFloorSamples> floor_rates_{};  // ring of the latest bulk samples
   size_t next_floor_ = 0;
   MonoTime now_;       // time of the last event
   double round_rate_ = 0;  // largest bulk sample of the current round kept
