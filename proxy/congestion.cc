@@ -41,13 +41,13 @@ CongestionController::CongestionController(CongestionOptions options)
     : options_(options), window_(std::max(options.initial_window, options.min_window)) {}
 
 bool CongestionController::CanSend(uint64_t bytes) const {
-  return in_flight_ == 0 || in_flight_ + bytes <= window_;
+  return bulk_in_flight_ == 0 || in_flight_ + bytes <= window_;
 }
 
 CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTime now,
                                                           bool bulk) {
   now_ = now;
-  if (in_flight_ == 0) delivered_time_ = now;
+  if (in_flight_ == 0) delivered_time_ = first_sent_time_ = now;
   // Small calls (probes, metadata) do not keep the link busy: a data call
   // sent while only they are in flight starts a transfer on an idle link.
   if (bulk && bulk_in_flight_ == 0) {
@@ -63,6 +63,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   t.answered = bytes;
   t.delivered = delivered_;
   t.delivered_time = delivered_time_;
+  t.first_sent_time = first_sent_time_;
   t.app_limited = app_limited_until_ != 0;
   t.bulk = bulk;
   t.sent_time = now;
@@ -121,6 +122,9 @@ void CongestionController::Deliver(const Ticket& t, MonoTime now) {
   if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
   delivered_ += t.answered;
   delivered_time_ = now;
+  // (Of data calls only: a metadata call the server took long over would
+  // stretch the next sample's send time.)
+  if (t.bulk) first_sent_time_ = t.sent_time;
   if (app_limited_until_ != 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
 }
 
@@ -162,9 +166,13 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
 
   if (t.bulk) {
     // BBR's delivery rate sample: what was answered since this call was
-    // sent, over the time that took.
+    // sent, over the time that took, or over the time those bytes took to
+    // be sent, if longer: replies that come bunched (one held at the
+    // server, the next right behind it) do not show a rate the calls were
+    // never sent at.
     double rate = 0;
-    double interval = Seconds(now - t.delivered_time);
+    double interval = std::max(Seconds(now - t.delivered_time),
+                               Seconds(t.sent_time - t.first_sent_time));
     if (interval > 0) rate = static_cast<double>(delivered_ - t.delivered) / interval;
     // The transfer sample, for a call sent on an idle link: what was
     // answered since, over the time the link spent on it (less the base
@@ -190,16 +198,7 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
       rate = std::max(rate,
                       static_cast<double>(delivered_ - t.busy_delivered) / Seconds(transfer));
     }
-    // An application-limited sample says only that the link carries at
-    // least that much: kept when above what is known (after a pause, with
-    // the samples gone, the pacing rate), never to lower it.
-    if (!t.app_limited || rate > std::max(BottleneckRate(), pacing_rate_)) {
-      rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
-      round_rate_ = std::max(round_rate_, rate);
-    }
-    // Kept or not, it tells whether the pacer held the call back, and that
-    // the link carries at least that much.
-    round_send_rate_ = std::max(round_send_rate_, rate);
+    // Kept or not, it tells that the link carries at least that much.
     floor_rates_[next_floor_++ % kFloorSamples] = RateSample{now, rate};
     // What of its delay can be a queue of the proxy's own: no more than its
     // bytes and those in flight ahead of it take at the least rate the link
@@ -212,6 +211,20 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
           std::chrono::duration<double>(static_cast<double>(t.ahead + t.bytes) / floor));
       judged = base_rtt_ + std::min(rtt - base_rtt_, own);
     }
+    // A reply held longer than the target beyond that measured the
+    // server's stall, not the link (a sample over a stall of seconds is a
+    // small fraction of the link's rate): its sample is not kept, nor does
+    // it set the rate a drop starts from.
+    const bool held = rtt - judged > options_.queue_delay_target;
+    // An application-limited sample says only that the link carries at
+    // least that much: kept when above what is known (after a pause, with
+    // the samples gone, the pacing rate), never to lower it.
+    if (!held && (!t.app_limited || rate > std::max(BottleneckRate(), pacing_rate_))) {
+      rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
+      round_rate_ = std::max(round_rate_, rate);
+    }
+    // Kept or not, it tells whether the pacer held the call back.
+    if (!held) round_send_rate_ = std::max(round_send_rate_, rate);
     round_min_bulk_ = round_min_bulk_ ? std::min(*round_min_bulk_, judged) : judged;
     round_min_path_ = round_min_path_ ? std::min(*round_min_path_, rtt) : rtt;
   }

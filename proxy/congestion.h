@@ -13,7 +13,9 @@
 //    maximum over the last two seconds (at least ten round trips) estimates
 //    the bottleneck's rate. Each reply of a data call gives the larger of
 //    two samples: BBR's (bytes answered since the call was sent, over that
-//    time), and the transfer sample: bytes answered since the link was last
+//    time or, if longer, over the time they took to be sent: replies
+//    bunched behind one the server held do not raise it), and the
+//    transfer sample: bytes answered since the link was last
 //    idle (nothing in flight) over that time less the base RTT and the
 //    server's own time, so that one large call at a time, whose BBR sample
 //    counts a whole round trip, still measures the link.
@@ -23,6 +25,8 @@
 // largest of the last few samples, application limited or not) can be a
 // queue of the proxy's own; the rest is the server's (a stalled fsync) or
 // another sender's, which a lower rate would not drain, and is not judged.
+// A reply held longer than the queue delay target beyond that measured the
+// server's stall: its rate sample is not kept.
 //
 // What it decides, once per round trip ("round"), from the smallest round
 // trip of that round (of its data calls, if it had any, less what cannot
@@ -132,6 +136,7 @@ class CongestionController {
     uint64_t bytes = 0;
     uint64_t delivered = 0;    // bytes answered before this call was sent
     MonoTime delivered_time;   // when the last of those was answered
+    MonoTime first_sent_time;  // when the last of those was sent
     bool app_limited = false;
     bool bulk = true;  // a data call: gives delivery-rate samples
     MonoTime sent_time;         // handed upstream
@@ -150,8 +155,9 @@ class CongestionController {
 
   explicit CongestionController(CongestionOptions options);
 
-  // Returns true iff a call of `bytes` may be handed upstream now: nothing is
-  // in flight, or the call fits in the window.
+  // Returns true iff a data call of `bytes` may be handed upstream now: no
+  // data call is in flight (small metadata calls do not hold the link), or
+  // the call fits in the window.
   bool CanSend(uint64_t bytes) const;
   // Records a call handed upstream at `now`. Returns its ticket, to be given
   // back to OnReply or OnFailure. Calls that are not `bulk` (small metadata)
@@ -275,6 +281,7 @@ class CongestionController {
   // Delivery.
   uint64_t delivered_ = 0;
   MonoTime delivered_time_;
+  MonoTime first_sent_time_;  // when the data call answered last was sent
   uint64_t app_limited_until_ = 0;  // delivered count; 0 = not limited
   uint64_t bulk_in_flight_ = 0;     // bytes of data calls in flight
   Duration service_{};              // server time of the last data call
