@@ -377,10 +377,13 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     // pacer applies: then it held nothing back.)
     if (bw > 0 || (pacer_limited && seen_queue_ && !fast_link_)) {
       double next = bw > 0 ? std::min(pacing_rate_ * gain, bw * gain) : pacing_rate_ * gain;
-      // In a long round that the pacer held back, what was delivered falls
-      // short of the pacing rate by the pacer's own gaps, not the link's:
-      // without a queue, the step is from the pacing rate.
-      if (long_round && pacer_limited && queue < target / 4) next = pacing_rate_ * gain;
+      // In a long round without a queue, what was delivered fell short of
+      // the pacing rate by the pacer's own gaps, not the link's (a link
+      // slower than the pacer would have built a queue): the step is from
+      // the pacing rate. (On a loaded machine a pacer whose timers fire
+      // late sends at a fraction of its rate; a step from what it
+      // delivered would lower the rate round after round.)
+      if (long_round && queue < target / 4) next = pacing_rate_ * gain;
       // Below the rate the link carried with a queue, and no queue now:
       // the queue of the last drop has drained, back to that rate at once.
       if (below_link) next = queue_rate_;

@@ -552,6 +552,28 @@ TEST(CongestionTest, ALongServerStallDoesNotLeaveTheRateLow) {
   EXPECT_LE(Quantile(m.queue_ms, 0.5), kTargetMs);
 }
 
+TEST(CongestionTest, ASlowPacerDoesNotSpiralTheRateDown) {
+  // 1.1 MB WRITEs on a 25 MB/s link at 50 ms, from a pacer that sends at
+  // 40% of its rate (a loaded machine: its timers fire late). Another
+  // sender takes most of the link for 2 s; the queue drops the rate. Once
+  // the link is free, rounds without a queue raise the rate from the
+  // pacing rate, not from the 40% the pacer delivered, which would lower
+  // it round after round.
+  CongestionController cc(Options());
+  const double link_rate = 25e6;
+  SimulatedLink link(cc, link_rate, milliseconds(25), 1110016);
+  link.set_pacer_efficiency(0.4);
+  link.Run(std::chrono::seconds(3));
+  link.set_rate(3e6);
+  link.Run(std::chrono::seconds(2));
+  ASSERT_GE(cc.stats().decreases, 1u);
+  link.set_rate(link_rate);
+  link.Run(std::chrono::seconds(5));
+  Measured m = Measure(link, std::chrono::seconds(3));
+  EXPECT_GE(m.rate, 0.5 * link_rate);
+  EXPECT_LE(Quantile(m.queue_ms, 0.5), kTargetMs);
+}
+
 TEST(CongestionTest, PacedCallsGrowBackWithoutKeptSamples) {
   // One 480 KiB call a round, application limited, on a fast link that
   // slows to 5 MB/s for three seconds (another sender), then comes back. The
