@@ -46,7 +46,11 @@
 //    in the start-up, a step moves the queue by at most half the target by
 //    the round's end, x4 for each round in a row that grew without a queue
 //    (up to 12.5%, in the start-up too), so a rate far below the link
-//    finds it within a few rounds;
+//    finds it within a few rounds; without a queue (below a quarter of
+//    the target) that step is from the pacing rate, not from the delivery
+//    rate (a link slower than the pacer would have queued; a pacer whose
+//    late timers send at a fraction of its rate would otherwise lower the
+//    rate round after round);
 //  - queueing delay above the target: the rate drops below the measured
 //    delivery rate in proportion, (base + target) / (base + delay), or, in
 //    a round much longer than the delay (large calls), by the share the
