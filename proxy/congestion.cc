@@ -219,12 +219,14 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     // An application-limited sample says only that the link carries at
     // least that much: kept when above what is known (after a pause, with
     // the samples gone, the pacing rate), never to lower it.
-    if (!held && (!t.app_limited || rate > std::max(BottleneckRate(), pacing_rate_))) {
-      rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
-      round_rate_ = std::max(round_rate_, rate);
+    if (!held) {
+      if (!t.app_limited || rate > std::max(BottleneckRate(), pacing_rate_)) {
+        rates_[next_rate_++ % kRateSamples] = RateSample{now, rate};
+        round_rate_ = std::max(round_rate_, rate);
+      }
+      // Kept or not, it tells whether the pacer held the call back.
+      round_send_rate_ = std::max(round_send_rate_, rate);
     }
-    // Kept or not, it tells whether the pacer held the call back.
-    if (!held) round_send_rate_ = std::max(round_send_rate_, rate);
     round_min_bulk_ = round_min_bulk_ ? std::min(*round_min_bulk_, judged) : judged;
     round_min_path_ = round_min_path_ ? std::min(*round_min_path_, rtt) : rtt;
   }
