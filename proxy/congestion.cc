@@ -71,6 +71,7 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   t.busy_since = busy_since_;
   t.before_rate = pacing_rate_ <= 0;
   t.ahead = in_flight_;
+  if (bulk) t.paced_at = applied_pacing_rate();
   in_flight_ += bytes;
   if (bulk) bulk_in_flight_ += bytes;
   largest_call_ = std::max(largest_call_, bytes);
@@ -208,7 +209,7 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     const double floor = LinkFloor();
     if (have_base_ && rtt > base_rtt_ && floor > 0) {
       const auto own = std::chrono::duration_cast<Duration>(
-          std::chrono::duration<double>(static_cast<double>(t.ahead + t.bytes) / floor));
+          std::chrono::duration<double>(OwnQueueBytes(t, sent, floor) / floor));
       judged = base_rtt_ + std::min(rtt - base_rtt_, own);
     }
     // A reply held longer than the target beyond that measured the
@@ -234,6 +235,27 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
   // Rounds are counted by data calls: small calls answered while one large
   // call is on the wire do not end its round.
   if (t.bulk && t.delivered >= round_end_delivered_) OnRoundEnd(now);
+}
+
+double CongestionController::OwnQueueBytes(const Ticket& t, MonoTime sent, double floor) {
+  // The round trip runs from the call's last byte. While its bytes were
+  // being sent (paced, or behind others), the link carried at least the
+  // floor's worth of them and of those ahead: that much cannot be queued
+  // when the last one left. What cannot have drained is what the sender let
+  // out faster than the floor: unpaced, the call's every byte at once at
+  // the end; paced, a burst of about 4 ms at the pacing rate
+  // (rpc/rpc_client.cc PaceOut), and, when that rate is above the floor,
+  // the share of the bytes (its own, and those ahead still being paced)
+  // sent faster than the floor.
+  const double bytes = static_cast<double>(t.bytes);
+  const double all = static_cast<double>(t.ahead) + bytes;
+  double tail = bytes;
+  if (t.paced_at > 0) {
+    const double burst = std::clamp(t.paced_at * 0.004, 2896.0, 131072.0);
+    tail = std::min(all, burst + all * std::max(0.0, 1.0 - floor / t.paced_at));
+  }
+  const double sending = std::max(0.0, Seconds(sent - t.sent_time));
+  return std::max(all - floor * sending, tail);
 }
 
 double CongestionController::LongRoundShare(Duration round_length) const {

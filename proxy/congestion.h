@@ -23,7 +23,10 @@
 // Of a data call's delay above the base RTT, only what its bytes and those
 // in flight ahead of it take at the least rate the link has shown (the
 // largest of the last few samples, application limited or not) can be a
-// queue of the proxy's own; the rest is the server's (a stalled fsync) or
+// queue of the proxy's own, less what the link carried of them while the
+// call was being sent (its round trip runs from its last byte: a call the
+// pacer spread over 30 ms at the floor's rate left nothing queued but the
+// pacer's last burst); the rest is the server's (a stalled fsync) or
 // another sender's, which a lower rate would not drain, and is not judged.
 // A reply held longer than the queue delay target beyond that measured the
 // server's stall: its rate sample is not kept.
@@ -155,6 +158,7 @@ class CongestionController {
     // unless lowered by SetAnswered.
     uint64_t answered = 0;
     uint64_t ahead = 0;  // bytes in flight when it was sent
+    double paced_at = 0;  // the pacing rate applied when it was sent (0: none)
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -248,6 +252,10 @@ class CongestionController {
   // The largest of the last kFloorSamples samples of any kind: application
   // limited or not, the link carried at least that much.
   double LinkFloor() const { return LargestRecent(floor_rates_); }
+  // The most of the bytes of `t` and of those ahead of it that can still be
+  // queued at the bottleneck when its last byte left at `sent`, on a link of
+  // at least `floor` bytes/s.
+  static double OwnQueueBytes(const Ticket& t, MonoTime sent, double floor);
   // Half the queue delay target as a share of a round of `round_length`:
   // the change of rate that, kept for the round, moves the queue by that.
   double LongRoundShare(Duration round_length) const;

@@ -533,6 +533,35 @@ TEST(CongestionTest, AServerStallIsNotAQueue) {
   EXPECT_GE(m.rate, 0.95 * (480 << 10) / 0.051);
 }
 
+TEST(CongestionTest, APacedLoneCallHeldByTheServerIsNotAQueue) {
+  // The benchmark's stablewrite K = 1 at 50 ms on a busy server: one 32 KiB
+  // FILE_SYNC WRITE a round on a fast link. The first is held 35 ms (a new
+  // file's first fsync), which, sent before any rate was known, counts as
+  // a queue: the pacer starts at about 1 MB/s. Then every third round the
+  // server holds a reply 30 ms. A paced call's bytes left over the time
+  // the pacer took, while the link carried them: they could not still be
+  // queued when its last byte left, so a hold after it is not a queue: the
+  // rate must not fall at every hold.
+  CongestionController cc(Options());
+  SimulatedLink link(cc, 2e9, milliseconds(25), 32 << 10);
+  link.set_max_calls(0);  // first the metadata calls (LOOKUP, CREATE)
+  link.set_probe_interval(milliseconds(60));
+  link.Run(milliseconds(130));
+  link.set_probe_interval(Duration::zero());
+  link.set_max_calls(1);
+  link.set_client_turnaround(true);
+  link.StallServer(link.now(), link.now() + milliseconds(60));
+  link.Run(milliseconds(200));
+  ASSERT_GT(cc.applied_pacing_rate(), 0) << "the first call no longer starts the pacer";
+  const uint64_t first_decreases = cc.stats().decreases;
+  for (int i = 0; i < 100; ++i) {
+    // (A call reaches the server about 55 ms after it is sent.)
+    if (i % 3 == 0) link.StallServer(link.now() + milliseconds(50), link.now() + milliseconds(100));
+    link.Run(milliseconds(100));
+  }
+  EXPECT_EQ(cc.stats().decreases, first_decreases) << "a server hold was taken for a queue";
+}
+
 // The benchmark's write-behind flush: WRITEs of the server's preferred
 // size on a 200 Mbit/s link.
 constexpr double kWanRate = 25e6;
