@@ -206,17 +206,22 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
     // has shown. The rest is the server's (a stall: a slow fsync, a busy
     // disk) or another sender's, which a lower rate would not drain.
     Duration judged = rtt;
+    // A reply held longer than the target beyond what all its bytes and
+    // those ahead take at that rate measured the server's stall, not the
+    // link (a sample over a stall of seconds is a small fraction of the
+    // link's rate): its sample is not kept, nor does it set the rate a drop
+    // starts from. (Judged on all of them: a paced call's sample, at about
+    // the pacing rate, is what lets the rounds after a drop grow.)
+    bool held = false;
     const double floor = LinkFloor();
     if (have_base_ && rtt > base_rtt_ && floor > 0) {
-      const auto own = std::chrono::duration_cast<Duration>(
-          std::chrono::duration<double>(OwnQueueBytes(t, sent, floor) / floor));
-      judged = base_rtt_ + std::min(rtt - base_rtt_, own);
+      auto at_floor = [&](double bytes) {
+        return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(bytes / floor));
+      };
+      judged = base_rtt_ + std::min(rtt - base_rtt_, at_floor(OwnQueueBytes(t, sent, floor)));
+      held = rtt - base_rtt_ - at_floor(static_cast<double>(t.ahead + t.bytes)) >
+             options_.queue_delay_target;
     }
-    // A reply held longer than the target beyond that measured the
-    // server's stall, not the link (a sample over a stall of seconds is a
-    // small fraction of the link's rate): its sample is not kept, nor does
-    // it set the rate a drop starts from.
-    const bool held = rtt - judged > options_.queue_delay_target;
     // An application-limited sample says only that the link carries at
     // least that much: kept when above what is known (after a pause, with
     // the samples gone, the pacing rate), never to lower it.
