@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rpc/rpc_caller.h"
+
 namespace nfsedge {
 
 namespace {
@@ -248,15 +250,15 @@ double CongestionController::OwnQueueBytes(const Ticket& t, MonoTime sent, doubl
   // floor's worth of them and of those ahead: that much cannot be queued
   // when the last one left. What cannot have drained is what the sender let
   // out faster than the floor: unpaced, the call's every byte at once at
-  // the end; paced, a burst of about 4 ms at the pacing rate
-  // (rpc/rpc_client.cc PaceOut), and, when that rate is above the floor,
+  // the end; paced, the pacer's largest burst (its credit), and, when that
+  // rate is above the floor,
   // the share of the bytes (its own, and those ahead still being paced)
   // sent faster than the floor.
   const double bytes = static_cast<double>(t.bytes);
   const double all = static_cast<double>(t.ahead) + bytes;
   double tail = bytes;
   if (t.paced_at > 0) {
-    const double burst = std::clamp(t.paced_at * 0.004, 2896.0, 131072.0);
+    const double burst = kPacerCreditQuanta * PacingQuantum(t.paced_at);
     tail = std::min(all, burst + all * std::max(0.0, 1.0 - floor / t.paced_at));
   }
   const double sending = std::max(0.0, Seconds(sent - t.sent_time));

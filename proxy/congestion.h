@@ -28,7 +28,8 @@
 // pacer spread over 30 ms at the floor's rate left nothing queued but the
 // pacer's last burst); the rest is the server's (a stalled fsync) or
 // another sender's, which a lower rate would not drain, and is not judged.
-// A reply held longer than the queue delay target beyond that measured the
+// A reply held longer than the queue delay target beyond what all those
+// bytes take at that rate (without the sending-time credit) measured the
 // server's stall: its rate sample is not kept.
 //
 // What it decides, once per round trip ("round"), from the smallest round

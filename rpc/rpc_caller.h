@@ -5,6 +5,7 @@
 #ifndef NFSEDGE_RPC_RPC_CALLER_H_
 #define NFSEDGE_RPC_RPC_CALLER_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,13 @@ struct RpcReply {
     return std::string_view(record).substr(header.results_offset);
   }
 };
+
+// A pacer's send quantum at `rate` bytes/s: about 2 ms of it, one TCP
+// segment at least, 64 KiB at most. RpcClient's pacer keeps at most
+// kPacerCreditQuanta of credit while calls wait, so no more than that many
+// quanta leave at once.
+inline double PacingQuantum(double rate) { return std::clamp(rate * 0.002, 1448.0, 65536.0); }
+inline constexpr int kPacerCreditQuanta = 2;
 
 // Returns true iff `r` is a reply the server accepted and ran (SUCCESS).
 inline bool Succeeded(const StatusOr<RpcReply>& r) {

@@ -449,13 +449,13 @@ void RpcClient::PaceOut() {
   pace_timer_.Cancel();
   const auto now = SteadyClock::now();
   // Chunks of about 2 ms at the rate, one TCP segment at least.
-  const double quantum = std::clamp(pacing_rate_ * 0.002, 1448.0, 65536.0);
+  const double quantum = PacingQuantum(pacing_rate_);
   if (tokens_at_ != SteadyClock::time_point{}) {
     tokens_ += pacing_rate_ * std::chrono::duration<double>(now - tokens_at_).count();
   }
   // While calls wait, a timer that fired late does not cost the rate: up to
   // a second quantum of the time is made up.
-  tokens_ = std::min(tokens_, paced_.empty() ? quantum : 2 * quantum);
+  tokens_ = std::min(tokens_, paced_.empty() ? quantum : kPacerCreditQuanta * quantum);
   tokens_at_ = now;
   while (!paced_.empty()) {
     PacedWrite& w = paced_.front();

@@ -538,7 +538,7 @@ TEST(CongestionTest, APacedLoneCallHeldByTheServerIsNotAQueue) {
   // FILE_SYNC WRITE a round on a fast link. The first is held 35 ms (a new
   // file's first fsync), which, sent before any rate was known, counts as
   // a queue: the pacer starts at about 1 MB/s. Then every third round the
-  // server holds a reply 30 ms. A paced call's bytes left over the time
+  // server holds a reply up to 45 ms. A paced call's bytes left over the time
   // the pacer took, while the link carried them: they could not still be
   // queued when its last byte left, so a hold after it is not a queue: the
   // rate must not fall at every hold.
