@@ -189,10 +189,14 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
       // A short transfer tells of the link only for an outbound call as
       // large as the ones a pacer would stretch (a READ's reply may be far
       // shorter than its count).
+      // One long transfer on a link shown to be fast may be the server's
+      // (a reply held by a slow fsync, the next call's short again): the
+      // link is taken for slow at the second in a row.
       if (std::max(transfer, sent - t.sent_time) >= base_rtt_ / 4) {
-        fast_link_ = false;
+        if (++long_transfers_ >= 2) fast_link_ = false;
       } else if (t.outbound && 2 * t.bytes >= largest_outbound_) {
         fast_link_ = true;
+        long_transfers_ = 0;
       }
       transfer = std::max({transfer, sent - t.sent_time, base_rtt_ / 4, kMinTransfer});
       // Sent unpaced, alone, and longer than the target on the wire: the
@@ -371,6 +375,7 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     factor = std::clamp(factor, 0.5, 1.0 - std::min(kMinDrop, LongRoundShare(horizon)));
     double basis = recent_rate > 0 ? std::min(pacing_rate_, recent_rate) : pacing_rate_;
     pacing_rate_ = basis * factor;
+    if (!first_rate) queue_confirmed_ = true;
     drop_factor_ = factor;
     hold_round_ = true;
     counters_.decreases++;
@@ -391,11 +396,18 @@ void CongestionController::OnRoundEnd(MonoTime now) {
     const bool below_link = long_round && pacing_rate_ < kNearLink * queue_rate_;
     double gain = 2.0;
     if (seen_queue_ || long_round) {
-      // Doubling is for short rounds: a long round's step, start-up or
-      // not, stops at kGain (a larger one would fill the queue in a round).
+      // Doubling is for short rounds: a long round's step stops at kGain (a
+      // larger one would fill the queue in a round), but for one case. While
+      // the only queue the path has shown is the first call's (sent unpaced
+      // before any rate), that call's delay may have been the server's (a new
+      // file's first fsync) rather than the link's, and the rate set from it
+      // far below the link: then the step, which grows with the rounds in a
+      // row that showed no queue at all, may reach doubling. A round with any
+      // queue sets it back to the round's share.
       double step = kGain;
       if (long_round && !below_link) {
-        step = std::min(step, LongRoundShare(round_length) * std::pow(kQuietStep, quiet_rounds_));
+        const double cap = queue_confirmed_ ? kGain : 1.0;
+        step = std::min(cap, LongRoundShare(round_length) * std::pow(kQuietStep, quiet_rounds_));
       }
       gain = 1.0 + step * (1.0 - Seconds(queue) / Seconds(target / 2));
     }

@@ -267,15 +267,20 @@ class CongestionController {
   uint64_t window_;
   double pacing_rate_ = 0;
   bool seen_queue_ = false;  // leaves the doubling start-up
+  // A round after the one that gave the first rate had a queue above the
+  // target: the link, not only the first call's server time, was seen full.
+  bool queue_confirmed_ = false;
   // The latest outbound call sent on an idle link, at least half as large
   // as the largest outbound call yet, was on the wire for less than a
   // quarter of the base RTT, the shortest transfer a sample can time (and
-  // no call since took longer, and no round since showed a queue): the
+  // no two calls in a row since took longer, and no round since showed a
+  // queue): the
   // link carries the calls faster than any rate measured, and a pacer set
   // from those samples would only stretch every call (a gathered WRITE on
-  // a fast link, one a round). Not paced until a call's transfer shows
-  // otherwise.
+  // a fast link, one a round). Not paced until two calls' transfers in a
+  // row show otherwise (or a round shows a queue).
   bool fast_link_ = false;
+  int long_transfers_ = 0;  // long transfers since the last short one
   uint64_t largest_outbound_ = 0;  // the largest outbound call yet
   int quiet_rounds_ = 0;     // rounds in a row that grew without a queue
   double queue_rate_ = 0;    // delivery rate of the last round with a queue

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,120 +13,16 @@
 #include "proxy/congestion.h"
 #include "proxy/scheduler.h"
 #include "rpc/auth_sys.h"
+#include "simulated_link.h"
 
 namespace nfsedge {
 namespace {
 
 using std::chrono::milliseconds;
 
-Duration FromSeconds(double s) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
-}
-
 // ---------------------------------------------------------------------------
-// CongestionController after an idle period.
-//
-// A bulk sender of `call`-byte WRITEs, at most `max_calls` in flight, over a
-// FIFO bottleneck of `rate` bytes/s and a base round trip of 2 x `one_way`,
-// paced as the controller says, with an optional small metadata probe
-// (the model of congestion_test.cc's SimulatedLink).
-class BulkSender {
- public:
-  static constexpr Duration kTick = std::chrono::microseconds(250);
-
-  BulkSender(CongestionController& cc, double rate, Duration one_way, uint64_t call)
-      : cc_(cc), rate_(rate), one_way_(one_way), call_(call) {}
-
-  void set_max_calls(size_t n) { max_calls_ = n; }
-  void set_service(Duration d) { service_ = d; }
-  // A small metadata call (not bulk, not paced) every `d`, as the
-  // benchmark's GETATTR probe; 0 = none.
-  void set_probe_interval(Duration d) { probe_interval_ = d; }
-  FakeClock& clock() { return clock_; }
-  uint64_t delivered() const { return delivered_; }
-
-  void Run(Duration d) {
-    const MonoTime end = clock_.MonoNow() + d;
-    while (clock_.MonoNow() < end) {
-      clock_.Advance(kTick);
-      const MonoTime now = clock_.MonoNow();
-      while (!replies_.empty() && replies_.begin()->first <= now) {
-        const Flight& f = replies_.begin()->second;
-        cc_.OnReply(f.ticket, f.sent, now, f.ticket.bulk ? service_ : Duration::zero());
-        if (f.ticket.bulk) {
-          delivered_ += f.ticket.bytes;
-          in_flight_--;
-        }
-        replies_.erase(replies_.begin());
-      }
-      if (probe_interval_ > Duration::zero() && now >= next_probe_) Probe(now);
-      while (now >= next_release_ && in_flight_ < max_calls_ && cc_.CanSend(call_)) Send(now);
-      // The scheduler marks the calls in flight application limited when
-      // its queues are empty (the end of every Pump).
-      if (in_flight_ >= max_calls_) cc_.SetAppLimited();
-    }
-  }
-
- private:
-  struct Flight {
-    CongestionController::Ticket ticket;
-    MonoTime sent;
-  };
-  // The bottleneck's backlog, in time, at `now`: it grows while the last
-  // call's bytes arrive faster than the link takes them, then drains.
-  Duration Backlog(MonoTime now) const {
-    if (now >= last_.last_byte) return std::max(Duration::zero(), last_.finish - now);
-    const double done = std::chrono::duration<double>(now - last_.send).count() /
-                        std::chrono::duration<double>(last_.last_byte - last_.send).count();
-    const double at_send =
-        std::max(0.0, std::chrono::duration<double>(last_.before - last_.send).count());
-    const double at_end = std::chrono::duration<double>(last_.finish - last_.last_byte).count();
-    return FromSeconds(at_send + (at_end - at_send) * done);
-  }
-  void Probe(MonoTime now) {
-    next_probe_ = now + probe_interval_;
-    CongestionController::Ticket t = cc_.OnSend(200, now, false);
-    replies_.emplace(now + Backlog(now) + 2 * one_way_, Flight{t, now});
-  }
-  void Send(MonoTime now) {
-    CongestionController::Ticket t = cc_.OnSend(call_, now);
-    cc_.MarkOutbound(&t);
-    const double pace = cc_.applied_pacing_rate();
-    const MonoTime last_byte = now + (pace > 0 ? FromSeconds(call_ / pace) : Duration::zero());
-    const MonoTime start = std::max(now, link_free_);
-    const MonoTime finish = std::max(last_byte, start + FromSeconds(call_ / rate_));
-    last_ = Transfer{now, last_byte, finish, link_free_};
-    link_free_ = finish;
-    in_flight_++;
-    replies_.emplace(finish + 2 * one_way_ + service_, Flight{t, last_byte});
-    next_release_ = last_byte;
-  }
-
-  struct Transfer {
-    MonoTime send, last_byte, finish, before;
-  };
-  FakeClock clock_;
-  CongestionController& cc_;
-  Transfer last_{};
-  Duration probe_interval_{};
-  MonoTime next_probe_{};
-  const double rate_;
-  const Duration one_way_;
-  const uint64_t call_;
-  size_t max_calls_ = SIZE_MAX;
-  size_t in_flight_ = 0;
-  Duration service_{};
-  MonoTime link_free_{};
-  MonoTime next_release_{};
-  std::multimap<MonoTime, Flight> replies_;
-  uint64_t delivered_ = 0;
-};
-
-CongestionOptions TwentyMsTarget() {
-  CongestionOptions o;
-  o.queue_delay_target = milliseconds(20);
-  return o;
-}
+// CongestionController after an idle period, on a simulated link
+// (simulated_link.h).
 
 // The congestion benchmark's link (2 Mbit/s, 40 ms) and write path (one
 // 256 KB FILE_SYNC WRITE at a time, 5 ms of fsync). After the client pauses
@@ -142,8 +37,8 @@ CongestionOptions TwentyMsTarget() {
 TEST(CongestionAfterIdleTest, OneSmallSlowCallAfterAPauseDoesNotCollapseThePacingRate) {
   constexpr double kSlow = 250e3;
   constexpr uint64_t kLarge = 256 << 10;
-  CongestionController cc(TwentyMsTarget());
-  BulkSender link(cc, kSlow, milliseconds(20), kLarge);
+  CongestionController cc(simulated::Options());
+  simulated::SimulatedLink link(cc, kSlow, milliseconds(20), kLarge);
   link.set_max_calls(1);
   link.set_service(milliseconds(5));
   link.set_probe_interval(milliseconds(100));
@@ -172,9 +67,9 @@ TEST(CongestionAfterIdleTest, OneSmallSlowCallAfterAPauseDoesNotCollapseThePacin
   // The client's writes resume: what they get over the next 15 s.
   link.set_max_calls(1);
   link.set_probe_interval(milliseconds(100));
-  const uint64_t delivered = link.delivered();
+  const uint64_t delivered = link.delivered_bytes();
   link.Run(std::chrono::seconds(15));
-  const double rate = (link.delivered() - delivered) / 15.0;
+  const double rate = (link.delivered_bytes() - delivered) / 15.0;
   // Unpaced, one call per (transfer + round trip + fsync) is the best.
   const double best = kLarge / (kLarge / kSlow + 0.045);
   EXPECT_GE(rate, 0.7 * best) << "bulk rate after the pause: " << rate << " bytes/s";
