@@ -150,7 +150,7 @@ void ReadPath::Attempt(const OpPtr& op) {
   for (size_t k = 0; k < missing.size();) {
     size_t n = 1;
     while (k + n < missing.size() && n < per_fetch && missing[k + n] == missing[k] + n) ++n;
-    if (!Fetch(op->fh, missing[k], n, *op->exp, op->cred, false)) {
+    if (!Fetch(op->fh, missing[k], n, size, *op->exp, op->cred, false)) {
       if (!waiting) Forward(op);
       return;
     }
@@ -257,7 +257,8 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   uint64_t run_start = 0, run_len = 0;
   auto flush = [&]() {
     bool ok = run_len == 0 || (background_ < options_.max_background &&
-                               Fetch(op->fh, run_start, run_len, *op->exp, op->cred, true));
+                               Fetch(op->fh, run_start, run_len, attr.size, *op->exp,
+                                     op->cred, true));
     run_len = 0;
     return ok;
   };
@@ -283,13 +284,14 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
   }
   const uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,
                                              read_size_ / block_size_);
-  if (!Fetch(fh, 0, blocks, exp, cred, true, std::move(done))) return false;
+  if (!Fetch(fh, 0, blocks, size, exp, cred, true, std::move(done))) return false;
   stats_.tree_fetches++;
   return true;
 }
 
-bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-                     const OpaqueAuth& cred, bool prefetch, std::function<void()> done) {
+bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
+                     const Export& exp, const OpaqueAuth& cred, bool prefetch,
+                     std::function<void()> done) {
   READ3args a{};
   a.file = FhView(fh);
   a.offset = first * block_size_;
@@ -299,8 +301,12 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, cons
   const Export* e = &exp;
   const MonoTime sent = clock_.MonoNow();
   const uint64_t seq = write_seq_;
-  Status s = upstream_.Call(
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire,
+  // The count stays whole blocks (the blocks are stored whole, and a file
+  // that grew since its attributes is read to its new end); only the bytes
+  // in flight count what the known size leaves.
+  const uint64_t expected = size > a.offset ? std::min<uint64_t>(a.count, size - a.offset) : 0;
+  Status s = upstream_.CallExpecting(
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire, expected,
       [this, fh, first, count, e, cred, prefetch, sent, seq, done](StatusOr<RpcReply> r) {
         OnFetched(fh, first, count, *e, cred, prefetch, sent, seq, std::move(r));
         if (done) done();

@@ -149,10 +149,13 @@ class ReadPath {
   bool Answer(const OpPtr& op, const fattr3& attr, uint64_t first, uint64_t last);
   void Forward(const OpPtr& op);
   void ReadAhead(const OpPtr& op, const fattr3& attr);
-  // Sends an upstream READ of `count` blocks from block `first` of `fh`.
-  // Returns false if it could not be queued.
-  bool Fetch(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-             const OpaqueAuth& cred, bool prefetch, std::function<void()> done = {});
+  // Sends an upstream READ of `count` blocks from block `first` of `fh`, a
+  // file of `size` bytes as far as the proxy knows (its reply is expected to
+  // carry no more than the bytes up to there). Returns false if it could not
+  // be queued.
+  bool Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
+             const Export& exp, const OpaqueAuth& cred, bool prefetch,
+             std::function<void()> done = {});
   void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
                  const OpaqueAuth& cred, bool prefetch, MonoTime sent, uint64_t write_seq,
                  StatusOr<RpcReply> reply);

@@ -33,11 +33,17 @@ uint64_t TrailingCount(std::string_view args) {
 }
 
 // The bytes a call puts on the path: its arguments, and for calls whose
-// reply carries data, the most the reply may carry.
-uint64_t CallBytes(uint32_t prog, uint32_t proc, std::string_view args) {
+// reply carries data, the most the reply may carry, or what the caller
+// expects it to carry when that is less (a READ to the end of a file whose
+// size it knows: counted at its count, a tree walk's READs of small files
+// would fill the window many times over with bytes that never come).
+uint64_t CallBytes(uint32_t prog, uint32_t proc, std::string_view args,
+                   std::optional<uint64_t> expected_reply) {
   uint64_t bytes = args.size() + kCallOverhead;
   if (prog == kProgNfs && (proc == kProcRead || proc == kProcReaddir || proc == kProcReaddirplus)) {
-    bytes += std::min<uint64_t>(TrailingCount(args), 64u << 20);
+    uint64_t reply = std::min<uint64_t>(TrailingCount(args), 64u << 20);
+    if (expected_reply) reply = std::min(reply, *expected_reply);
+    bytes += reply;
   }
   return bytes;
 }
@@ -72,15 +78,25 @@ class UpstreamScheduler::Facade : public RpcCaller {
   Facade(UpstreamScheduler* s, CallClass c) : s_(s), c_(c) {}
   Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
               std::string_view args, ReplyCallback done) override {
-    CallClass c = c_;
-    if (c == CallClass::kInteractive && prog == kProgNfs &&
-        (proc == kProcRead || proc == kProcWrite || proc == kProcCommit)) {
-      c = CallClass::kClientData;
-    }
-    return s_->Submit(c, prog, vers, proc, cred, args, std::move(done));
+    return s_->Submit(Class(prog, proc), prog, vers, proc, cred, args, std::move(done));
+  }
+  Status CallExpecting(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+                       std::string_view args, uint64_t expected_reply,
+                       ReplyCallback done) override {
+    return s_->Submit(Class(prog, proc), prog, vers, proc, cred, args, std::move(done),
+                      expected_reply);
   }
 
  private:
+  // Data calls made on the interactive caller are client data.
+  CallClass Class(uint32_t prog, uint32_t proc) const {
+    if (c_ == CallClass::kInteractive && prog == kProgNfs &&
+        (proc == kProcRead || proc == kProcWrite || proc == kProcCommit)) {
+      return CallClass::kClientData;
+    }
+    return c_;
+  }
+
   UpstreamScheduler* const s_;
   const CallClass c_;
 };
@@ -118,9 +134,9 @@ void UpstreamScheduler::Shutdown(const Status& why) {
 
 Status UpstreamScheduler::Submit(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc,
                                  const OpaqueAuth& cred, std::string_view args,
-                                 ReplyCallback done) {
+                                 ReplyCallback done, std::optional<uint64_t> expected_reply) {
   if (shut_down_) return Status(StatusCode::kCancelled, "upstream scheduler is shut down");
-  const uint64_t bytes = CallBytes(prog, proc, args);
+  const uint64_t bytes = CallBytes(prog, proc, args, expected_reply);
   if (cls == CallClass::kInteractive) {
     Status s = Send(cls, prog, vers, proc, cred, args, std::move(done), bytes);
     if (s.ok()) stats_.calls[0]++;

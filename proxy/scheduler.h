@@ -142,8 +142,10 @@ class UpstreamScheduler {
     size_t size = 0;
   };
 
+  // `expected_reply`: see RpcCaller::CallExpecting.
   Status Submit(CallClass cls, uint32_t prog, uint32_t vers, uint32_t proc,
-                const OpaqueAuth& cred, std::string_view args, ReplyCallback done);
+                const OpaqueAuth& cred, std::string_view args, ReplyCallback done,
+                std::optional<uint64_t> expected_reply = std::nullopt);
   // Sends what the window, the write cap and the class order allow.
   void Pump();
   // Returns the client of `q` whose next sendable call comes first, or

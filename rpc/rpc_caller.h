@@ -56,6 +56,16 @@ class RpcCaller {
   // `done`, iff the call cannot be queued (e.g. ResourceExhausted).
   virtual Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
                       std::string_view args, ReplyCallback done) = 0;
+  // As Call, for a call whose reply is expected to carry about
+  // `expected_reply` bytes of data, fewer than the count it asks for (a READ
+  // that reaches the end of a file whose size is known): a transport that
+  // budgets the bytes in flight counts those. The default ignores the hint.
+  virtual Status CallExpecting(uint32_t prog, uint32_t vers, uint32_t proc,
+                               const OpaqueAuth& cred, std::string_view args,
+                               uint64_t expected_reply, ReplyCallback done) {
+    (void)expected_reply;
+    return Call(prog, vers, proc, cred, args, std::move(done));
+  }
 };
 
 }  // namespace nfsedge

@@ -95,6 +95,7 @@ struct Outcome {
 struct SentRead {
   uint64_t offset;
   uint32_t count;
+  std::optional<uint64_t> expected;  // the reply's bytes the scheduler was told to expect
 };
 
 // The upstream's view of one file.
@@ -269,7 +270,7 @@ class ReadPathTest : public ::testing::Test {
       if (s.proc != NFSPROC3_READ) continue;
       XdrValue<READ3args> a(Proc(xdr_READ3args));
       EXPECT_TRUE(a.Decode(s.args));
-      out.push_back(SentRead{a->offset, a->count});
+      out.push_back(SentRead{a->offset, a->count, s.expected_reply});
     }
     return out;
   }

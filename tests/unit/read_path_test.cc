@@ -181,7 +181,7 @@ TEST_F(ReadPathTest, ForwardedReplyIsLearned) {
   a.offset = kBlock;
   a.count = 2 * kBlock;
   FakeUpstream::Seen seen{
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
   rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
   ExpectData(ReadNow(kBlock + 10, kBlock), kBlock + 10, kBlock);
   EXPECT_EQ(up_.calls.size(), 0u);
@@ -244,6 +244,13 @@ TEST_F(ReadPathTest, EndOfFile) {
   ExpectData(tail, 8000, 4096);
   EXPECT_EQ(tail.reply().count, 2000u);
   EXPECT_TRUE(tail.reply().eof);
+  // The fetch asks for whole blocks, but the scheduler counts in flight only
+  // the bytes the file's known size leaves (its window is not filled with
+  // bytes that never come).
+  ASSERT_EQ(Reads().size(), 1u);
+  EXPECT_EQ(Reads()[0].count % kBlock, 0u);
+  EXPECT_GT(Reads()[0].offset + Reads()[0].count, 10000u);
+  EXPECT_EQ(Reads()[0].expected, 10000 - Reads()[0].offset);
 
   ExpectData(ReadNow(0, 10000), 0, 10000);  // exactly to the end: eof
   EXPECT_TRUE(ReadNow(0, 10000).reply().eof);
@@ -376,6 +383,7 @@ TEST_F(ReadPathTest, PrefetchFileFillsTheCache) {
   ASSERT_EQ(Reads().size(), 1u);
   EXPECT_EQ(Reads()[0].offset, 0u);
   EXPECT_EQ(Reads()[0].count, 3 * kBlock) << "the whole file, in whole blocks";
+  EXPECT_EQ(Reads()[0].expected, 10000u) << "counted in flight at the file's size";
   EXPECT_FALSE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr), exp_,
                                  user_, [] {}))
       << "already cached";

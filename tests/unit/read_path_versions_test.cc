@@ -95,7 +95,7 @@ class OldDiskVersionTest : public ReadPathTest {
     a.offset = 0;
     a.count = static_cast<count3>(file().data.size());
     FakeUpstream::Seen seen{
-        kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+        kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
     rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
   }
 

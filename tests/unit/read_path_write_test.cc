@@ -56,7 +56,7 @@ TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
   a.offset = 0;
   a.count = 2 * kBlock;
   FakeUpstream::Seen seen{
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr};
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
   const auto sent = std::chrono::steady_clock::now();
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);

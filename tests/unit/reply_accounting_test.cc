@@ -180,10 +180,15 @@ class ReplyAccountingTest : public ::testing::Test {
   }
   // Makes a client data call; returns the bytes the scheduler counted it at
   // (what it added to the bytes in flight).
-  uint64_t Call(uint32_t proc, const std::string& args) {
+  // With `expected`, the call is made with CallExpecting.
+  uint64_t Call(uint32_t proc, const std::string& args,
+                std::optional<uint64_t> expected = std::nullopt) {
     const uint64_t before = scheduler_.stats().congestion.in_flight;
-    EXPECT_TRUE(scheduler_.Caller(CallClass::kClientData)
-                    .Call(kNfs, 3, proc, OpaqueAuth{}, args, [](StatusOr<RpcReply>) {})
+    RpcCaller& caller = scheduler_.Caller(CallClass::kClientData);
+    auto ignore = [](StatusOr<RpcReply>) {};
+    EXPECT_TRUE((expected ? caller.CallExpecting(kNfs, 3, proc, OpaqueAuth{}, args, *expected,
+                                                 ignore)
+                          : caller.Call(kNfs, 3, proc, OpaqueAuth{}, args, ignore))
                     .ok());
     return scheduler_.stats().congestion.in_flight - before;
   }
@@ -277,6 +282,19 @@ TEST_F(ReplyAccountingTest, AShortReadCountsTheBytesItsReplyCarried) {
   // The larger sample, the full READ's: both READs answered over 120 ms.
   EXPECT_DOUBLE_EQ(c.delivery_rate, static_cast<double>(short_answered + full_read) / 0.120)
       << "the short READ counted as " << short_read << " bytes, its reply as " << short_answered;
+}
+
+// A READ whose caller knows the file ends 1000 bytes into it (a tree walk's
+// READ of a small file, asked in whole 32 KiB blocks) is counted in flight
+// at its own bytes and those 1000, not at its count: a window counted in
+// counts would hold a few such READs where the link carries dozens. A hint
+// above the count changes nothing.
+TEST_F(ReplyAccountingTest, AReadToAKnownEndIsCountedAtTheBytesItWillBring) {
+  const uint64_t full = Call(kRead, ReadArgs());
+  const uint64_t own = full - 32768;
+  EXPECT_EQ(Call(kRead, ReadArgs(), 1000), own + 1000);
+  EXPECT_EQ(Call(kRead, ReadArgs(), 0), own);
+  EXPECT_EQ(Call(kRead, ReadArgs(), 1 << 20), full);
 }
 
 }  // namespace

@@ -144,7 +144,18 @@ OpaqueAuth SysCred(uint32_t uid, uint32_t gid, std::vector<uint32_t> gids) {
 
 Status FakeUpstream::Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
                           std::string_view args, ReplyCallback done) {
-  calls.push_back(Seen{prog, vers, proc, cred, std::string(args), done});
+  return Take(Seen{prog, vers, proc, cred, std::string(args), std::move(done), std::nullopt});
+}
+
+Status FakeUpstream::CallExpecting(uint32_t prog, uint32_t vers, uint32_t proc,
+                                   const OpaqueAuth& cred, std::string_view args,
+                                   uint64_t expected_reply, ReplyCallback done) {
+  return Take(Seen{prog, vers, proc, cred, std::string(args), std::move(done), expected_reply});
+}
+
+Status FakeUpstream::Take(Seen seen) {
+  ReplyCallback done = seen.done;
+  calls.push_back(std::move(seen));
   if (fail_with_) {
     Deliver(std::move(done), *fail_with_);
     return Status::Ok();

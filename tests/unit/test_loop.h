@@ -66,6 +66,8 @@ class FakeUpstream : public RpcCaller {
     OpaqueAuth cred;
     std::string args;
     ReplyCallback done;
+    // The bytes its reply was expected to carry (CallExpecting), if told.
+    std::optional<uint64_t> expected_reply;
   };
   // Returns the results to answer with (after an accepted SUCCESS header),
   // or nullopt to hold the call (the test answers it later with Answer()).
@@ -77,12 +79,16 @@ class FakeUpstream : public RpcCaller {
 
   Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
               std::string_view args, ReplyCallback done) override;
+  Status CallExpecting(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
+                       std::string_view args, uint64_t expected_reply,
+                       ReplyCallback done) override;
   // Answers held call `i` with `results` (SUCCESS) from the loop.
   void Answer(size_t i, const std::string& results);
 
   std::vector<Seen> calls;
 
  private:
+  Status Take(Seen seen);
   void Deliver(ReplyCallback done, StatusOr<RpcReply> reply);
   event_base* base_;
   Responder responder_;
