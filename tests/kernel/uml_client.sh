@@ -163,10 +163,22 @@ EOF
   mv "$BASE.tmp.$$" "$BASE"
   rm -rf "$r"
 }
+# ---- ptrace shim (cached): UML 6.1 on hosts with a large XSAVE area (AVX-512, AMX) ----
+# Its guests die there with "ptrace set fp regs failed, errno = 14": see uml_xstate_shim.c.
+SHIM_SRC=$(dirname "$(realpath "$0")")/uml_xstate_shim.c
+SHIM=$CACHE/uml_xstate_shim-$(cksum <"$SHIM_SRC" | cut -d' ' -f1).so
+build_shim() {
+  local cc; cc=$(command -v cc || command -v gcc || true)
+  [ -n "$cc" ] || return 0                    # no compiler: run without it
+  "$cc" -O2 -shared -fPIC -o "$SHIM.tmp.$$" "$SHIM_SRC" -ldl && mv "$SHIM.tmp.$$" "$SHIM"
+}
 exec 8>"$CACHE/.lock"
 flock 8                                       # concurrent runs build the cache once
 if [ ! -s "$BASE" ] || [ "$BASE" -ot "$0" ]; then build_base; fi
+if [ -f "$SHIM_SRC" ] && [ ! -s "$SHIM" ]; then build_shim; fi
 flock -u 8
+PRELOAD=""
+[ -s "$SHIM" ] && PRELOAD=$SHIM
 
 # ---- can this host run a guest at all? A guest whose /init only says so ----
 # (Some host kernels refuse UML's ptrace register calls: the guest's first process then
@@ -180,7 +192,7 @@ probe_guest() {
   cp "$BASE" "$d/initrd"
   truncate -s %4 "$d/initrd"
   (cd "$d/r" && find . | cpio -o -H newc --quiet) >>"$d/initrd"
-  { TMPDIR=/dev/shm timeout -k 2 30 linux.uml mem=64M initrd="$d/initrd" con=null \
+  { TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 2 30 linux.uml mem=64M initrd="$d/initrd" con=null \
       con0=null,fd:1 </dev/null >"$d/console" 2>&1; } 2>/dev/null || true
   if ! grep -q '@@GUEST-RUNS' "$d/console"; then
     reason=$(tr -d '\r' <"$d/console" | grep -m1 -E 'ptrace set|segfault at|Kernel panic' || true)
@@ -218,7 +230,7 @@ cat "$RUN/run.cpio" >>"$RUN/initrd"
 mktap
 t0=$(date +%s%N)
 # gro=1 is REQUIRED: without it bulk transfers stall ("Incoming GSO frames and GRO disabled").
-TMPDIR=/dev/shm timeout -k 5 "$TIMEOUT" linux.uml mem="${VM_MEM}M" initrd="$RUN/initrd" \
+TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 5 "$TIMEOUT" linux.uml mem="${VM_MEM}M" initrd="$RUN/initrd" \
   vec0:transport=tap,ifname="$TAP",gro=1 con=null con0=null,fd:1 quiet \
   </dev/null >"$RUN/console" 2>&1 &
 vpid=$!
