@@ -91,6 +91,12 @@ std::optional<fattr3> AttrCache::Get(std::string_view handle, bool allow_ambiguo
   return e->attr;
 }
 
+std::optional<fattr3> AttrCache::PeekFresh(std::string_view handle) {
+  const Entry* e = lru_.Peek(handle);
+  if (e == nullptr || e->ambiguous || !Fresh(*e)) return std::nullopt;
+  return e->attr;
+}
+
 std::optional<fattr3> AttrCache::GetExpired(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
   if (e == nullptr || e->floor_only || e->ambiguous || e->conflicted) return std::nullopt;

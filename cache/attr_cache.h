@@ -106,6 +106,9 @@ class AttrCache {
   // group or mode). An entry a mutation through the proxy invalidated is
   // gone and not answered. Marks the entry used for the LRU only.
   std::optional<fattr3> GetExpired(std::string_view handle);
+  // Like Get() (without `allow_ambiguous`), but neither counted nor marked
+  // used: for background work deciding whether to refresh an entry.
+  std::optional<fattr3> PeekFresh(std::string_view handle);
   // The latest attributes the upstream gave for `handle`, fresh or not,
   // iff known and not ambiguous; not counted as a use.
   std::optional<fattr3> Latest(std::string_view handle);

@@ -80,6 +80,14 @@ void DirCache::SetMaxBytes(size_t max_bytes) {
   EvictToLimit();
 }
 
+const DirPage* DirCache::Peek(const DirPageKey& key, const ChangeId& dir_now) {
+  auto it = dirs_.find(key.dir);
+  if (it == dirs_.end() || !(it->second.stamp == dir_now)) return nullptr;
+  Entry* e = lru_.Peek(Key(key));
+  if (e == nullptr || clock_.MonoNow() >= e->expires) return nullptr;
+  return &e->page;
+}
+
 const DirPage* DirCache::Lookup(const DirPageKey& key, const ChangeId& dir_now) {
   auto it = dirs_.find(key.dir);
   if (it == dirs_.end()) {

@@ -89,6 +89,9 @@ class DirCache {
   // the next call that modifies the cache. On a ChangeId mismatch all pages
   // of the directory are dropped.
   const DirPage* Lookup(const DirPageKey& key, const ChangeId& dir_now);
+  // Like Lookup(), but neither counted nor changing the cache (a mismatch
+  // drops nothing).
+  const DirPage* Peek(const DirPageKey& key, const ChangeId& dir_now);
 
   // Drops every page of `dir`.
   void InvalidateDir(std::string_view dir);

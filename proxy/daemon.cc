@@ -101,7 +101,8 @@ void Daemon::LogStats() {
     NFSEDGE_LOG_ASKED(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
                        << " lists=" << p.lists << " access=" << p.access << " files=" << p.files
                        << " errors=" << p.errors << " walks=" << p.walks
-                       << " walks_stopped=" << p.walks_stopped << " discarded=" << p.discarded;
+                       << " walks_stopped=" << p.walks_stopped << " discarded=" << p.discarded
+                       << " relists=" << p.relists << " awaited=" << p.awaited;
   }
 }
 

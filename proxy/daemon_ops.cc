@@ -234,7 +234,8 @@ void Daemon::AddCollectors() {
     CountEach(w, "nfsedge_prefetch_events_total",
               "Tree-walk prefetch: jobs queued and dropped (queue full), listings, ACCESS calls, "
               "small files read, failed calls, walks started and stopped, jobs of stopped walks "
-              "discarded.",
+              "discarded, listings asked again (no longer fresh), client listings that waited "
+              "for the prefetcher's.",
               {}, "event",
               {{"queued", p.queued},
                {"dropped", p.dropped},
@@ -244,7 +245,9 @@ void Daemon::AddCollectors() {
                {"error", p.errors},
                {"walk", p.walks},
                {"walk_stopped", p.walks_stopped},
-               {"discarded", p.discarded}});
+               {"discarded", p.discarded},
+               {"relist", p.relists},
+               {"awaited", p.awaited}});
     w.Gauge("nfsedge_prefetch_queue", "Prefetch jobs waiting.", {},
             static_cast<double>(prefetcher_->queued()));
     w.Gauge("nfsedge_prefetch_in_flight", "Prefetch calls in flight.", {},

@@ -172,6 +172,26 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   return out;
 }
 
+bool MetadataCache::ListingFresh(std::string_view dir) {
+  std::optional<fattr3> dir_attr = attrs_.PeekFresh(dir);
+  if (!dir_attr || dir_attr->type != NF3DIR) return false;
+  const DirPage* page = dirs_.Peek(DirPageKey{std::string(dir), true, 0, CookieVerf{}, 0},
+                                   ChangeId::FromFattr(*dir_attr));
+  if (page == nullptr) return false;
+  ListingLimits filled;
+  std::string_view results;
+  if (!DecodeListingPage(page->bytes, &filled, &results)) return false;
+  XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return false;
+  for (const entryplus3* e = res->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+    if (!e->name_attributes.attributes_follow) continue;
+    if (e->name != nullptr && std::string_view(e->name) == "..") continue;
+    if (!e->name_handle.handle_follows) return false;
+    if (!attrs_.PeekFresh(Bytes(e->name_handle.post_op_fh3_u.handle))) return false;
+  }
+  return true;
+}
+
 void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3res& r,
                                  std::string_view results) {
   if (r.status != NFS3_OK) return;

@@ -103,6 +103,12 @@ class MetadataCache {
   // Returns true iff a fresh ACCESS result exists for (`fh`, `cred`) that
   // asked for every bit of `mask`.
   bool HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask);
+  // Whether the first page of `dir`'s listing could be answered from the
+  // cache now as far as the cache's contents go: the directory's
+  // attributes, the page, and every entry's attributes are fresh (the
+  // credential's ACCESS is checked when answering). Counts nothing, uses
+  // nothing (defined in dir_listing.cc).
+  bool ListingFresh(std::string_view dir);
 
   // Returns the attributes of `fh` iff fresh (marks them used).
   std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }

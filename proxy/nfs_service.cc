@@ -267,7 +267,17 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     if (p.proc == NFSPROC3_LOOKUP) {
       SpeculateAccess(HandleBytes(static_cast<LOOKUP3args*>(args->get())->what.dir), *exp, cred);
     } else if (p.proc == NFSPROC3_READDIRPLUS) {
-      SpeculateAccess(HandleBytes(static_cast<READDIRPLUS3args*>(args->get())->dir), *exp, cred);
+      const auto* a = static_cast<READDIRPLUS3args*>(args->get());
+      // The prefetcher is fetching this very page: its reply answers this.
+      if (prefetcher_ &&
+          prefetcher_->AwaitListing(HandleBytes(a->dir), a->cookie, cred,
+                                    [this, &p, call, args, exp, cred, before] {
+                                      Serve(p, call, args, *exp, cred, before);
+                                    })) {
+        st.coalesced++;
+        return;
+      }
+      SpeculateAccess(HandleBytes(a->dir), *exp, cred);
     } else if (p.proc == NFSPROC3_READDIR) {
       SpeculateAccess(HandleBytes(static_cast<READDIR3args*>(args->get())->dir), *exp, cred);
       ForwardReaddirAsPlus(call, args, *exp, cred);

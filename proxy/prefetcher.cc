@@ -13,6 +13,9 @@ namespace {
 // Directories remembered as listed in full (per credential and export), to
 // see a walk begin.
 constexpr size_t kMaxListed = 4096;
+// A listing is asked again at most this often (an export whose lifetimes
+// are zero never has a fresh one).
+constexpr Duration kRelistAfter = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -168,8 +171,12 @@ void Prefetcher::Queue(Job job, bool front) {
   }
   if (!front) {
     std::string seen = SeenKey(job);
-    if (seen_.Find(seen)) return;
-    seen_.Put(seen, true);
+    const MonoTime now = clock_.MonoNow();
+    if (const MonoTime* at = seen_.Find(seen)) {
+      if (!Relist(job, *at)) return;
+      stats_.relists++;
+    }
+    seen_.Put(seen, now);
     while (seen_.size() > options_.max_seen) seen_.Erase(seen_.Oldest()->key);
   }
   stats_.queued++;
@@ -178,6 +185,26 @@ void Prefetcher::Queue(Job job, bool front) {
   } else {
     queue_.push_back(std::move(job));
   }
+}
+
+std::string Prefetcher::PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred) {
+  return std::string(CredKeyOf(cred).bytes()) + ":" + std::to_string(cookie) + ":" +
+         std::string(dir);
+}
+
+bool Prefetcher::Relist(const Job& job, const MonoTime& seen_at) {
+  return job.kind == Kind::kList && job.cookie == 0 &&
+         clock_.MonoNow() - seen_at >= kRelistAfter &&
+         !pages_in_flight_.contains(PageKey(job.fh, 0, job.cred)) && !meta_.ListingFresh(job.fh);
+}
+
+bool Prefetcher::AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
+                              std::function<void()> then) {
+  auto it = pages_in_flight_.find(PageKey(dir, cookie, cred));
+  if (it == pages_in_flight_.end()) return false;
+  it->second.push_back(std::move(then));
+  stats_.awaited++;
+  return true;
 }
 
 bool Prefetcher::Drop(const Job& job) {
@@ -248,10 +275,16 @@ void Prefetcher::SendList(const Job& job) {
 bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
                       std::shared_ptr<XdrBox> args) {
   const NfsProc* p = FindNfsProc(proc);
+  const std::string page =
+      proc == NFSPROC3_READDIRPLUS ? PageKey(job.fh, job.cookie, job.cred) : std::string();
+  // Registered before the call: its reply may come at once.
+  const bool registered = !page.empty() && pages_in_flight_.try_emplace(page).second;
   Status s = upstream_.Call(
-      kNfsProgram, kNfsVersion, proc, job.cred, wire, [this, p, job, args](StatusOr<RpcReply> r) {
+      kNfsProgram, kNfsVersion, proc, job.cred, wire,
+      [this, p, job, args, page](StatusOr<RpcReply> r) {
         if (!Succeeded(r)) {
           stats_.errors++;
+          ReleasePage(page);
           Finished();
           return;
         }
@@ -273,14 +306,25 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
             stats_.errors++;
           }
         }
+        ReleasePage(page);
         Finished();
       });
   if (!s.ok()) {
+    if (registered) pages_in_flight_.erase(page);
     NFSEDGE_LOG(kDebug) << "prefetch: " << s.ToString();
     return false;
   }
   in_flight_++;
   return true;
+}
+
+void Prefetcher::ReleasePage(const std::string& page) {
+  if (page.empty()) return;
+  auto it = pages_in_flight_.find(page);
+  if (it == pages_in_flight_.end()) return;
+  std::vector<std::function<void()>> waiting = std::move(it->second);
+  pages_in_flight_.erase(it);
+  for (auto& then : waiting) then();
 }
 
 void Prefetcher::Finished() {

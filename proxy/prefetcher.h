@@ -14,6 +14,14 @@
 // (and forgotten, so a later walk does it). A client that comes back to a
 // directory of its own ended walk and lists it starts a new walk there.
 //
+// A directory the walk reaches again (a second walk of the tree, or a
+// client coming back to it) whose cached listing is no longer whole and fresh
+// (its attributes, or an entry's, outlived their lifetime) is listed again,
+// at most once a second, so that it is refreshed in parallel rather than by
+// the client one directory at a time. A client READDIRPLUS of a page the
+// prefetcher is fetching waits for that reply (AwaitListing) and is then
+// answered from the cache, rather than asking the upstream a second time.
+//
 // Everything the prefetcher learns goes through the same learning path as a
 // client's reply (metadata cache, handle registry, data cache), so the same
 // freshness and confinement rules hold (DESIGN rules 5, 6): prefetched
@@ -39,6 +47,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "cache/clock.h"
 #include "cache/lru_map.h"
@@ -74,6 +83,8 @@ struct PrefetchStats {
   uint64_t walks = 0;          // walks started
   uint64_t walks_stopped = 0;  // walks ended by the client's silence
   uint64_t discarded = 0;      // queued jobs of stopped walks dropped
+  uint64_t relists = 0;        // listings asked again: the cached one was no longer fresh
+  uint64_t awaited = 0;        // client listings that waited for the prefetcher's
 };
 
 class Prefetcher {
@@ -97,6 +108,12 @@ class Prefetcher {
   // A client call on object `fh` (LOOKUP: its directory): keeps the walk it
   // belongs to going.
   void OnClientCall(std::string_view fh);
+  // A client READDIRPLUS of `dir` at `cookie` with `cred` that the cache
+  // could not answer: if the prefetcher is fetching that very page for that
+  // credential, `then` runs once its reply has been learned (or the call
+  // failed) and true is returned; else false, and `then` is not kept.
+  bool AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
+                    std::function<void()> then);
 
   // Queues work for the entries of a listing of `dir` (READDIRPLUS
   // results) `depth` levels below the walk's root, as part of `walk`
@@ -138,6 +155,10 @@ class Prefetcher {
   // puts it first (the next page of a directory being listed).
   void Queue(Job job, bool front = false);
   static std::string SeenKey(const Job& job);
+  // The key of a listing page in flight: credential, cookie, directory.
+  static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);
+  // Whether a listing seen before is to be asked again (see above).
+  bool Relist(const Job& job, const MonoTime& seen_at);
   // Returns true iff `job` belongs to a walk that stopped: it is counted
   // and forgotten (a later walk may queue it again).
   bool Drop(const Job& job);
@@ -152,6 +173,9 @@ class Prefetcher {
   // Returns false iff the call could not be queued upstream.
   bool Call(const Job& job, uint32_t proc, std::string wire, std::shared_ptr<XdrBox> args);
   void Finished();
+  // The listing page `page` (PageKey; empty: not a listing) has its reply
+  // learned, or failed: the client calls waiting for it are served again.
+  void ReleasePage(const std::string& page);
 
   const Clock& clock_;
   MetadataCache& meta_;
@@ -161,7 +185,9 @@ class Prefetcher {
   const PrefetchOptions options_;
   std::deque<Job> queue_;
   uint32_t in_flight_ = 0;
-  LruMap<bool> seen_;  // kind + credential + handle
+  LruMap<MonoTime> seen_;  // kind + credential + handle -> queued at
+  // Listing pages in flight (PageKey) -> the client calls waiting for them.
+  std::unordered_map<std::string, std::vector<std::function<void()>>> pages_in_flight_;
   std::unordered_map<uint64_t, Walk> walks_;
   uint64_t next_walk_ = 1;
   LruMap<WalkDir> walk_dirs_;  // directory handle -> its walk

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -32,8 +33,9 @@ std::string Content(const std::string& path) { return "data of " + path + "\n"; 
 
 class WalkTest : public ::testing::Test {
  protected:
-  // `prefetch_toml`: the [prefetch] keys of the proxy's config.
-  void Start(const std::string& prefetch_toml) {
+  // `prefetch_toml`: the [prefetch] keys of the proxy's config;
+  // `export_toml`: keys of the export's table (lifetimes).
+  void Start(const std::string& prefetch_toml, const std::string& export_toml = "") {
     NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK();
     Testbed::Options o;
     o.name = "walk";
@@ -42,6 +44,7 @@ class WalkTest : public ::testing::Test {
     ProxyExport e;
     e.path = "/tree";
     e.upstream_path = "tree";
+    e.extra_toml = export_toml;
     o.proxy.exports.push_back(e);
     o.proxy.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[prefetch]\n" + prefetch_toml;
     auto tb = Testbed::Start(o);
@@ -151,6 +154,50 @@ TEST_F(WalkTest, AWalkingClientFindsTheTreeAhead) {
   EXPECT_GE(Prefetch(log, "lists"), 2 * kDirs + 1) << "every directory and the root again";
   const int64_t before = ReadsFromCache(log);
 
+  const std::string d = Lookup(root_, "d150");
+  ASSERT_NO_FATAL_FAILURE(List(d));
+  for (int f = 0; f < kFiles; ++f) {
+    const std::string name = "f" + std::to_string(f);
+    ReadResult r = client_->Read(Lookup(d, name), 0, 4096);
+    ASSERT_TRUE(r.ok()) << r.StatusString();
+    EXPECT_EQ(r.data, Content("d150/" + name));
+  }
+  log = Stats();
+  EXPECT_EQ(ReadsFromCache(log) - before, kFiles) << LastLine(log, "stats nfs");
+}
+
+// A second walk of the tree once everything cached has outlived its
+// lifetime (2 s here): the prefetcher lists every directory again, in
+// parallel, so that the client again finds the tree ahead of it: the files'
+// data, their ACCESS evidence (same ctime) and names answer again once the
+// new listings bring fresh attributes.
+TEST_F(WalkTest, ASecondWalkAfterTheLifetimesFindsTheTreeAheadAgain) {
+  ASSERT_NO_FATAL_FAILURE(Start("max_in_flight = 64\nwalk_idle_ms = 300\n",
+                                "acregmin = 2\nacregmax = 2\nacdirmin = 2\nacdirmax = 2\n"));
+  if (IsSkipped()) return;
+  // Walks the root and d0, then keeps at work in the tree until `done`.
+  auto walk = [&](const std::function<bool(const std::string&)>& done) {
+    ASSERT_NO_FATAL_FAILURE(List(root_));
+    const std::string d0 = Lookup(root_, "d0");
+    ASSERT_NO_FATAL_FAILURE(List(d0));
+    const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+    do {
+      client_->Getattr(d0);
+    } while (!done(Stats()) && steady_clock::now() < deadline);
+  };
+  ASSERT_NO_FATAL_FAILURE(
+      walk([&](const std::string& l) { return Prefetch(l, "files") >= kTotalFiles; }));
+  std::string log = Stats();
+  ASSERT_EQ(Prefetch(log, "files"), kTotalFiles) << LastLine(log, "stats prefetch");
+  EXPECT_EQ(Prefetch(log, "relists"), 0);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the walk stopped, all expired
+  ASSERT_NO_FATAL_FAILURE(
+      walk([&](const std::string& l) { return Prefetch(l, "relists") >= 2 * kDirs; }));
+  log = Stats();
+  EXPECT_GE(Prefetch(log, "relists"), 2 * kDirs) << LastLine(log, "stats prefetch");
+  EXPECT_EQ(Prefetch(log, "files"), kTotalFiles) << "the data cached is still good";
+  const int64_t before = ReadsFromCache(log);
   const std::string d = Lookup(root_, "d150");
   ASSERT_NO_FATAL_FAILURE(List(d));
   for (int f = 0; f < kFiles; ++f) {

@@ -260,6 +260,93 @@ TEST_F(PrefetcherTest, ErrorsFreeTheirSlot) {
   for (size_t i = 0; i < up_.calls.size(); ++i) answered_.insert(i);  // all failed already
 }
 
+// A walk that comes back to a directory listed before (a second tar of the
+// tree): its listing is asked again, once, iff the cached one is no longer
+// whole and fresh; the ACCESS and data jobs below it are not (ACCESS
+// evidence answers again once fresh attributes show the same ctime).
+TEST_F(PrefetcherTest, AListingNoLongerFreshIsListedAgain) {
+  Make(Options());
+  pages_[{"FH-SUB", 0}] =
+      std::make_unique<Page>(std::vector<Entry>{EntryOf("f", "FH-F", NF3REG, 1 << 20)}, true);
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  AnswerAll();
+  auto lists = [&] { return Asked().count({NFSPROC3_READDIRPLUS, "FH-SUB"}); };
+  ASSERT_EQ(lists(), 1u);
+  ASSERT_TRUE(meta_.ListingFresh("FH-SUB"));
+  const size_t calls = up_.calls.size();
+
+  clock_.Advance(std::chrono::seconds(30));
+  List(*root, user_);
+  AnswerAll();
+  EXPECT_EQ(up_.calls.size(), calls) << "fresh (lifetimes of 60 s): nothing again";
+
+  clock_.Advance(std::chrono::seconds(40));
+  EXPECT_FALSE(meta_.ListingFresh("FH-SUB"));
+  List(*root, user_);
+  List(*root, user_);  // met again at once: the listing on its way is enough
+  Drain();
+  EXPECT_EQ(lists(), 2u);
+  AnswerAll();
+  EXPECT_EQ(lists(), 2u);
+  EXPECT_EQ(up_.calls.size(), calls + 1) << "only the listing";
+  EXPECT_EQ(pf_->stats().relists, 1u);
+  EXPECT_TRUE(meta_.ListingFresh("FH-SUB"));
+}
+
+// The cached listing goes stale through one entry's attributes: asked again.
+// An export whose lifetimes are zero never has a fresh listing: asked again
+// at most once a second, not at every listing of the parent.
+TEST_F(PrefetcherTest, StaleEntryAttributesListAgainAtMostOnceASecond) {
+  Make(Options());
+  pages_[{"FH-SUB", 0}] =
+      std::make_unique<Page>(std::vector<Entry>{EntryOf("f", "FH-F", NF3REG, 1 << 20)}, true);
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  AnswerAll();
+  meta_.Forget("FH-F");
+  EXPECT_FALSE(meta_.ListingFresh("FH-SUB"));
+  auto lists = [&] { return Asked().count({NFSPROC3_READDIRPLUS, "FH-SUB"}); };
+  List(*root, user_);
+  AnswerAll();
+  EXPECT_EQ(lists(), 1u) << "queued less than a second ago";
+  clock_.Advance(std::chrono::seconds(1));
+  List(*root, user_);
+  AnswerAll();
+  EXPECT_EQ(lists(), 2u);
+  EXPECT_TRUE(meta_.ListingFresh("FH-SUB"));
+}
+
+// A client READDIRPLUS of a page the prefetcher is fetching for the same
+// credential waits for its reply (success or failure), once; any other
+// page, directory or credential does not.
+TEST_F(PrefetcherTest, AClientListingWaitsForThePageOnItsWay) {
+  Make(Options());
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  Drain();
+  int served = 0;
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, other_, [&] { served += 100; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 7, user_, [&] { served += 100; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-ROOT", 0, user_, [&] { served += 100; }));
+  EXPECT_EQ(pf_->stats().awaited, 2u);
+  EXPECT_EQ(served, 0) << "not before the reply";
+  for (size_t i = 0; i < up_.calls.size(); ++i) {
+    if (up_.calls[i].proc != NFSPROC3_READDIRPLUS) continue;
+    READDIRPLUS3res res{};
+    res.status = NFS3ERR_IO;  // a failure releases the waiters too
+    answered_.insert(i);
+    up_.Answer(i, Xdr(Proc(xdr_READDIRPLUS3res), res));
+  }
+  Drain();
+  EXPECT_EQ(served, 2);
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served += 100; }));
+  AnswerAll();
+  EXPECT_EQ(served, 2);
+}
+
 // An NFS error to READDIRPLUS is counted; nothing below it is walked.
 TEST_F(PrefetcherTest, ListingErrorIsCounted) {
   Make(Options());
