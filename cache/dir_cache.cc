@@ -88,6 +88,11 @@ const DirPage* DirCache::Peek(const DirPageKey& key, const ChangeId& dir_now) {
   return &e->page;
 }
 
+size_t DirCache::StoredBytes(const DirPageKey& key) {
+  const Entry* e = lru_.Peek(Key(key));
+  return e == nullptr ? 0 : e->page.bytes.size();
+}
+
 const DirPage* DirCache::Lookup(const DirPageKey& key, const ChangeId& dir_now) {
   auto it = dirs_.find(key.dir);
   if (it == dirs_.end()) {

@@ -92,6 +92,8 @@ class DirCache {
   // Like Lookup(), but neither counted nor changing the cache (a mismatch
   // drops nothing).
   const DirPage* Peek(const DirPageKey& key, const ChangeId& dir_now);
+  // The encoded size of the page stored for `key`, fresh or not; 0 if none.
+  size_t StoredBytes(const DirPageKey& key);
 
   // Drops every page of `dir`.
   void InvalidateDir(std::string_view dir);

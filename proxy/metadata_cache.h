@@ -109,6 +109,15 @@ class MetadataCache {
   // credential's ACCESS is checked when answering). Counts nothing, uses
   // nothing (defined in dir_listing.cc).
   bool ListingFresh(std::string_view dir);
+  // The bytes a READDIRPLUS of `dir` at `cookie` (cookie verifier `verf`)
+  // is expected to bring, for the upstream scheduler's count of bytes in
+  // flight: the page last stored for it, fresh or not, and a quarter more
+  // (the directory may have grown); `otherwise` if none is stored.
+  uint64_t ListingReplyHint(std::string_view dir, uint64_t cookie, const CookieVerf& verf,
+                            uint64_t otherwise) {
+    const size_t stored = dirs_.StoredBytes(DirPageKey{std::string(dir), true, cookie, verf, 0});
+    return stored == 0 ? otherwise : stored + stored / 4;
+  }
 
   // Returns the attributes of `fh` iff fresh (marks them used).
   std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }

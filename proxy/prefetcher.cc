@@ -1,5 +1,6 @@
 #include "proxy/prefetcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "proxy/dir_listing.h"
@@ -59,9 +60,22 @@ void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& 
       up.cred = cred;
       up.walk = at.walk;
       walk_dirs_.Put(*parent, WalkDir{at.walk, 0, walker});
-      Queue(std::move(up));
+      // Asked again even if listed before (a second walk of the tree): its
+      // listing is what takes the new walk to the rest of its subtree.
+      Queue(std::move(up), /*front=*/false, /*again=*/true);
     } else if (resumed) {
       at = WalkDir{StartWalk(dir), 0, walker};
+      // The client read the pages before this one while no walk was on:
+      // the directory is listed again for the subdirectories in them.
+      if (known->depth == 0) {
+        Job again;
+        again.kind = Kind::kList;
+        again.fh = std::string(dir);
+        again.exp = &exp;
+        again.cred = cred;
+        again.walk = at.walk;
+        Queue(std::move(again), /*front=*/false, /*again=*/true);
+      }
     } else {
       return;  // one listing is not a walk (yet)
     }
@@ -160,7 +174,7 @@ std::string Prefetcher::SeenKey(const Job& job) {
          std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
 }
 
-void Prefetcher::Queue(Job job, bool front) {
+void Prefetcher::Queue(Job job, bool front, bool again) {
   if (queue_.size() >= options_.max_queue) {
     // Room first from the work of walks that stopped.
     std::erase_if(queue_, [this](const Job& j) { return Drop(j); });
@@ -173,7 +187,7 @@ void Prefetcher::Queue(Job job, bool front) {
     std::string seen = SeenKey(job);
     const MonoTime now = clock_.MonoNow();
     if (const MonoTime* at = seen_.Find(seen)) {
-      if (!Relist(job, *at)) return;
+      if (!again && !Relist(job, *at)) return;
       stats_.relists++;
     }
     seen_.Put(seen, now);
@@ -269,46 +283,61 @@ void Prefetcher::SendList(const Job& job) {
   auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args),
                                       sizeof(READDIRPLUS3args));
   if (!box->Decode(wire)) return;
-  if (Call(job, NFSPROC3_READDIRPLUS, std::move(wire), box)) stats_.lists++;
+  // Counted in flight at what the page is expected to bring, not maxcount
+  // (256 KiB: a walk's listings would fill the window many times over): the
+  // page stored for it, else twice the walk's listings so far.
+  CookieVerf verf{};
+  std::copy(tmp.cookieverf, tmp.cookieverf + NFS3_COOKIEVERFSIZE, verf.begin());
+  const uint64_t otherwise =
+      list_bytes_avg_ == 0 ? kListingMaxcount
+                           : std::min<uint64_t>(kListingMaxcount, 2 * list_bytes_avg_);
+  const uint64_t expected = meta_.ListingReplyHint(job.fh, job.cookie, verf, otherwise);
+  if (Call(job, NFSPROC3_READDIRPLUS, std::move(wire), box, expected)) stats_.lists++;
 }
 
 bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
-                      std::shared_ptr<XdrBox> args) {
+                      std::shared_ptr<XdrBox> args, uint64_t expected_reply) {
   const NfsProc* p = FindNfsProc(proc);
   const std::string page =
       proc == NFSPROC3_READDIRPLUS ? PageKey(job.fh, job.cookie, job.cred) : std::string();
   // Registered before the call: its reply may come at once.
   const bool registered = !page.empty() && pages_in_flight_.try_emplace(page).second;
-  Status s = upstream_.Call(
-      kNfsProgram, kNfsVersion, proc, job.cred, wire,
-      [this, p, job, args, page](StatusOr<RpcReply> r) {
-        if (!Succeeded(r)) {
-          stats_.errors++;
-          ReleasePage(page);
-          Finished();
-          return;
+  auto done = [this, p, job, args, page](StatusOr<RpcReply> r) {
+    if (!Succeeded(r)) {
+      stats_.errors++;
+      ReleasePage(page);
+      Finished();
+      return;
+    }
+    learn_(*p, args->get(), &*r, *job.exp, job.cred);
+    if (p->proc == NFSPROC3_READDIRPLUS) {
+      const uint64_t size = r->results().size();
+      list_bytes_avg_ = list_bytes_avg_ == 0 ? size : (7 * list_bytes_avg_ + size) / 8;
+    }
+    if (p->proc == NFSPROC3_READDIRPLUS && Active(job.walk)) {
+      XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+      if (res.Decode(r->results()) && res->status == NFS3_OK) {
+        const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
+        const entryplus3* last = ok.reply.entries;
+        while (last && last->nextentry) last = last->nextentry;
+        if (!ok.reply.eof && last) {
+          Job next = job;
+          next.cookie = last->cookie;
+          next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);
+          Queue(std::move(next), /*front=*/true);
         }
-        learn_(*p, args->get(), &*r, *job.exp, job.cred);
-        if (p->proc == NFSPROC3_READDIRPLUS && Active(job.walk)) {
-          XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
-          if (res.Decode(r->results()) && res->status == NFS3_OK) {
-            const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
-            const entryplus3* last = ok.reply.entries;
-            while (last && last->nextentry) last = last->nextentry;
-            if (!ok.reply.eof && last) {
-              Job next = job;
-              next.cookie = last->cookie;
-              next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);
-              Queue(std::move(next), /*front=*/true);
-            }
-            OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
-          } else {
-            stats_.errors++;
-          }
-        }
-        ReleasePage(page);
-        Finished();
-      });
+        OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
+      } else {
+        stats_.errors++;
+      }
+    }
+    ReleasePage(page);
+    Finished();
+  };
+  Status s = expected_reply == 0
+                 ? upstream_.Call(kNfsProgram, kNfsVersion, proc, job.cred, wire, std::move(done))
+                 : upstream_.CallExpecting(kNfsProgram, kNfsVersion, proc, job.cred, wire,
+                                           expected_reply, std::move(done));
   if (!s.ok()) {
     if (registered) pages_in_flight_.erase(page);
     NFSEDGE_LOG(kDebug) << "prefetch: " << s.ToString();

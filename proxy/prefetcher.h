@@ -151,9 +151,10 @@ class Prefetcher {
     size_t walker = 0;  // hash of the walker's credential and export
   };
 
-  // Queues `job` unless it was seen already for its credential. `front`
-  // puts it first (the next page of a directory being listed).
-  void Queue(Job job, bool front = false);
+  // Queues `job` unless it was seen already for its credential (and is not
+  // to be asked again: Relist), or `again`. `front` puts it first (the next
+  // page of a directory being listed).
+  void Queue(Job job, bool front = false, bool again = false);
   static std::string SeenKey(const Job& job);
   // The key of a listing page in flight: credential, cookie, directory.
   static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);
@@ -170,8 +171,11 @@ class Prefetcher {
   void Send(Job job);
   void SendList(const Job& job);
   void SendAccess(const Job& job);
-  // Returns false iff the call could not be queued upstream.
-  bool Call(const Job& job, uint32_t proc, std::string wire, std::shared_ptr<XdrBox> args);
+  // Returns false iff the call could not be queued upstream. A nonzero
+  // `expected_reply`: the bytes its reply is expected to bring (see
+  // RpcCaller::CallExpecting).
+  bool Call(const Job& job, uint32_t proc, std::string wire, std::shared_ptr<XdrBox> args,
+            uint64_t expected_reply = 0);
   void Finished();
   // The listing page `page` (PageKey; empty: not a listing) has its reply
   // learned, or failed: the client calls waiting for it are served again.
@@ -185,6 +189,7 @@ class Prefetcher {
   const PrefetchOptions options_;
   std::deque<Job> queue_;
   uint32_t in_flight_ = 0;
+  uint64_t list_bytes_avg_ = 0;  // the size of listing replies, moving average
   LruMap<MonoTime> seen_;  // kind + credential + handle -> queued at
   // Listing pages in flight (PageKey) -> the client calls waiting for them.
   std::unordered_map<std::string, std::vector<std::function<void()>>> pages_in_flight_;

@@ -108,8 +108,10 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args), &args, &wire);
   const Export* e = &exp;
-  Status s = upstream_.Call(
-      kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, AnonCred(exp), wire,
+  // Counted in flight at the size of the page it refreshes, not maxcount.
+  const uint64_t expected = cache_.ListingReplyHint(dir, cookie, verf, kListingMaxcount);
+  Status s = upstream_.CallExpecting(
+      kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, AnonCred(exp), wire, expected,
       [this, copy, e, make_args, page](StatusOr<RpcReply> r) mutable {
         in_flight_--;
         if (!Succeeded(r)) return;

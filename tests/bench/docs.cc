@@ -65,7 +65,8 @@ WAN, by procedure, read at the end of every phase), a new nfsedge process, and a
 directory of files written straight into the export before the run. **Cold** therefore means a
 proxy that has never seen the files and an upstream that has never served them over NFS (the
 server's page cache holds them in both modes alike); **warm** is a second pass over the same
-mount. The emulator adds half the RTT each way; a rate limit, where set, serializes both
+mount; in `treewalk`, **expired** is a third, 10 s after the warm one, when every cached
+attribute has outlived its lifetime (a second `tar` of the tree some time later). The emulator adds half the RTT each way; a rate limit, where set, serializes both
 directions through a bottleneck queue. The client is a libnfs (raw async API) program that
 keeps explicit in-flight limits, counts its own calls by procedure, and checks every byte it
 reads or writes against a deterministic pattern (written files are compared in the export

@@ -131,6 +131,29 @@ TEST_F(WalkTest, ComingBackToAStoppedWalkStartsANewOne) {
   EXPECT_EQ(Asked().count({NFSPROC3_READDIRPLUS, "FH-DEEP"}), 1u);
 }
 
+// A second walk of the whole tree (the first finished, all of it listed and
+// seen): its start lists the walk's root again (whatever was seen), so that
+// the new walk reaches the subdirectories of every page of it, not only of
+// the last page the client's listing showed it; a directory listed then
+// whose cached listing is stale is listed again too.
+TEST_F(WalkTest, ASecondWalkListsItsRootAgain) {
+  Make(Walking());
+  pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(
+      std::vector<Entry>{EntryOf("big", "FH-DEEP-BIG", NF3REG, 1 << 20)}, true);
+  Walk(user_);
+  AnswerAll();
+  auto lists = [&](const char* fh) { return Asked().count({NFSPROC3_READDIRPLUS, fh}); };
+  ASSERT_EQ(lists("FH-ROOT"), 1u) << "the first walk's start";
+  ASSERT_EQ(lists("FH-DEEP"), 1u);
+  clock_.Advance(std::chrono::seconds(61));  // the walk stopped, all expired
+  Walk(user_);
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().walks, 2u);
+  EXPECT_EQ(lists("FH-ROOT"), 2u) << "the second walk's start";
+  EXPECT_EQ(lists("FH-DEEP"), 2u) << "its entry's attributes expired: listed again";
+  EXPECT_GE(pf_->stats().relists, 2u);
+}
+
 // Queue room for a new walk is taken from the work of stopped walks first.
 TEST_F(WalkTest, StoppedWalksGiveTheirQueueRoomToANewOne) {
   PrefetchOptions o = Walking(1);
