@@ -27,7 +27,7 @@ const std::vector<WorkloadInfo>& AllWorkloads() {
   static const std::vector<WorkloadInfo> kAll = {
       {"treewalk",
        "tar c of a source tree: READDIRPLUS, then LOOKUP, GETATTR, ACCESS, READ "
-       "per entry, one call at a time; cold then warm",
+       "per entry, one call at a time; cold, warm, then once the cache's lifetimes have passed",
        LinkKind::kDefault, false, &PrepareTreewalk, &RunTreewalk},
       {"stablewrite", "copy a file with FILE_SYNC writes, K in flight (Juszczak's biods)",
        LinkKind::kDefault, false, nullptr, &RunStableWrite},

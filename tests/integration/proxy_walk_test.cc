@@ -119,6 +119,21 @@ class WalkTest : public ::testing::Test {
     return l.fh;
   }
 
+  // The client goes on to d150 and reads its files: every READ is answered
+  // from the cache (`before`: READs answered from it so far).
+  void ExpectD150FromCache(int64_t before) {
+    const std::string d = Lookup(root_, "d150");
+    ASSERT_NO_FATAL_FAILURE(List(d));
+    for (int f = 0; f < kFiles; ++f) {
+      const std::string name = "f" + std::to_string(f);
+      ReadResult r = client_->Read(Lookup(d, name), 0, 4096);
+      ASSERT_TRUE(r.ok()) << r.StatusString();
+      EXPECT_EQ(r.data, Content("d150/" + name));
+    }
+    const std::string log = Stats();
+    EXPECT_EQ(ReadsFromCache(log) - before, kFiles) << LastLine(log, "stats nfs");
+  }
+
   std::unique_ptr<Testbed> bed_;
   std::unique_ptr<RawNfs> client_;
   std::string root_;
@@ -152,18 +167,7 @@ TEST_F(WalkTest, AWalkingClientFindsTheTreeAhead) {
   ASSERT_EQ(Prefetch(log, "files"), kTotalFiles) << LastLine(log, "stats prefetch");
   EXPECT_EQ(Prefetch(log, "walks"), 1);
   EXPECT_GE(Prefetch(log, "lists"), 2 * kDirs + 1) << "every directory and the root again";
-  const int64_t before = ReadsFromCache(log);
-
-  const std::string d = Lookup(root_, "d150");
-  ASSERT_NO_FATAL_FAILURE(List(d));
-  for (int f = 0; f < kFiles; ++f) {
-    const std::string name = "f" + std::to_string(f);
-    ReadResult r = client_->Read(Lookup(d, name), 0, 4096);
-    ASSERT_TRUE(r.ok()) << r.StatusString();
-    EXPECT_EQ(r.data, Content("d150/" + name));
-  }
-  log = Stats();
-  EXPECT_EQ(ReadsFromCache(log) - before, kFiles) << LastLine(log, "stats nfs");
+  ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
 }
 
 // A second walk of the tree once everything cached has outlived its
@@ -197,17 +201,7 @@ TEST_F(WalkTest, ASecondWalkAfterTheLifetimesFindsTheTreeAheadAgain) {
   log = Stats();
   EXPECT_GE(Prefetch(log, "relists"), 2 * kDirs) << LastLine(log, "stats prefetch");
   EXPECT_EQ(Prefetch(log, "files"), kTotalFiles) << "the data cached is still good";
-  const int64_t before = ReadsFromCache(log);
-  const std::string d = Lookup(root_, "d150");
-  ASSERT_NO_FATAL_FAILURE(List(d));
-  for (int f = 0; f < kFiles; ++f) {
-    const std::string name = "f" + std::to_string(f);
-    ReadResult r = client_->Read(Lookup(d, name), 0, 4096);
-    ASSERT_TRUE(r.ok()) << r.StatusString();
-    EXPECT_EQ(r.data, Content("d150/" + name));
-  }
-  log = Stats();
-  EXPECT_EQ(ReadsFromCache(log) - before, kFiles) << LastLine(log, "stats nfs");
+  ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
 }
 
 // One prefetch call at a time: the tree takes far longer to prefetch (over

@@ -189,6 +189,18 @@ class PrefetcherTest : public ::testing::Test {
   void List(const Page& page, const OpaqueAuth& cred, uint32_t depth = 0) {
     pf_->OnListing("FH-ROOT", page.ok(), exp_, cred, depth);
   }
+  // Makes the prefetcher, gives FH-SUB a file (FH-F, whose attributes its
+  // listing needs fresh), lists the root for user_ and answers everything;
+  // returns the root's page.
+  std::unique_ptr<Page> WalkedWithAFileInSub() {
+    Make(Options());
+    pages_[{"FH-SUB", 0}] =
+        std::make_unique<Page>(std::vector<Entry>{EntryOf("f", "FH-F", NF3REG, 1 << 20)}, true);
+    std::unique_ptr<Page> root = RootPage();
+    List(*root, user_);
+    AnswerAll();
+    return root;
+  }
 
   void Drain() {
     for (int i = 0; i < 10000; ++i) {

@@ -265,12 +265,7 @@ TEST_F(PrefetcherTest, ErrorsFreeTheirSlot) {
 // whole and fresh; the ACCESS and data jobs below it are not (ACCESS
 // evidence answers again once fresh attributes show the same ctime).
 TEST_F(PrefetcherTest, AListingNoLongerFreshIsListedAgain) {
-  Make(Options());
-  pages_[{"FH-SUB", 0}] =
-      std::make_unique<Page>(std::vector<Entry>{EntryOf("f", "FH-F", NF3REG, 1 << 20)}, true);
-  std::unique_ptr<Page> root = RootPage();
-  List(*root, user_);
-  AnswerAll();
+  std::unique_ptr<Page> root = WalkedWithAFileInSub();
   auto lists = [&] { return Asked().count({NFSPROC3_READDIRPLUS, "FH-SUB"}); };
   ASSERT_EQ(lists(), 1u);
   ASSERT_TRUE(meta_.ListingFresh("FH-SUB"));
@@ -298,12 +293,7 @@ TEST_F(PrefetcherTest, AListingNoLongerFreshIsListedAgain) {
 // An export whose lifetimes are zero never has a fresh listing: asked again
 // at most once a second, not at every listing of the parent.
 TEST_F(PrefetcherTest, StaleEntryAttributesListAgainAtMostOnceASecond) {
-  Make(Options());
-  pages_[{"FH-SUB", 0}] =
-      std::make_unique<Page>(std::vector<Entry>{EntryOf("f", "FH-F", NF3REG, 1 << 20)}, true);
-  std::unique_ptr<Page> root = RootPage();
-  List(*root, user_);
-  AnswerAll();
+  std::unique_ptr<Page> root = WalkedWithAFileInSub();
   meta_.Forget("FH-F");
   EXPECT_FALSE(meta_.ListingFresh("FH-SUB"));
   auto lists = [&] { return Asked().count({NFSPROC3_READDIRPLUS, "FH-SUB"}); };
