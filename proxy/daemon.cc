@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "proxy/config_reload.h"
+#include "proxy/nfs_procs.h"
 #include "proxy/rpcbind.h"
 #include "proxy/service_notify.h"
 #include "rpc/log.h"
@@ -349,6 +350,12 @@ Status Daemon::Start() {
   co.name = "upstream nfs";
   co.on_done = [this](uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& r, Duration d) {
     meter_.ObserveUpstream(prog, proc, r, d);
+  };
+  // Over TCP a call is lost only with its connection; the retransmission
+  // timeout covers a server that dropped one. A mutation sent twice on one
+  // connection may run twice (REMOVE answering NOENT to its own second run).
+  co.may_retransmit = [](uint32_t prog, uint32_t proc) {
+    return prog != kNfsProgram || NfsProcSafeToRepeat(proc);
   };
   if (u.tls) {
     TlsClientConfig tc{u.tls_ca_file, u.tls_server_name.empty() ? u.host : u.tls_server_name,

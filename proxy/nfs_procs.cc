@@ -122,6 +122,11 @@ const NfsProc* FindNfsProc(uint32_t proc) {
   return proc < kNfsProcCount ? &kProcs[proc] : nullptr;
 }
 
+bool NfsProcSafeToRepeat(uint32_t proc) {
+  const NfsProc* p = FindNfsProc(proc);
+  return p != nullptr && (p->flags & kIdempotent) && !(p->flags & kMutating);
+}
+
 XdrBox::XdrBox(xdrproc_t xdr, size_t size)
     : xdr_(xdr), storage_((size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1) {
   std::memset(storage_.data(), 0, storage_.size() * sizeof(std::max_align_t));

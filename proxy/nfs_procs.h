@@ -46,6 +46,12 @@ struct NfsProc {
 // Returns the descriptor of NFSv3 procedure `proc`, or null iff unknown.
 const NfsProc* FindNfsProc(uint32_t proc);
 
+// Returns true iff the upstream may run NFSv3 procedure `proc` twice with the
+// same arguments and no harm, whatever ran between the two: the calls that
+// change nothing, and COMMIT. False for WRITE (a late second run would undo a
+// later write of the same bytes) and for every other mutation.
+bool NfsProcSafeToRepeat(uint32_t proc);
+
 // Returns the XDR encoding of a failed result of `p` with `status` and no
 // attributes (every optional part "not present").
 std::string EncodeNfsError(const NfsProc& p, nfsstat3 status);

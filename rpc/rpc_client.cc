@@ -374,6 +374,7 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   Pending p;
   p.record = EncodeRecord(EncodeCallHeader(h), args);
   p.done = std::move(done);
+  p.may_retransmit = !options_.may_retransmit || options_.may_retransmit(prog, proc);
   if (options_.on_done) {
     p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),
               inner = std::move(p.done)](StatusOr<RpcReply> r) {
@@ -488,7 +489,8 @@ void RpcClient::PaceOut() {
 void RpcClient::RetransmitOverdue(SteadyClock::time_point now) {
   if (rto_ <= Duration::zero()) return;
   for (auto& [xid, p] : pending_) {
-    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || p.retransmits >= kMaxRetransmits) {
+    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || !p.may_retransmit ||
+        p.retransmits >= kMaxRetransmits) {
       continue;
     }
     if (now - p.sent_at < rto_ * (1 << p.retransmits)) continue;

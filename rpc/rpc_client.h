@@ -71,6 +71,14 @@ struct ClientOptions {
   std::function<void(uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& reply,
                      Duration elapsed)>
       on_done;
+  // Whether a call of procedure `proc` of `prog` may be sent again on its
+  // connection after the retransmission timeout (SetRetransmitTimeout): false
+  // for a call the server could run twice with another result (an NFS
+  // REMOVE, CREATE or WRITE), which then waits for its reply, its deadline or
+  // a lost connection (after which it is sent again with the same XID from
+  // the same source port, for the server's duplicate request cache). Empty:
+  // every call may.
+  std::function<bool(uint32_t prog, uint32_t proc)> may_retransmit;
 };
 
 struct ClientStats {
@@ -109,8 +117,8 @@ class RpcClient : public RpcCaller {
   // call written more than once: see RpcReply::transmissions).
   void SetPacingRate(double bytes_per_second);
   // A call on the wire without a reply this long after its last byte was
-  // written is sent again with the same XID (the server's duplicate request
-  // cache recognises it), the timeout doubling each time, at most
+  // written is sent again with the same XID, if ClientOptions::may_retransmit
+  // allows it, the timeout doubling each time, at most
   // kMaxRetransmits times; 0 (the default) = never. The overall deadline
   // (ClientOptions::timeout) still applies.
   void SetRetransmitTimeout(Duration rto) { rto_ = rto; }
@@ -141,6 +149,7 @@ class RpcClient : public RpcCaller {
     int losses = 0;  // connections lost while this call was on them
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
     int retransmits = 0;
+    bool may_retransmit = true;  // ClientOptions::may_retransmit
     // Times written to a connection (timeouts and reconnects included),
     // for RpcReply::transmissions.
     uint32_t transmissions = 0;

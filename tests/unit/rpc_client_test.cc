@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -64,9 +65,9 @@ class RpcClientTest : public ::testing::Test {
     });
   }
   // Sends a call from the loop thread; results land in results_[tag].
-  void Send(const std::string& args, int tag) {
+  void Send(const std::string& args, int tag, uint32_t proc = 1) {
     loop_.RunSync([&] {
-      Status s = client_->Call(1, 1, 1, OpaqueAuth{}, args, [this, tag](StatusOr<RpcReply> r) {
+      Status s = client_->Call(1, 1, proc, OpaqueAuth{}, args, [this, tag](StatusOr<RpcReply> r) {
         results_[tag] = r.ok() ? std::string(r->results()) : "error: " + r.status().ToString();
       });
       if (!s.ok()) results_[tag] = "refused: " + s.ToString();
@@ -171,6 +172,31 @@ TEST_F(RpcClientTest, UnansweredCallIsRetransmittedWithTheSameXid) {
     // Sent at 0, then 100, 300 and 700 ms (the timeout doubling), no more.
     ASSERT_EQ(handler_.seen_xids.size(), 1u + kMaxRetransmits);
     for (uint32_t xid : handler_.seen_xids) EXPECT_EQ(xid, handler_.seen_xids[0]);
+    EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
+  });
+}
+
+TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(1000);
+  o.may_retransmit = [](uint32_t prog, uint32_t proc) { return !(prog == 1 && proc == 12); };
+  StartClient(o);
+  loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
+  loop_.Start();
+  Send("hold", 1, 12);
+  Send("hold", 2, 1);
+  EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
+  EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
+  loop_.RunSync([&] {
+    std::map<uint32_t, int> sends;
+    for (uint32_t xid : handler_.seen_xids) sends[xid]++;
+    ASSERT_EQ(sends.size(), 2u);
+    std::vector<int> counts;
+    for (auto& [xid, n] : sends) counts.push_back(n);
+    std::sort(counts.begin(), counts.end());
+    // The held REMOVE-like call once; the other at 0, 100, 300 and 700 ms.
+    EXPECT_EQ(counts, (std::vector<int>{1, 1 + kMaxRetransmits}));
     EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
   });
 }

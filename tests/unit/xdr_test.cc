@@ -237,6 +237,21 @@ TEST(NfsProcs, TableCoversAllProceduresInOrder) {
   EXPECT_FALSE(FindNfsProc(NFSPROC3_COMMIT)->flags & kMutating);
 }
 
+TEST(NfsProcs, OnlyCallsThatChangeNothingOrCommitAreSafeToRepeatUpstream) {
+  for (uint32_t proc : {NFSPROC3_NULL, NFSPROC3_GETATTR, NFSPROC3_LOOKUP, NFSPROC3_ACCESS,
+                        NFSPROC3_READLINK, NFSPROC3_READ, NFSPROC3_READDIR,
+                        NFSPROC3_READDIRPLUS, NFSPROC3_FSSTAT, NFSPROC3_FSINFO,
+                        NFSPROC3_PATHCONF, NFSPROC3_COMMIT}) {
+    EXPECT_TRUE(NfsProcSafeToRepeat(proc)) << FindNfsProc(proc)->name;
+  }
+  for (uint32_t proc : {NFSPROC3_SETATTR, NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_MKDIR,
+                        NFSPROC3_SYMLINK, NFSPROC3_MKNOD, NFSPROC3_REMOVE, NFSPROC3_RMDIR,
+                        NFSPROC3_RENAME, NFSPROC3_LINK}) {
+    EXPECT_FALSE(NfsProcSafeToRepeat(proc)) << FindNfsProc(proc)->name;
+  }
+  EXPECT_FALSE(NfsProcSafeToRepeat(kNfsProcCount));
+}
+
 TEST(NfsProcs, ErrorResultsDecodeWithTheirStatusForEveryProcedure) {
   for (uint32_t i = 1; i < kNfsProcCount; ++i) {
     const NfsProc* p = FindNfsProc(i);
