@@ -72,8 +72,8 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
     }
     for (const auto& c : calls) c->ReplySuccess(results);
   };
-  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, cred, wire,
-                            std::move(done));
+  Status s = upstream_.CallExpecting(kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, cred, wire,
+                                     ExpectedListing(plus), std::move(done));
   if (!s.ok()) {
     joined_.erase(flight);
     stats_[NFSPROC3_READDIR].upstream_errors++;

@@ -367,17 +367,29 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
       return;
     }
   }
-  Status s = upstream_.Call(kNfsProgram, kNfsVersion, p.proc, cred, forward,
-                            [this, &p, exp, call, args, cred, flight,
-                             before](StatusOr<RpcReply> r) {
-                              OnReply(p, *exp, call, args, cred, flight, before, std::move(r));
-                            });
+  auto done = [this, &p, exp, call, args, cred, flight, before](StatusOr<RpcReply> r) {
+    OnReply(p, *exp, call, args, cred, flight, before, std::move(r));
+  };
+  Status s = p.proc == NFSPROC3_READDIRPLUS
+                 ? upstream_.CallExpecting(
+                       kNfsProgram, kNfsVersion, p.proc, cred, forward,
+                       ExpectedListing(*static_cast<const READDIRPLUS3args*>(args->get())),
+                       std::move(done))
+                 : upstream_.Call(kNfsProgram, kNfsVersion, p.proc, cred, forward, std::move(done));
   if (!s.ok()) {
     if (!flight.empty()) joined_.erase(flight);
     st.upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": " << s.ToString();
     call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
   }
+}
+
+uint64_t NfsService::ExpectedListing(const READDIRPLUS3args& a) const {
+  if (cache_ == nullptr) return a.maxcount;
+  CookieVerf verf{};
+  std::copy(a.cookieverf, a.cookieverf + NFS3_COOKIEVERFSIZE, verf.begin());
+  return cache_->ListingReplyHint(std::string_view(a.dir.data.data_val, a.dir.data.data_len),
+                                  a.cookie, verf, a.maxcount);
 }
 
 void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred,

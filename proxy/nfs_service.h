@@ -152,6 +152,10 @@ class NfsService : public RpcProgram {
   void Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred,
                uint64_t before = UINT64_MAX);
+  // The bytes the upstream's answer to READDIRPLUS `a` is expected to bring,
+  // for the scheduler's count of bytes in flight: the page last stored for
+  // it and a quarter more, else `a`'s maxcount.
+  uint64_t ExpectedListing(const READDIRPLUS3args& a) const;
   // Returns true iff the decoded `args` asked for more than max_transfer
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.

@@ -53,29 +53,15 @@ void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& 
       // A directory right below one listed just before: a walk, from the
       // parent, whose listing is asked again for the rest of its subtree.
       at = WalkDir{StartWalk(*parent), 1, walker};
-      Job up;
-      up.kind = Kind::kList;
-      up.fh = *parent;
-      up.exp = &exp;
-      up.cred = cred;
-      up.walk = at.walk;
       walk_dirs_.Put(*parent, WalkDir{at.walk, 0, walker});
       // Asked again even if listed before (a second walk of the tree): its
       // listing is what takes the new walk to the rest of its subtree.
-      Queue(std::move(up), /*front=*/false, /*again=*/true);
+      ListAgain(*parent, exp, cred, at.walk);
     } else if (resumed) {
       at = WalkDir{StartWalk(dir), 0, walker};
       // The client read the pages before this one while no walk was on:
       // the directory is listed again for the subdirectories in them.
-      if (known->depth == 0) {
-        Job again;
-        again.kind = Kind::kList;
-        again.fh = std::string(dir);
-        again.exp = &exp;
-        again.cred = cred;
-        again.walk = at.walk;
-        Queue(std::move(again), /*front=*/false, /*again=*/true);
-      }
+      if (known->depth == 0) ListAgain(dir, exp, cred, at.walk);
     } else {
       return;  // one listing is not a walk (yet)
     }
@@ -86,6 +72,17 @@ void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& 
   walk_dirs_.Put(dir, at);
   while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
   OnListing(dir, ok, exp, cred, at.depth, at.walk);
+}
+
+void Prefetcher::ListAgain(std::string_view dir, const Export& exp, const OpaqueAuth& cred,
+                           uint64_t walk) {
+  Job job;
+  job.kind = Kind::kList;
+  job.fh = std::string(dir);
+  job.exp = &exp;
+  job.cred = cred;
+  job.walk = walk;
+  Queue(std::move(job), /*front=*/false, /*again=*/true);
 }
 
 void Prefetcher::OnClientCall(std::string_view fh) {

@@ -155,6 +155,9 @@ class Prefetcher {
   // to be asked again: Relist), or `again`. `front` puts it first (the next
   // page of a directory being listed).
   void Queue(Job job, bool front = false, bool again = false);
+  // Queues the listing of walk `walk`'s start `dir` from its first page,
+  // whether or not it was seen: the walk's way to the rest of the tree.
+  void ListAgain(std::string_view dir, const Export& exp, const OpaqueAuth& cred, uint64_t walk);
   static std::string SeenKey(const Job& job);
   // The key of a listing page in flight: credential, cookie, directory.
   static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);

@@ -320,6 +320,36 @@ TEST_F(CachedHandoutTest, HandleFromACachedListingIsUsableThroughTheExportThatAn
       << "a handle the proxy listed through /data/proj is refused through it";
 }
 
+// A client READDIRPLUS the cache cannot answer is counted in the upstream
+// scheduler's bytes in flight at the page last stored for it (and a quarter
+// more), not at the client's maxcount: a tree walk's listings are a few KB.
+TEST_F(CachedHandoutTest, AForwardedListingIsExpectedAtTheSizeOfItsStoredPage) {
+  ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
+  ASSERT_EQ(Lookup(kDataHost, kRoot, "proj").first, static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(Readdirplus(kDataHost, kProj).first, static_cast<uint32_t>(NFS3_OK));
+  std::optional<uint64_t> first, second;
+  size_t page = 0;
+  loop_.RunSync([&] {
+    for (const FakeUpstream::Seen& c : up_->calls) {
+      if (c.proc == NFSPROC3_READDIRPLUS) first = c.expected_reply;
+    }
+    // Every cached attribute outlives its lifetime: the next listing goes
+    // upstream again.
+    clock_.Advance(std::chrono::hours(2));
+  });
+  ASSERT_EQ(first, std::optional<uint64_t>(65536)) << "nothing stored: the client's maxcount";
+  const size_t lists = UpstreamCalls(NFSPROC3_READDIRPLUS);
+  ASSERT_EQ(Readdirplus(kDataHost, kProj).first, static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), lists + 1) << "the forwarded path is tested";
+  loop_.RunSync([&] {
+    second = up_->calls.back().expected_reply;
+    page = Respond(up_->calls.back())->size();
+  });
+  ASSERT_TRUE(second.has_value());
+  EXPECT_GE(*second, page) << "at least the page stored";
+  EXPECT_LE(*second, page + page / 4 + 64);
+}
+
 // --- ".." of a directory moved through the proxy -----------------------------
 //
 // cache/name_cache.h: ".." is not cached because it "changes when a directory
