@@ -354,7 +354,7 @@ Status Daemon::Start() {
   // Over TCP a call is lost only with its connection; the retransmission
   // timeout covers a server that dropped one. A mutation sent twice on one
   // connection may run twice (REMOVE answering NOENT to its own second run).
-  co.may_retransmit = [](uint32_t prog, uint32_t proc) {
+  co.repeatable = [](uint32_t prog, uint32_t proc) {
     return prog != kNfsProgram || NfsProcSafeToRepeat(proc);
   };
   if (u.tls) {

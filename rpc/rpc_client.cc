@@ -262,10 +262,11 @@ void RpcClient::ConnLost(int i, const std::string& why) {
   paced_.erase(std::remove_if(paced_.begin(), paced_.end(),
                               [i](const PacedWrite& w) { return w.conn == i; }),
                paced_.end());
-  // Calls that were on this connection go back to the head of the queue,
-  // in XID order, to be sent again with the same XID; a call that lost its
-  // connection too often fails instead.
-  std::vector<uint32_t> back;
+  // Calls that were on this connection are sent again with the same XID, in
+  // XID order: a repeatable one from the head of the queue, on any
+  // connection (it fails instead once it has lost its connection too
+  // often); any other on this connection once it is back (repeatable).
+  std::vector<uint32_t> back, homed;
   std::vector<ReplyCallback> failed;
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& p = it->second;
@@ -275,6 +276,11 @@ void RpcClient::ConnLost(int i, const std::string& why) {
     }
     p.conn = -1;
     in_flight_--;
+    if (!p.repeatable) {
+      homed.push_back(it->first);
+      ++it;
+      continue;
+    }
     if (++p.losses > kMaxConnectionLosses) {
       failed.push_back(std::move(p.done));
       it = pending_.erase(it);
@@ -283,9 +289,12 @@ void RpcClient::ConnLost(int i, const std::string& why) {
     back.push_back(it->first);
     ++it;
   }
-  std::sort(back.begin(), back.end(),
-            [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; });
+  auto by_age = [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; };
+  std::sort(back.begin(), back.end(), by_age);
+  std::sort(homed.begin(), homed.end(), by_age);
   queue_.insert(queue_.begin(), back.begin(), back.end());
+  c.resend.insert(c.resend.end(), homed.begin(), homed.end());
+  back.insert(back.end(), homed.begin(), homed.end());
   stats_.resent += back.size();
   if (shut_down_) {
     for (auto& done : failed) done(Status(StatusCode::kCancelled, options_.name + " shut down"));
@@ -374,7 +383,7 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   Pending p;
   p.record = EncodeRecord(EncodeCallHeader(h), args);
   p.done = std::move(done);
-  p.may_retransmit = !options_.may_retransmit || options_.may_retransmit(prog, proc);
+  p.repeatable = !options_.repeatable || options_.repeatable(prog, proc);
   if (options_.on_done) {
     p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),
               inner = std::move(p.done)](StatusOr<RpcReply> r) {
@@ -412,6 +421,21 @@ void RpcClient::SetLimits(const ClientOptions& limits) {
 }
 
 void RpcClient::Pump() {
+  // Calls lost with a connection that is back, on it, whatever the limit:
+  // they were in flight before.
+  for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
+    Conn& c = conns_[i];
+    while (c.state == Conn::State::kUp && !c.resend.empty()) {
+      const uint32_t xid = c.resend.front();
+      c.resend.pop_front();
+      auto it = pending_.find(xid);
+      if (it == pending_.end() || it->second.conn >= 0) continue;
+      it->second.conn = i;
+      in_flight_++;
+      c.outstanding++;
+      WriteCall(i, xid, it->second);
+    }
+  }
   while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
     int i = PickConnection();
     if (i < 0) return;
@@ -489,7 +513,7 @@ void RpcClient::PaceOut() {
 void RpcClient::RetransmitOverdue(SteadyClock::time_point now) {
   if (rto_ <= Duration::zero()) return;
   for (auto& [xid, p] : pending_) {
-    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || !p.may_retransmit ||
+    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || !p.repeatable ||
         p.retransmits >= kMaxRetransmits) {
       continue;
     }
@@ -516,18 +540,36 @@ void RpcClient::SweepDeadlines() {
   RetransmitOverdue(now);
   if (hold_deadlines_) return;
   std::vector<ReplyCallback> expired;
+  std::vector<int> reopen;  // connections of calls that must not fail
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.deadline > now) {
+    Pending& p = it->second;
+    if (p.deadline > now) {
       ++it;
       continue;
     }
-    if (it->second.conn >= 0) {
+    if (!p.repeatable && p.transmissions > 0) {
+      // It may have run: not failed but sent again (Conn::resend), on a
+      // new connection from the same port if it is on one.
+      p.deadline = now + options_.timeout;
+      if (p.conn >= 0 && std::find(reopen.begin(), reopen.end(), p.conn) == reopen.end()) {
+        reopen.push_back(p.conn);
+      }
+      ++it;
+      continue;
+    }
+    if (p.conn >= 0) {
       in_flight_--;
       conns_[it->second.conn].outstanding--;
     }
     expired.push_back(std::move(it->second.done));
     it = pending_.erase(it);
     stats_.timeouts++;
+  }
+  for (int i : reopen) {
+    NFSEDGE_LOG(kWarn) << options_.name << ": a call that may not run twice has no reply after "
+                       << std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()
+                       << " s; connection " << i << " is opened again to send it again";
+    ConnLost(i, "a call unanswered before its deadline");
   }
   if (expired.empty()) return;
   // Unsent calls that expired leave the queue too: it bounds calls waiting.
@@ -549,6 +591,7 @@ void RpcClient::Shutdown(const Status& why) {
   auto pending = std::move(pending_);
   pending_.clear();
   queue_.clear();
+  for (auto& c : conns_) c.resend.clear();
   paced_.clear();
   pace_timer_.Cancel();
   in_flight_ = 0;

@@ -71,14 +71,22 @@ struct ClientOptions {
   std::function<void(uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& reply,
                      Duration elapsed)>
       on_done;
-  // Whether a call of procedure `proc` of `prog` may be sent again on its
-  // connection after the retransmission timeout (SetRetransmitTimeout): false
-  // for a call the server could run twice with another result (an NFS
-  // REMOVE, CREATE or WRITE), which then waits for its reply, its deadline or
-  // a lost connection (after which it is sent again with the same XID from
-  // the same source port, for the server's duplicate request cache). Empty:
-  // every call may.
-  std::function<bool(uint32_t prog, uint32_t proc)> may_retransmit;
+  // Whether the server may run a call of procedure `proc` of `prog` twice
+  // with no harm. Empty: every call may. A call that is not (an NFS REMOVE,
+  // CREATE or WRITE), once written to a connection:
+  // - is never sent again on that connection after the retransmission
+  //   timeout (SetRetransmitTimeout): the server's duplicate request cache
+  //   need not catch a copy that arrives while the first still runs;
+  // - after the loss of that connection, is sent again with the same XID on
+  //   the same connection once it is back (from its old source port, which
+  //   a server's duplicate request cache keys on), never on another one,
+  //   however often it is lost;
+  // - at its deadline (`timeout`) is not failed, as the server may have run
+  //   it and its result would be lost: its connection is closed and opened
+  //   again, and the call sent again so, as a hard mount does. It ends with
+  //   its reply or Shutdown.
+  // A call not yet written anywhere is failed at its deadline as any other.
+  std::function<bool(uint32_t prog, uint32_t proc)> repeatable;
 };
 
 struct ClientStats {
@@ -117,8 +125,8 @@ class RpcClient : public RpcCaller {
   // call written more than once: see RpcReply::transmissions).
   void SetPacingRate(double bytes_per_second);
   // A call on the wire without a reply this long after its last byte was
-  // written is sent again with the same XID, if ClientOptions::may_retransmit
-  // allows it, the timeout doubling each time, at most
+  // written is sent again with the same XID, if ClientOptions::repeatable
+  // says it may be, the timeout doubling each time, at most
   // kMaxRetransmits times; 0 (the default) = never. The overall deadline
   // (ClientOptions::timeout) still applies.
   void SetRetransmitTimeout(Duration rto) { rto_ = rto; }
@@ -149,7 +157,7 @@ class RpcClient : public RpcCaller {
     int losses = 0;  // connections lost while this call was on them
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
     int retransmits = 0;
-    bool may_retransmit = true;  // ClientOptions::may_retransmit
+    bool repeatable = true;  // ClientOptions::repeatable
     // Times written to a connection (timeouts and reconnects included),
     // for RpcReply::transmissions.
     uint32_t transmissions = 0;
@@ -173,6 +181,9 @@ class RpcClient : public RpcCaller {
     uint16_t local_port = 0;  // source port of the last good connection
     int port_failures = 0;    // failed connects from local_port since it was up
     uint32_t probe_xid = 0;
+    // Calls that are not repeatable, lost with this connection: sent again
+    // on it, first, once it is back.
+    std::deque<uint32_t> resend;
   };
   struct ConnArg {
     RpcClient* client;

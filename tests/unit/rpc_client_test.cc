@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "rpc/rpc_server.h"
 #include "test_loop.h"
@@ -25,6 +26,10 @@ class TestHandler : public CallHandler {
     std::string args(call->args());
     if (args == "hold") {
       held.push_back(std::move(call));
+      return;
+    }
+    if (args == "garble-once" && ++drops[call->xid()] == 1) {
+      call->Reply("not an RPC reply");  // the client drops this connection only
       return;
     }
     if ((args == "drop-once" && ++drops[call->xid()] == 1) || args == "drop-always") {
@@ -179,15 +184,14 @@ TEST_F(RpcClientTest, UnansweredCallIsRetransmittedWithTheSameXid) {
 TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
   StartServer();
   ClientOptions o;
-  o.timeout = std::chrono::milliseconds(1000);
-  o.may_retransmit = [](uint32_t prog, uint32_t proc) { return !(prog == 1 && proc == 12); };
+  o.timeout = std::chrono::milliseconds(2000);
+  o.repeatable = [](uint32_t prog, uint32_t proc) { return !(prog == 1 && proc == 12); };
   StartClient(o);
   loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
   loop_.Start();
   Send("hold", 1, 12);
   Send("hold", 2, 1);
-  EXPECT_NE(Wait(1).find("timeout"), std::string::npos);
-  EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
+  usleep(1000000);  // past 0, 100, 300 and 700 ms; before the deadline
   loop_.RunSync([&] {
     std::map<uint32_t, int> sends;
     for (uint32_t xid : handler_.seen_xids) sends[xid]++;
@@ -199,6 +203,9 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
     EXPECT_EQ(counts, (std::vector<int>{1, 1 + kMaxRetransmits}));
     EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
   });
+  ReleaseAll();
+  EXPECT_EQ(Wait(1), "released");
+  EXPECT_EQ(Wait(2), "released");
 }
 
 TEST_F(RpcClientTest, PacedCallLeavesAtTheRateAndSaysWhen) {
@@ -246,6 +253,83 @@ TEST_F(RpcClientTest, LostConnectionIsReopenedAndCallResentWithSameXid) {
     EXPECT_EQ(handler_.seen_ports[0], handler_.seen_ports[1]);
     EXPECT_GE(client_->stats().resent, 1u);
   });
+}
+
+// Procedure 12 stands for a REMOVE: not repeatable.
+bool NotTwelve(uint32_t, uint32_t proc) { return proc != 12; }
+
+// A call that may not run twice, lost with its connection, is sent again on
+// that connection, from its source port (the server's duplicate request
+// cache keys on it), not on another connection that is up.
+TEST_F(RpcClientTest, ACallNotSafeToRepeatIsSentAgainOnlyOnItsOwnConnection) {
+  StartServer();
+  ClientOptions o;
+  o.connections = 2;
+  o.repeatable = NotTwelve;
+  StartClient(o, std::chrono::milliseconds(100), std::chrono::milliseconds(100));
+  loop_.Start();
+  for (int i = 0; i < 200; ++i) {
+    int up = 0;
+    loop_.RunSync([&] { up = client_->connections_up(); });
+    if (up == 2) break;
+    usleep(10000);
+  }
+  for (int tag = 1; tag <= 4; ++tag) Send("garble-once", tag, 12);
+  for (int tag = 1; tag <= 4; ++tag) EXPECT_EQ(Wait(tag), "garble-once");
+  loop_.RunSync([&] {
+    std::map<uint32_t, std::set<uint16_t>> ports;
+    for (size_t i = 0; i < handler_.seen_xids.size(); ++i) {
+      ports[handler_.seen_xids[i]].insert(handler_.seen_ports[i]);
+    }
+    ASSERT_EQ(ports.size(), 4u);
+    for (const auto& [xid, from] : ports) {
+      EXPECT_EQ(from.size(), 1u) << "xid " << xid << " was sent from " << from.size() << " ports";
+    }
+    EXPECT_EQ(handler_.seen_xids.size(), 8u);
+    EXPECT_EQ(client_->stats().timeouts, 0u);
+  });
+}
+
+// Such a call is not failed at its deadline (it may have run, and its result
+// would be lost): its connection is opened again and it is sent again, with
+// its XID and from its port, until it is answered. One never sent fails.
+TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(300);
+  o.repeatable = NotTwelve;
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1, 12);
+  usleep(1000000);  // three deadlines
+  loop_.RunSync([&] {
+    EXPECT_EQ(results_.count(1), 0u) << results_[1];
+    ASSERT_GE(handler_.seen_xids.size(), 2u);
+    for (size_t i = 1; i < handler_.seen_xids.size(); ++i) {
+      EXPECT_EQ(handler_.seen_xids[i], handler_.seen_xids[0]);
+      EXPECT_EQ(handler_.seen_ports[i], handler_.seen_ports[0]);
+    }
+    EXPECT_EQ(client_->stats().timeouts, 0u);
+  });
+  // The server answers (a copy on a connection just closed is not heard:
+  // the next one is).
+  bool answered = false;
+  for (int i = 0; i < 50 && !answered; ++i) {
+    ReleaseAll();
+    usleep(50000);
+    loop_.RunSync([&] { answered = results_.count(1) != 0; });
+  }
+  EXPECT_EQ(Wait(1), "released");
+  // The server gone, a new such call is never sent, and fails.
+  loop_.RunSync([&] { server_.reset(); });
+  for (int i = 0; i < 200; ++i) {
+    int up = 1;
+    loop_.RunSync([&] { up = client_->connections_up(); });
+    if (up == 0) break;
+    usleep(10000);
+  }
+  Send("never", 2, 12);
+  EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
 
 TEST_F(RpcClientTest, CallThatKeepsLosingItsConnectionFails) {
