@@ -264,8 +264,8 @@ void RpcClient::ConnLost(int i, const std::string& why) {
                paced_.end());
   // Calls that were on this connection are sent again with the same XID, in
   // XID order: a repeatable one from the head of the queue, on any
-  // connection (it fails instead once it has lost its connection too
-  // often); any other on this connection once it is back (repeatable).
+  // connection; any other on this connection once it is back (repeatable).
+  // A call that lost its connection too often fails instead.
   std::vector<uint32_t> back, homed;
   std::vector<ReplyCallback> failed;
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -276,17 +276,17 @@ void RpcClient::ConnLost(int i, const std::string& why) {
     }
     p.conn = -1;
     in_flight_--;
-    if (!p.repeatable) {
-      homed.push_back(it->first);
-      ++it;
-      continue;
-    }
     if (++p.losses > kMaxConnectionLosses) {
       failed.push_back(std::move(p.done));
       it = pending_.erase(it);
       continue;
     }
-    back.push_back(it->first);
+    if (!p.repeatable) {
+      p.home = i;
+      homed.push_back(it->first);
+    } else {
+      back.push_back(it->first);
+    }
     ++it;
   }
   auto by_age = [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; };
@@ -538,7 +538,6 @@ void RpcClient::SweepDeadlines() {
   if (pending_.empty()) return;
   auto now = SteadyClock::now();
   RetransmitOverdue(now);
-  if (hold_deadlines_) return;
   std::vector<ReplyCallback> expired;
   std::vector<int> reopen;  // connections of calls that must not fail
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -548,12 +547,23 @@ void RpcClient::SweepDeadlines() {
       continue;
     }
     if (!p.repeatable && p.transmissions > 0) {
-      // It may have run: not failed but sent again (Conn::resend), on a
-      // new connection from the same port if it is on one.
+      // It may have run: not failed but sent again (Conn::resend) on its
+      // connection, opened again, even while deadlines are held. Waiting
+      // for its connection, which is stuck on its way up (a TLS probe or
+      // handshake not answered), it starts that connection over.
       p.deadline = now + options_.timeout;
-      if (p.conn >= 0 && std::find(reopen.begin(), reopen.end(), p.conn) == reopen.end()) {
-        reopen.push_back(p.conn);
+      int c = p.conn;
+      if (c < 0 && p.home >= 0 && conns_[p.home].state != Conn::State::kUp &&
+          conns_[p.home].state != Conn::State::kDown) {
+        c = p.home;
       }
+      if (c >= 0 && std::find(reopen.begin(), reopen.end(), c) == reopen.end()) {
+        reopen.push_back(c);
+      }
+      ++it;
+      continue;
+    }
+    if (hold_deadlines_) {
       ++it;
       continue;
     }
@@ -565,15 +575,18 @@ void RpcClient::SweepDeadlines() {
     it = pending_.erase(it);
     stats_.timeouts++;
   }
+  // Unsent calls that expired leave the queue too: it bounds calls waiting.
+  if (!expired.empty()) {
+    std::erase_if(queue_, [this](uint32_t xid) { return !pending_.contains(xid); });
+  }
   for (int i : reopen) {
+    if (shut_down_) break;  // a callback of the ConnLost before may have
     NFSEDGE_LOG(kWarn) << options_.name << ": a call that may not run twice has no reply after "
                        << std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()
                        << " s; connection " << i << " is opened again to send it again";
     ConnLost(i, "a call unanswered before its deadline");
   }
   if (expired.empty()) return;
-  // Unsent calls that expired leave the queue too: it bounds calls waiting.
-  std::erase_if(queue_, [this](uint32_t xid) { return !pending_.contains(xid); });
   NFSEDGE_LOG(kWarn) << options_.name << ": " << expired.size() << " calls passed their deadline";
   for (auto& done : expired) done(Timeout(options_.name + ": no reply before the deadline"));
   Pump();

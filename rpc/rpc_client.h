@@ -73,19 +73,21 @@ struct ClientOptions {
       on_done;
   // Whether the server may run a call of procedure `proc` of `prog` twice
   // with no harm. Empty: every call may. A call that is not (an NFS REMOVE,
-  // CREATE or WRITE), once written to a connection:
+  // CREATE or WRITE), once handed to a connection:
   // - is never sent again on that connection after the retransmission
   //   timeout (SetRetransmitTimeout): the server's duplicate request cache
   //   need not catch a copy that arrives while the first still runs;
   // - after the loss of that connection, is sent again with the same XID on
   //   the same connection once it is back (from its old source port, which
-  //   a server's duplicate request cache keys on), never on another one,
-  //   however often it is lost;
+  //   a server's duplicate request cache keys on, unless three connects
+  //   from it failed), never on another one; as any call, it fails after
+  //   kMaxConnectionLosses losses;
   // - at its deadline (`timeout`) is not failed, as the server may have run
   //   it and its result would be lost: its connection is closed and opened
-  //   again, and the call sent again so, as a hard mount does. It ends with
-  //   its reply or Shutdown.
-  // A call not yet written anywhere is failed at its deadline as any other.
+  //   again, and the call sent again so, as a hard mount does; likewise
+  //   while deadlines are held (HoldDeadlines).
+  // A call not yet handed to a connection is failed at its deadline as any
+  // other.
   std::function<bool(uint32_t prog, uint32_t proc)> repeatable;
 };
 
@@ -158,6 +160,7 @@ class RpcClient : public RpcCaller {
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
     int retransmits = 0;
     bool repeatable = true;  // ClientOptions::repeatable
+    int home = -1;  // not repeatable: the connection it was lost with
     // Times written to a connection (timeouts and reconnects included),
     // for RpcReply::transmissions.
     uint32_t transmissions = 0;

@@ -191,7 +191,15 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
   loop_.Start();
   Send("hold", 1, 12);
   Send("hold", 2, 1);
-  usleep(1000000);  // past 0, 100, 300 and 700 ms; before the deadline
+  // Sent at 0, 100, 300 and 700 ms (the one that may be), before the
+  // deadline.
+  for (int i = 0; i < 180; ++i) {
+    size_t seen = 0;
+    loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
+    if (seen >= 2u + kMaxRetransmits) break;
+    usleep(10000);
+  }
+  usleep(50000);  // and no more
   loop_.RunSync([&] {
     std::map<uint32_t, int> sends;
     for (uint32_t xid : handler_.seen_xids) sends[xid]++;
@@ -330,6 +338,31 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   }
   Send("never", 2, 12);
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
+}
+
+// While deadlines are held (the upstream is out), such a call is still sent
+// again at its deadline: nothing else would (no retransmission, and the
+// outage probe waits for calls in flight).
+TEST_F(RpcClientTest, ACallNotSafeToRepeatIsSentAgainWhileDeadlinesAreHeld) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(300);
+  o.repeatable = NotTwelve;
+  StartClient(o);
+  loop_.RunSync([&] { client_->HoldDeadlines(true); });
+  loop_.Start();
+  Send("hold", 1, 12);
+  size_t seen = 0;
+  for (int i = 0; i < 200 && seen < 2; ++i) {
+    usleep(10000);
+    loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
+  }
+  ASSERT_GE(seen, 2u) << "not sent again while held";
+  loop_.RunSync([&] {
+    EXPECT_EQ(handler_.seen_xids[1], handler_.seen_xids[0]);
+    EXPECT_EQ(handler_.seen_ports[1], handler_.seen_ports[0]);
+    EXPECT_EQ(results_.count(1), 0u);
+  });
 }
 
 TEST_F(RpcClientTest, CallThatKeepsLosingItsConnectionFails) {
