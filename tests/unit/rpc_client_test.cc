@@ -89,6 +89,24 @@ class RpcClientTest : public ::testing::Test {
     }
     usleep(50000);
   }
+  // Waits (up to 2 s) until `n` connections are up.
+  void WaitConnectionsUp(int n) {
+    for (int i = 0; i < 200; ++i) {
+      int up = -1;
+      loop_.RunSync([&] { up = client_->connections_up(); });
+      if (up == n) return;
+      usleep(10000);
+    }
+  }
+  // A server, and a client whose calls have a 300 ms deadline and whose
+  // procedure 12 (a REMOVE, say) is not repeatable.
+  void StartServerAndShortDeadlineClient() {
+    StartServer();
+    ClientOptions o;
+    o.timeout = std::chrono::milliseconds(300);
+    o.repeatable = [](uint32_t, uint32_t proc) { return proc != 12; };
+    StartClient(o);
+  }
   // Answers every call the server holds.
   void ReleaseAll() {
     loop_.RunSync([&] {
@@ -276,12 +294,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatIsSentAgainOnlyOnItsOwnConnection) {
   o.repeatable = NotTwelve;
   StartClient(o, std::chrono::milliseconds(100), std::chrono::milliseconds(100));
   loop_.Start();
-  for (int i = 0; i < 200; ++i) {
-    int up = 0;
-    loop_.RunSync([&] { up = client_->connections_up(); });
-    if (up == 2) break;
-    usleep(10000);
-  }
+  WaitConnectionsUp(2);
   for (int tag = 1; tag <= 4; ++tag) Send("garble-once", tag, 12);
   for (int tag = 1; tag <= 4; ++tag) EXPECT_EQ(Wait(tag), "garble-once");
   loop_.RunSync([&] {
@@ -302,11 +315,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatIsSentAgainOnlyOnItsOwnConnection) {
 // would be lost): its connection is opened again and it is sent again, with
 // its XID and from its port, until it is answered. One never sent fails.
 TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
-  StartServer();
-  ClientOptions o;
-  o.timeout = std::chrono::milliseconds(300);
-  o.repeatable = NotTwelve;
-  StartClient(o);
+  StartServerAndShortDeadlineClient();
   loop_.Start();
   Send("hold", 1, 12);
   usleep(1000000);  // three deadlines
@@ -330,12 +339,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   EXPECT_EQ(Wait(1), "released");
   // The server gone, a new such call is never sent, and fails.
   loop_.RunSync([&] { server_.reset(); });
-  for (int i = 0; i < 200; ++i) {
-    int up = 1;
-    loop_.RunSync([&] { up = client_->connections_up(); });
-    if (up == 0) break;
-    usleep(10000);
-  }
+  WaitConnectionsUp(0);
   Send("never", 2, 12);
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
@@ -344,11 +348,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
 // again at its deadline: nothing else would (no retransmission, and the
 // outage probe waits for calls in flight).
 TEST_F(RpcClientTest, ACallNotSafeToRepeatIsSentAgainWhileDeadlinesAreHeld) {
-  StartServer();
-  ClientOptions o;
-  o.timeout = std::chrono::milliseconds(300);
-  o.repeatable = NotTwelve;
-  StartClient(o);
+  StartServerAndShortDeadlineClient();
   loop_.RunSync([&] { client_->HoldDeadlines(true); });
   loop_.Start();
   Send("hold", 1, 12);
