@@ -358,7 +358,7 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
   // Single flight: an identical read-only call already on its way upstream
   // (same procedure, arguments and credential) answers this one too.
   std::string flight;
-  if ((p.flags & kIdempotent) && !(p.flags & kMutating)) {
+  if (NfsProcSafeToRepeat(p.proc)) {
     flight = FlightKey(p.proc, cred, forward);
     auto [it, first] = joined_.try_emplace(flight);
     if (!first) {
