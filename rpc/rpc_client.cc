@@ -582,8 +582,9 @@ void RpcClient::SweepDeadlines() {
   for (int i : reopen) {
     if (shut_down_) break;  // a callback of the ConnLost before may have
     NFSEDGE_LOG(kWarn) << options_.name << ": a call that may not run twice has no reply after "
-                       << std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()
-                       << " s; connection " << i << " is opened again to send it again";
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout)
+                              .count()
+                       << " ms; connection " << i << " is opened again to send it again";
     ConnLost(i, "a call unanswered before its deadline");
   }
   if (expired.empty()) return;
