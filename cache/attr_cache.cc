@@ -46,6 +46,15 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
       return PostOpResult::kIgnored;
     }
     result = change == e->change ? PostOpResult::kUnchanged : PostOpResult::kChanged;
+    if (change.OlderThan(e->change)) {
+      // Older than an entry past its lifetime: a reply overtaken by a newer
+      // one (a READ's, a listing's, late on the WAN), or the server's clock
+      // stepped back. Not served, in no mode: the next call asks the
+      // upstream, whose answer settles it (the same attributes again are
+      // then taken as they come).
+      stats_.overtaken++;
+      stale = true;
+    }
     if (Fresh(*e) && !(e->change.ctime < change.ctime)) {
       // The same ctime: equal attributes settle an ambiguous entry, other
       // ones cannot be ordered against it.

@@ -63,6 +63,7 @@ struct AttrCacheStats {
   uint64_t evictions = 0;  // entries dropped for the bound
   uint64_t invalidations = 0;
   uint64_t ignored_older = 0;  // replies older than the fresh entry, not applied
+  uint64_t overtaken = 0;  // replies older than an expired entry: kept, not served
   uint64_t ambiguous = 0;      // replies that could not be ordered against the entry
   uint64_t expired_served = 0;  // GetExpired() answered from an entry past its lifetime
 };
@@ -102,8 +103,8 @@ class AttrCache {
   // For an upstream outage (serve_stale_on_outage): returns the attributes
   // of `handle` whether or not its entry is still fresh, iff there is an
   // entry that is not ambiguous and was not made stale on purpose (by
-  // InvalidateBefore, or by a reply with the same ctime and other owner,
-  // group or mode). An entry a mutation through the proxy invalidated is
+  // InvalidateBefore, by a reply with the same ctime and other owner,
+  // group or mode, or by one older than the expired entry it replaced). An entry a mutation through the proxy invalidated is
   // gone and not answered. Marks the entry used for the LRU only.
   std::optional<fattr3> GetExpired(std::string_view handle);
   // Like Get() (without `allow_ambiguous`), but neither counted nor marked

@@ -59,11 +59,13 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             static_cast<double>(handles.evictions()));
   CountEach(w, "nfsedge_attr_cache_events_total",
             "Attribute cache events: refresh-ahead candidates, invalidations, replies older "
-            "than the cached entry, replies that could not be ordered against it (same ctime).",
+            "than the fresh entry (ignored) or the expired one (kept, not served), replies that "
+            "could not be ordered against it (same ctime).",
             {}, "event",
             {{"refresh", a.refreshes},
              {"invalidation", a.invalidations},
              {"ignored_older", a.ignored_older},
+             {"overtaken", a.overtaken},
              {"ambiguous", a.ambiguous}});
   w.Counter("nfsedge_name_cache_dirs_dropped_total",
             "Directories whose cached names were dropped (changed behind the proxy).", {},

@@ -103,7 +103,7 @@ bool DuplicateRequestCache::Admit(const std::shared_ptr<IncomingCall>& call) {
   s.entries.Put(key, State::Entry{});
   s.stats.recorded++;
   std::weak_ptr<State> weak = state_;
-  call->SetReplyHook([weak, key](std::string_view reply) {
+  call->AddReplyHook([weak, key](std::string_view reply) {
     if (auto st = weak.lock()) st->Finish(key, reply);
   });
   return true;

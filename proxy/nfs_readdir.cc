@@ -25,21 +25,26 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
     return;
   }
   // Single flight among identical client READDIRs (they get converted
-  // results, so they never join a forwarded call's raw reply).
-  std::string flight = FlightKey(NFSPROC3_READDIR, cred, call->args());
+  // results, so they never join a forwarded call's raw reply), while no
+  // mutation was answered since the first left.
+  std::string flight = FlightKey(NFSPROC3_READDIR, exp.id(), cred, call->args());
   flight.push_back('+');
   auto [slot, first] = joined_.try_emplace(flight);
-  if (!first) {
-    slot->second.push_back(call);
+  if (first) {
+    slot->second.epoch = *mutations_answered_;
+  } else if (slot->second.epoch == *mutations_answered_) {
+    slot->second.calls.push_back(call);
     stats_[NFSPROC3_READDIR].coalesced++;
     return;
+  } else {
+    flight.clear();  // this one goes on its own
   }
   const Export* e = &exp;
   auto done = [this, &readdir, e, call, args, plus_args, cred, flight,
                count](StatusOr<RpcReply> r) {
     std::vector<std::shared_ptr<IncomingCall>> calls{call};
-    if (auto it = joined_.find(flight); it != joined_.end()) {
-      calls.insert(calls.end(), it->second.begin(), it->second.end());
+    if (auto it = flight.empty() ? joined_.end() : joined_.find(flight); it != joined_.end()) {
+      calls.insert(calls.end(), it->second.calls.begin(), it->second.calls.end());
       joined_.erase(it);
     }
     std::string results;
@@ -75,7 +80,7 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
   Status s = upstream_.CallExpecting(kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, cred, wire,
                                      ExpectedListing(plus), std::move(done));
   if (!s.ok()) {
-    joined_.erase(flight);
+    if (!flight.empty()) joined_.erase(flight);
     stats_[NFSPROC3_READDIR].upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 READDIR: " << s.ToString();
     call->ReplySuccess(EncodeNfsError(readdir, NFS3ERR_JUKEBOX));

@@ -202,6 +202,11 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   }
   // A retransmitted mutation gets the first call's reply (DESIGN rule 7).
   if (IsNonIdempotent(p, args->get()) && !drc_.Admit(call)) return;
+  if (p.flags & kMutating) {
+    call->AddReplyHook([n = mutations_answered_](std::string_view reply) {
+      if (!reply.empty()) ++*n;
+    });
+  }
   if (prefetcher_ && prefetcher_->walks() > 0 && !(p.flags & kMutating)) {
     // A client call in a walked tree keeps the walk going.
     std::vector<const nfs_fh3*> fhs;
@@ -356,13 +361,18 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
   if (ClampTransfer(p, args->get())) args->Encode(&clamped);
   std::string_view forward = clamped.empty() ? call->args() : std::string_view(clamped);
   // Single flight: an identical read-only call already on its way upstream
-  // (same procedure, arguments and credential) answers this one too.
+  // (same procedure, arguments, credential and export) answers this one
+  // too, unless a mutation was answered since it left: then this one goes
+  // on its own.
   std::string flight;
   if (NfsProcSafeToRepeat(p.proc)) {
-    flight = FlightKey(p.proc, cred, forward);
-    auto [it, first] = joined_.try_emplace(flight);
-    if (!first) {
-      it->second.push_back(call);
+    std::string key = FlightKey(p.proc, exp->id(), cred, forward);
+    auto [it, first] = joined_.try_emplace(key);
+    if (first) {
+      it->second.epoch = *mutations_answered_;
+      flight = std::move(key);
+    } else if (it->second.epoch == *mutations_answered_) {
+      it->second.calls.push_back(call);
       st.coalesced++;
       return;
     }
@@ -523,7 +533,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   if (!flight.empty()) {
     auto it = joined_.find(flight);
     if (it != joined_.end()) {
-      joined = std::move(it->second);
+      joined = std::move(it->second.calls);
       joined_.erase(it);
     }
   }
@@ -588,7 +598,7 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
-                               reply->sent_at);
+                               reply->transmissions, reply->sent_at);
   } else if (read_path_ && p.proc == NFSPROC3_WRITE) {
     read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
   } else if (read_path_ && p.proc == NFSPROC3_SETATTR) {
@@ -726,10 +736,12 @@ bool NfsService::HoldForBufferedWrites(const NfsProc& p, std::string_view result
   return false;
 }
 
-std::string NfsService::FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args) {
+std::string NfsService::FlightKey(uint32_t proc, uint32_t export_id, const OpaqueAuth& cred,
+                                  std::string_view args) {
   std::string key;
   XdrWriter w(&key);
   w.WriteU32(proc);
+  w.WriteU32(export_id);
   w.WriteU32(cred.flavor);
   w.WriteOpaque(cred.body);
   key.append(args);

@@ -10,8 +10,9 @@
 // NFS3ERR_ROFS for a mutation of a read-only export, root or all squash on
 // the credential), and forwards the call
 // upstream, unless the MetadataCache can answer it or an identical read-only
-// call (same procedure, arguments, credential) is already in flight, whose
-// reply then answers both (single flight). The upstream's reply
+// call (same procedure, arguments, credential, export) is already in flight
+// and no mutation was answered since it left, whose reply then answers both
+// (single flight). The upstream's reply
 // teaches the cache, and goes back with the client's XID, after the handles
 // it carries are registered. An upstream that cannot answer in time
 // gets the client NFS3ERR_JUKEBOX ("try again later").
@@ -107,7 +108,8 @@ class NfsService : public RpcProgram {
                const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
                const std::string& flight, uint64_t before, StatusOr<RpcReply> reply);
   // The key under which identical read-only calls share one upstream call.
-  static std::string FlightKey(uint32_t proc, const OpaqueAuth& cred, std::string_view args);
+  static std::string FlightKey(uint32_t proc, uint32_t export_id, const OpaqueAuth& cred,
+                               std::string_view args);
   // Answers an admitted call: from the cache, by joining a call in flight,
   // or by forwarding it upstream. `before`: the call was held for buffered
   // writes (WritePath::Hold) at that write stamp; later writes do not hold
@@ -221,8 +223,18 @@ class NfsService : public RpcProgram {
   // with the owner's write bit: its writes are buffered at once (the fresh
   // attributes must still show that) until the ACCESS answers.
   std::unordered_set<std::string> created_by_;
-  // Calls waiting on an identical call in flight, by FlightKey.
-  std::unordered_map<std::string, std::vector<std::shared_ptr<IncomingCall>>> joined_;
+  // Calls waiting on an identical call in flight, by FlightKey; `epoch`:
+  // *mutations_answered_ when that call left. A call may join only while it
+  // is unchanged: a reply the upstream made before a mutation was answered
+  // may not show it, and the joiner may have seen that answer.
+  struct Flight {
+    uint64_t epoch = 0;
+    std::vector<std::shared_ptr<IncomingCall>> calls;
+  };
+  std::unordered_map<std::string, Flight> joined_;
+  // Replies sent to mutating calls (shared with their reply hooks, which
+  // may outlive this).
+  std::shared_ptr<uint64_t> mutations_answered_ = std::make_shared<uint64_t>(0);
   // Calls ParkForOutage kept (answered ones are dropped lazily), oldest
   // first, at most kMaxParked.
   struct Parked {

@@ -414,8 +414,13 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
 }
 
 void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
+                              uint32_t transmissions,
                               std::chrono::steady_clock::time_point sent_at) {
   if (a.offset % block_size_ != 0) return;
+  if (transmissions > 1) {
+    stats_.overtaken++;  // which send it answers is unknown
+    return;
+  }
   XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return;
   const READ3resok& ok = res->READ3res_u.resok;

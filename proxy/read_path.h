@@ -90,7 +90,7 @@ struct ReadPathStats {
   uint64_t fetch_errors = 0;  // fetches without a usable reply
   uint64_t disk_reads = 0;    // blocks asked of the disk tier
   uint64_t disk_hits = 0;     // ... and found there, intact and current
-  uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left
+  uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left, or sent twice
 };
 
 class ReadPath {
@@ -120,8 +120,10 @@ class ReadPath {
 
   // Learns from the upstream's reply to a READ forwarded as is: the data it
   // carries is stored as blocks, unless the READ left (`sent_at`, the
-  // transport's clock) before the upstream answered a write of the file.
-  void LearnForwarded(const READ3args& a, std::string_view results,
+  // transport's clock) before the upstream answered a write of the file, or
+  // was sent more than once (`transmissions`: the reply may answer the
+  // first, and `sent_at` is the last one's).
+  void LearnForwarded(const READ3args& a, std::string_view results, uint32_t transmissions,
                       std::chrono::steady_clock::time_point sent_at);
   // The upstream answered a WRITE or SETATTR of `fh`. A server's timestamps
   // are coarser than its writes, so blocks cached under the version the

@@ -67,9 +67,17 @@ class IncomingCall {
   bool replied() const { return replied_; }
   // `hook` runs once: with the reply message when Reply() is called (even if
   // the connection is gone), or with an empty view if the call is destroyed
-  // unanswered. Used by the duplicate request cache.
-  void SetReplyHook(std::function<void(std::string_view reply)> hook) {
-    reply_hook_ = std::move(hook);
+  // unanswered; after the hooks added before it. Used by the duplicate
+  // request cache, and to count answered mutations.
+  void AddReplyHook(std::function<void(std::string_view reply)> hook) {
+    if (!reply_hook_) {
+      reply_hook_ = std::move(hook);
+      return;
+    }
+    reply_hook_ = [first = std::move(reply_hook_), then = std::move(hook)](std::string_view r) {
+      first(r);
+      then(r);
+    };
   }
 
  private:

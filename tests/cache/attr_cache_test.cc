@@ -98,11 +98,39 @@ TEST_F(AttrCacheTest, OlderAttributesDoNotOverwriteAFreshEntry) {
   EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kIgnored);
   EXPECT_EQ(cache_.Get("fh")->size, 2u);
   EXPECT_EQ(cache_.stats().ignored_older, 1u);
-  // Once the entry is stale, whatever the upstream says wins (a server clock
-  // stepped back must not freeze the cache).
+  // Once the entry is stale, an older reply is kept but not served: it may
+  // be a late one, overtaken by the newer. The same attributes again (the
+  // upstream's answer to the miss: a server clock stepped back) are served,
+  // so the cache does not freeze.
   clock_.Advance(seconds(4));
   EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kChanged);
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_FALSE(cache_.GetExpired("fh"));
+  EXPECT_FALSE(cache_.Latest("fh"));
+  EXPECT_EQ(cache_.stats().overtaken, 1u);
+  EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kUnchanged);
   EXPECT_EQ(cache_.Get("fh")->size, 1u);
+}
+
+// A file unchanged for long is written through the proxy: the write's
+// attributes get a short lifetime (a tenth of the time since the last
+// change, at least acregmin). A READ or listing reply the upstream made
+// before the write, arriving after that lifetime, must not bring back the
+// old size for acregmax.
+TEST_F(AttrCacheTest, AReplyOvertakenByAWriteIsNotServedAfterTheWritesLifetime) {
+  fattr3 before = FileChanged(seconds(1000), 100);
+  cache_.Put("fh", before, kReg);
+  fattr3 written = FileChanged(seconds(0), 200);
+  EXPECT_EQ(cache_.Put("fh", written, kReg), PostOpResult::kChanged);
+  clock_.Advance(seconds(4));  // past the write's lifetime (acregmin 3 s)
+  EXPECT_FALSE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Put("fh", before, kReg), PostOpResult::kChanged);  // the late reply
+  EXPECT_FALSE(cache_.Get("fh")) << "the size before the write, served as fresh";
+  EXPECT_FALSE(cache_.GetExpired("fh"));
+  // The revalidation's answer: the written file.
+  EXPECT_EQ(cache_.Put("fh", written, kReg), PostOpResult::kChanged);
+  ASSERT_TRUE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Get("fh")->size, 200u);
 }
 
 // Two replies with one ctime (the server's clock did not tick between two

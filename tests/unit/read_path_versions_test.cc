@@ -96,7 +96,7 @@ class OldDiskVersionTest : public ReadPathTest {
     a.count = static_cast<count3>(file().data.size());
     FakeUpstream::Seen seen{
         kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
-    rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
+    rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now());
   }
 
   // Serves a READ and runs the loop and the disk tier's callbacks until the

@@ -61,15 +61,35 @@ TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);
   rp_->NoteWrite(file_);
-  rp_->LearnForwarded(a, old_reply, sent);
+  rp_->LearnForwarded(a, old_reply, 1, sent);
   EXPECT_EQ(rp_->stats().overtaken, 1u);
   ExpectData(ReadNow(10, 100), 10, 100);
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "nothing was cached: fetched";
 
   const size_t calls = up_.calls.size();
-  rp_->LearnForwarded(a, Respond(seen), std::chrono::steady_clock::now());
+  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now());
   ExpectData(ReadNow(kBlock, 100), kBlock, 100);
   EXPECT_EQ(up_.calls.size(), calls) << "a reply sent after the write is learned";
+}
+
+// A READ sent twice (retransmitted after its timeout) whose last send left
+// after the write was answered: its reply may answer the first send, made
+// before the write, so it is not learned.
+TEST_F(ReadPathTest, ForwardedReplyOfAReadSentTwiceIsNotLearned) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 0;
+  a.count = 2 * kBlock;
+  FakeUpstream::Seen seen{
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
+  const std::string old_reply = Respond(seen);
+  SetFile(Content(10000, 9), file().attr.mtime.seconds);  // same size and times
+  rp_->NoteWrite(file_);
+  rp_->LearnForwarded(a, old_reply, 2, std::chrono::steady_clock::now());
+  EXPECT_EQ(rp_->stats().overtaken, 1u);
+  ExpectData(ReadNow(10, 100), 10, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "nothing was cached: fetched";
 }
 
 // 5. Upstream READ sizes follow FSINFO, whatever the client asks.

@@ -113,7 +113,7 @@ class WriteServiceTest : public ::testing::Test {
                                                *ResolveAddress("127.0.0.1", 700));
     const size_t slot = results_.size();
     results_.emplace_back();
-    call->SetReplyHook([this, slot](std::string_view reply) {
+    call->AddReplyHook([this, slot](std::string_view reply) {
       if (reply.empty()) return;  // destroyed unanswered
       StatusOr<ReplyHeader> rh = ParseReply(reply);
       EXPECT_TRUE(rh.ok() && rh->accept_stat == kSuccess);

@@ -1,0 +1,178 @@
+// Single flight through the proxy's programs (real loopback sockets, an
+// upstream that holds calls until the test answers them): an identical
+// read-only call joins one already on its way upstream, but not one that
+// left before a mutation was answered (its reply may not show it), nor one
+// made under another export.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "cache/handle_registry.h"
+#include "proxy/dispatcher.h"
+#include "proxy/exports.h"
+#include "proxy/mount_service.h"
+#include "proxy/nfs_service.h"
+#include "rpc/rpc_server.h"
+#include "client_calls.h"
+#include "test_loop.h"
+#include "xdr_test_util.h"
+
+namespace nfsedge {
+namespace {
+
+using test_xdr::Fh;
+using test_xdr::Proc;
+using test_xdr::Xdr;
+
+constexpr char kRootFh[] = "ROOT-HANDLE-0001";
+
+ExportConfig ExportFor(const std::string& path, const std::string& client) {
+  ExportConfig e;
+  e.path = path;
+  e.upstream_path = "/srv/data";
+  e.clients.push_back(*Network::Parse(client));
+  return e;
+}
+
+class SingleFlightTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Two exports of one upstream directory, each for one client address.
+    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{
+        ExportFor("/a", "127.0.0.1/32"), ExportFor("/b", "127.0.0.2/32")});
+    registry_ = std::make_unique<HandleRegistry>(1000);
+    up_ = std::make_unique<FakeUpstream>(loop_.base());
+    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
+    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{}, nullptr);
+    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
+    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
+    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
+    port_ = *server_->Listen(*ResolveAddress("0.0.0.0", 0));
+    mount_up_->set_responder([](const FakeUpstream::Seen& s) {
+      return test_calls::MountdAnswer(s, {{"/srv/data", kRootFh}});
+    });
+    // GETATTRs are held; a SETATTR is answered at once.
+    up_->set_responder([](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+      if (s.proc != NFSPROC3_SETATTR) return std::nullopt;
+      SETATTR3res res{};
+      res.status = NFS3_OK;
+      return Xdr(Proc(xdr_SETATTR3res), res);
+    });
+    loop_.Start();
+  }
+  void TearDown() override {
+    loop_.RunSync([this] { server_.reset(); });
+  }
+
+  void SendGetattr(BlockingClient& c, uint32_t xid) {
+    GETATTR3args a{Fh(root_)};
+    c.SendRecord(MakeCall(xid, kNfsProgram, 3, NFSPROC3_GETATTR, Xdr(Proc(xdr_GETATTR3args), a),
+                          SysCred(1000, 100)));
+  }
+  size_t Count(uint32_t proc) {
+    size_t n = 0;
+    loop_.RunSync([&] {
+      for (const auto& s : up_->calls) n += s.proc == proc;
+    });
+    return n;
+  }
+  // Waits until the upstream saw `n` calls of `proc` (within 5 s).
+  bool WaitCount(uint32_t proc, size_t n) {
+    for (int i = 0; i < 500 && Count(proc) < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return Count(proc) == n;
+  }
+  uint64_t Coalesced() {
+    uint64_t n = 0;
+    loop_.RunSync([&] { n = nfs_->stats(NFSPROC3_GETATTR).coalesced; });
+    return n;
+  }
+  // Answers every held GETATTR, the k-th (from 0) with size k.
+  void AnswerGetattrs() {
+    loop_.RunSync([&] {
+      uint64_t k = 0;
+      for (size_t i = 0; i < up_->calls.size(); ++i) {
+        if (up_->calls[i].proc != NFSPROC3_GETATTR) continue;
+        GETATTR3res res{};
+        res.status = NFS3_OK;
+        res.GETATTR3res_u.resok.obj_attributes.type = NF3DIR;
+        res.GETATTR3res_u.resok.obj_attributes.size = k++;
+        up_->Answer(i, Xdr(Proc(xdr_GETATTR3res), res));
+      }
+    });
+  }
+  // The size in the GETATTR reply `c` reads next.
+  uint64_t ReadSize(BlockingClient& c) {
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return ~0ull;
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok());
+    XdrValue<GETATTR3res> res(Proc(xdr_GETATTR3res));
+    EXPECT_TRUE(res.Decode(reply->substr(h.ok() ? h->results_offset : 0)));
+    EXPECT_EQ(res->status, NFS3_OK);
+    return res->GETATTR3res_u.resok.obj_attributes.size;
+  }
+
+  const std::string root_ = kRootFh;  // outlives the handles viewing it
+  LoopThread loop_;
+  std::unique_ptr<ExportTable> exports_;
+  std::unique_ptr<HandleRegistry> registry_;
+  std::unique_ptr<FakeUpstream> up_, mount_up_;
+  std::unique_ptr<NfsService> nfs_;
+  std::unique_ptr<MountService> mount_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RpcServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(SingleFlightTest, AGetattrJoinsOneInFlightButNotOneThatLeftBeforeAMutationWasAnswered) {
+  BlockingClient c1(port_), c2(port_), c3(port_);
+  ASSERT_EQ(test_calls::MountPath(c1, 1, "/a").first, static_cast<uint32_t>(MNT3_OK));
+  SendGetattr(c1, 10);
+  ASSERT_TRUE(WaitCount(NFSPROC3_GETATTR, 1));
+  SendGetattr(c2, 20);  // identical: joins
+  for (int i = 0; i < 500 && Coalesced() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(Coalesced(), 1u);
+  // A SETATTR of the directory, answered: the GETATTR in flight may have
+  // been answered upstream before it.
+  SETATTR3args s{};
+  s.object = Fh(root_);
+  s.new_attributes.mode.set_it = TRUE;
+  s.new_attributes.mode.set_mode3_u.mode = 0700;
+  const std::string sr = test_calls::CallResults(c3, 30, kNfsProgram, NFSPROC3_SETATTR,
+                                                 Xdr(Proc(xdr_SETATTR3args), s));
+  ASSERT_GE(sr.size(), 4u);
+  EXPECT_EQ(LoadBE32(sr.data()), static_cast<uint32_t>(NFS3_OK));
+  SendGetattr(c3, 31);  // identical again, sent after the SETATTR's answer
+  EXPECT_TRUE(WaitCount(NFSPROC3_GETATTR, 2)) << "a GETATTR after the SETATTR's reply joined "
+                                                 "one the upstream may have answered before it";
+  EXPECT_EQ(Coalesced(), 1u);
+  AnswerGetattrs();
+  EXPECT_EQ(ReadSize(c1), 0u);
+  EXPECT_EQ(ReadSize(c2), 0u);
+  EXPECT_EQ(ReadSize(c3), 1u) << "the answer to its own call";
+}
+
+TEST_F(SingleFlightTest, AGetattrUnderAnotherExportDoesNotJoin) {
+  BlockingClient a(port_), b(port_, "127.0.0.2");
+  ASSERT_EQ(test_calls::MountPath(a, 1, "/a").first, static_cast<uint32_t>(MNT3_OK));
+  ASSERT_EQ(test_calls::MountPath(b, 1, "/b").first, static_cast<uint32_t>(MNT3_OK));
+  SendGetattr(a, 10);
+  ASSERT_TRUE(WaitCount(NFSPROC3_GETATTR, 1));
+  SendGetattr(b, 10);  // the same bytes, but answered under /b's rules
+  EXPECT_TRUE(WaitCount(NFSPROC3_GETATTR, 2));
+  EXPECT_EQ(Coalesced(), 0u);
+  AnswerGetattrs();
+  EXPECT_EQ(ReadSize(a), 0u);
+  EXPECT_EQ(ReadSize(b), 1u);
+}
+
+}  // namespace
+}  // namespace nfsedge
