@@ -17,6 +17,7 @@ namespace nfsedge {
 namespace {
 
 constexpr size_t kMaxRequest = 4096;
+constexpr time_t kRequestTimeoutS = 30;
 
 Status FillUnixAddress(const std::string& path, sockaddr_un* addr) {
   std::memset(addr, 0, sizeof(*addr));
@@ -39,6 +40,9 @@ class ControlServer::Connection : public ControlReply,
   void Start() {
     bufferevent_setcb(bev_.get(), &Connection::OnRead, &Connection::OnWrite, &Connection::OnEvent,
                       this);
+    // A client that sends no request line in time is closed.
+    const timeval request_timeout{kRequestTimeoutS, 0};
+    bufferevent_set_timeouts(bev_.get(), &request_timeout, nullptr);
     bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
   }
 
@@ -74,7 +78,11 @@ class ControlServer::Connection : public ControlReply,
     }
     std::string request(line, len);
     free(line);
-    self->started_ = true;
+    self->Run(std::move(request));
+  }
+  void Run(std::string request) {
+    started_ = true;
+    bufferevent_set_timeouts(bev_.get(), nullptr, nullptr);  // a command may take long
     std::string command = request, argument;
     size_t space = request.find(' ');
     if (space != std::string::npos) {
@@ -82,11 +90,26 @@ class ControlServer::Connection : public ControlReply,
       argument = request.substr(space + 1);
     }
     NFSEDGE_LOG(kInfo) << "control: " << request;
-    self->server_->handler_(command, argument, self->shared_from_this());
+    server_->handler_(command, argument, shared_from_this());
   }
   static void OnWrite(bufferevent*, void* arg) { static_cast<Connection*>(arg)->MaybeClose(); }
-  static void OnEvent(bufferevent*, short what, void* arg) {
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) static_cast<Connection*>(arg)->Close();
+  static void OnEvent(bufferevent* bev, short what, void* arg) {
+    auto* self = static_cast<Connection*>(arg);
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+      self->Close();
+      return;
+    }
+    if (!(what & BEV_EVENT_EOF)) return;
+    // The client closed its side (socat, nc -N): a request without its
+    // newline is still one, and a request taken still gets its answer.
+    evbuffer* in = bufferevent_get_input(bev);
+    if (!self->started_ && evbuffer_get_length(in) > 0) {
+      std::string request(evbuffer_get_length(in), '\0');
+      evbuffer_remove(in, request.data(), request.size());
+      self->Run(std::move(request));
+      return;
+    }
+    if (!self->started_ || self->finished_) self->Close();
   }
   void MaybeClose() {
     if (finished_ && evbuffer_get_length(bufferevent_get_output(bev_.get())) == 0) Close();

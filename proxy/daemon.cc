@@ -1,5 +1,7 @@
 #include "proxy/daemon.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -12,6 +14,33 @@
 #include "rpc/log.h"
 
 namespace nfsedge {
+
+namespace {
+
+// Every client connection is a file descriptor, and so are the upstream
+// connections, the listeners, the journal's and disk tier's files. Raises
+// the soft limit to the hard one, and warns when max_connections does not
+// fit below it: past it, accept() fails and the listeners pause.
+void FitDescriptorLimit(size_t max_connections) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  constexpr rlim_t kOwnDescriptors = 256;
+  if (rl.rlim_cur != RLIM_INFINITY && max_connections + kOwnDescriptors > rl.rlim_cur) {
+    NFSEDGE_LOG(kWarn) << "server.max_connections is " << max_connections
+                       << " but the process may open " << rl.rlim_cur
+                       << " files (RLIMIT_NOFILE): past about "
+                       << (rl.rlim_cur > kOwnDescriptors ? rl.rlim_cur - kOwnDescriptors : 0)
+                       << " connections new ones wait; raise LimitNOFILE (ulimit -n) or lower "
+                          "max_connections";
+  }
+}
+
+}  // namespace
 
 Daemon::Daemon(Config config)
     : config_(std::move(config)),
@@ -338,6 +367,7 @@ StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_
 Status Daemon::Start() {
   const UpstreamConfig& u = config_.upstream;
   const ServerConfig& s = config_.server;
+  FitDescriptorLimit(s.max_connections);
   StatusOr<SockAddr> nfs_addr = UpstreamAddress(u.nfs_port, kNfsProgram, kNfsVersion);
   if (!nfs_addr.ok()) return nfs_addr.status();
   StatusOr<SockAddr> mount_addr = UpstreamAddress(u.mount_port, kMountProgram, kMountVersion);

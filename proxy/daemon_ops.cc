@@ -83,13 +83,15 @@ void Daemon::AddCollectors() {
     const ServerStats& s = server_->stats();
     CountEach(w, "nfsedge_client_connection_events_total",
               "Client connections accepted, refused (max_connections), refused "
-              "(max_connections_per_client), closed for a bad record, closed idle.",
+              "(max_connections_per_client), closed for a bad record, closed idle, accept() "
+              "paused (out of file descriptors or memory).",
               {}, "event",
               {{"accepted", s.connections_accepted},
                {"refused", s.connections_refused},
                {"refused_per_client", s.connections_refused_per_client},
                {"bad_record", s.bad_records},
-               {"idle_closed", s.idle_closed}});
+               {"idle_closed", s.idle_closed},
+               {"accept_paused", s.accept_paused}});
     w.Counter("nfsedge_client_auth_errors_total", "Calls refused for their credential.", {},
               static_cast<double>(s.auth_errors));
     w.Gauge("nfsedge_client_connections", "Client connections open.", {},

@@ -122,7 +122,10 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   const cookieverf3& verf = plus ? static_cast<const READDIRPLUS3args*>(args)->cookieverf
                                  : static_cast<const READDIR3args*>(args)->cookieverf;
   std::string_view dir = Bytes(dir_fh);
-  std::optional<fattr3> dir_attr = attrs_.Get(dir);
+  // Attributes no older than the answering export's lifetimes allow (a
+  // nested export, or a reload, may have shorter ones than they were
+  // learned under), as for GETATTR.
+  std::optional<fattr3> dir_attr = Attrs(dir, false, exp);
   if (!dir_attr || dir_attr->type != NF3DIR) return std::nullopt;
   // DESIGN rule 6: listing needs READ and LOOKUP on the directory.
   if (!access_.Allows(dir, cred, ACCESS3_READ | ACCESS3_LOOKUP, *dir_attr)) {
@@ -147,7 +150,7 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   for (entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
     if (!e->name_attributes.attributes_follow) continue;
     if (!e->name_handle.handle_follows) return std::nullopt;
-    std::optional<fattr3> a = attrs_.Get(Bytes(e->name_handle.post_op_fh3_u.handle));
+    std::optional<fattr3> a = Attrs(Bytes(e->name_handle.post_op_fh3_u.handle), false, exp);
     if (!a && e->name != nullptr && std::string_view(e->name) == "..") {
       e->name_attributes.attributes_follow = FALSE;
       continue;
@@ -168,7 +171,6 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   if (!within_fill && (out.size() > a->maxcount || DircountOf(ok) > a->dircount)) {
     return std::nullopt;
   }
-  (void)exp;
   return out;
 }
 

@@ -17,7 +17,8 @@
 // for that reply; one of a finished call gets the kept reply at once. The
 // cache holds at most `max_entries` finished calls (least recently used go
 // first); calls in progress are never evicted, and their number is bounded
-// by the server's connection and per-connection call limits.
+// by the server's connection and per-connection call limits (the calls of
+// closed connections included: RpcServer's ClientCalls).
 //
 // Thread-safety: runs on the event loop's thread.
 #ifndef NFSEDGE_PROXY_DRC_H_

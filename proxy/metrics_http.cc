@@ -50,7 +50,10 @@ MetricsHttpServer::MetricsHttpServer(event_base* base, const MetricsRegistry& re
   evhttp_set_gencb(http_, &MetricsHttpServer::OnRequest, this);
 }
 
-MetricsHttpServer::~MetricsHttpServer() { evhttp_free(http_); }
+MetricsHttpServer::~MetricsHttpServer() {
+  guards_.clear();
+  evhttp_free(http_);
+}
 
 StatusOr<uint16_t> MetricsHttpServer::Listen(const std::string& address) {
   std::string host;
@@ -62,6 +65,8 @@ StatusOr<uint16_t> MetricsHttpServer::Listen(const std::string& address) {
     return Status(StatusCode::kUnavailable,
                   "metrics: cannot listen on " + address + ": " + std::strerror(errno));
   }
+  guards_.push_back(std::make_unique<AcceptGuard>(evhttp_bound_socket_get_listener(bound),
+                                                  "metrics listener " + address));
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&ss), &len) != 0) {

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proxy/metrics.h"
+#include "rpc/accept_guard.h"
 #include "rpc/status.h"
 
 namespace nfsedge {
@@ -36,6 +38,7 @@ class MetricsHttpServer {
 
   const MetricsRegistry& registry_;
   evhttp* http_;
+  std::vector<std::unique_ptr<AcceptGuard>> guards_;  // one per bound socket
   uint64_t scrapes_ = 0;
 };
 

@@ -19,8 +19,10 @@ namespace nfsedge {
 // ---- IncomingCall ----
 
 IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string record,
-                           const ParsedCall& parsed, const SockAddr& peer)
+                           const ParsedCall& parsed, const SockAddr& peer,
+                           std::shared_ptr<ClientCalls> client)
     : conn_(std::move(conn)),
+      client_(std::move(client)),
       record_(std::move(record)),
       args_offset_(parsed.args_offset),
       header_(parsed.header),
@@ -33,16 +35,31 @@ void IncomingCall::Release() {
   if (replied_) return;
   replied_ = true;
   if (reply_hook_) std::exchange(reply_hook_, nullptr)(std::string_view());
-  if (auto c = conn_.lock()) c->ReleaseSlot();
+  auto c = conn_.lock();
+  if (c) c->ReleaseSlot();
+  Answered(c);
 }
 
 void IncomingCall::Reply(std::string reply) {
   if (replied_) return;
   replied_ = true;
   if (reply_hook_) std::exchange(reply_hook_, nullptr)(reply);
-  if (auto c = conn_.lock()) {
+  auto c = conn_.lock();
+  if (c) {
     c->ObserveReply(*this, reply);
     c->SendReply(reply);
+  }
+  Answered(c);
+}
+
+void IncomingCall::Answered(const std::shared_ptr<ServerConnection>& conn) {
+  // Counted as orphaned when its connection closed (RpcServer::Remove).
+  if (client_ == nullptr || (conn && !conn->closed()) || client_->orphaned == 0) return;
+  client_->orphaned--;
+  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(client_->waiting);
+  client_->waiting.clear();
+  for (auto& w : waiting) {
+    if (auto c = w.lock()) c->MaybeResume();  // waits again if still held
   }
 }
 
@@ -58,10 +75,12 @@ void IncomingCall::ReplySuccess(std::string_view results) {
 
 // ---- ServerConnection ----
 
-ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer)
+ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer,
+                                   std::shared_ptr<ClientCalls> client)
     : server_(server),
       bev_(std::move(bev)),
       peer_(peer),
+      client_(std::move(client)),
       reader_(server->options_.max_record_size),
       resume_(server->base_, [this] { ProcessInput(); }),
       idle_(server->base_, [this] { CheckIdle(); }) {}
@@ -90,8 +109,19 @@ void ServerConnection::OnWrite(bufferevent*, void* arg) {
 
 bool ServerConnection::Backlogged() const {
   const ServerOptions& opts = server_->options_;
-  return in_flight_ >= opts.max_calls_per_connection ||
+  return in_flight_ >= opts.max_calls_per_connection || HeldByOrphans() ||
          evbuffer_get_length(bufferevent_get_output(bev_.get())) > opts.max_record_size;
+}
+
+bool ServerConnection::HeldByOrphans() const {
+  return client_->orphaned >= server_->options_.max_calls_per_connection;
+}
+
+void ServerConnection::WaitForOrphans() {
+  for (const auto& w : client_->waiting) {
+    if (w.lock().get() == this) return;
+  }
+  client_->waiting.push_back(weak_from_this());
 }
 
 void ServerConnection::CheckIdle() {
@@ -186,13 +216,15 @@ void ServerConnection::ProcessInput() {
       continue;
     }
     server_->stats_.calls++;
-    auto call = std::make_unique<IncomingCall>(weak_from_this(), std::move(record), parsed, peer_);
+    auto call =
+        std::make_unique<IncomingCall>(weak_from_this(), std::move(record), parsed, peer_, client_);
     call->set_tls(tls_);
     server_->handler_->HandleCall(std::move(call));
   }
   if (!closed_ && !paused_ && Backlogged()) {
     paused_ = true;
     bufferevent_disable(bev_.get(), EV_READ);
+    if (HeldByOrphans()) WaitForOrphans();
   }
   processing_ = false;
 }
@@ -226,6 +258,7 @@ void ServerConnection::StartTls(uint32_t xid) {
 }
 
 void ServerConnection::MaybeResume() {
+  if (paused_ && !closed_ && HeldByOrphans()) WaitForOrphans();
   if (paused_ && !closed_ && !Backlogged()) {
     paused_ = false;
     bufferevent_enable(bev_.get(), EV_READ);
@@ -287,10 +320,15 @@ StatusOr<uint16_t> RpcServer::Listen(const SockAddr& addr) {
   bound.len = sizeof(bound.ss);
   getsockname(evconnlistener_get_fd(l), bound.get(), &bound.len);
   listeners_.emplace_back(l);
+  guards_.push_back(
+      std::make_unique<AcceptGuard>(l, "listener " + bound.ToString(), &stats_.accept_paused));
   return bound.port();
 }
 
-void RpcServer::StopListening() { listeners_.clear(); }
+void RpcServer::StopListening() {
+  guards_.clear();
+  listeners_.clear();
+}
 
 void RpcServer::SetLimits(const ServerOptions& limits) {
   options_.max_connections = limits.max_connections;
@@ -326,7 +364,9 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
     return;
   }
   std::string client = peer.HostString();
-  size_t& from_client = per_client_[client];
+  std::shared_ptr<ClientCalls>& calls = clients_[client];
+  if (calls == nullptr) calls = std::make_shared<ClientCalls>();
+  size_t& from_client = calls->connections;
   if (from_client >= options_.max_connections_per_client) {
     stats_.connections_refused_per_client++;
     NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": " << from_client
@@ -341,15 +381,23 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   TuneSocketBufferevent(bev.get());
-  auto conn = std::make_shared<ServerConnection>(this, std::move(bev), peer);
+  auto conn = std::make_shared<ServerConnection>(this, std::move(bev), peer, calls);
   connections_[conn.get()] = conn;
   NFSEDGE_LOG(kDebug) << "client " << peer.ToString() << " connected";
   conn->Start();
 }
 
 void RpcServer::Remove(ServerConnection* conn) {
-  auto it = per_client_.find(conn->peer().HostString());
-  if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+  auto it = clients_.find(conn->peer().HostString());
+  if (it != clients_.end()) {
+    ClientCalls& calls = *it->second;
+    calls.connections--;
+    // Its calls not answered yet: the proxy still works on them.
+    calls.orphaned += conn->in_flight();
+    std::erase_if(clients_, [](const auto& kv) {
+      return kv.second->connections == 0 && kv.second->orphaned == 0;
+    });
+  }
   connections_.erase(conn);
 }
 

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/accept_guard.h"
 #include "rpc/event_loop.h"
 #include "rpc/rpc_message.h"
 #include "rpc/sockaddr.h"
@@ -40,10 +41,21 @@ class ServerConnection;
 // if the connection is gone by then the reply is dropped. Destroying a call
 // that was never answered frees its slot without a reply (the client will
 // retransmit).
+// One client address across its connections: open connections, and calls
+// of its closed connections not answered yet (orphaned: the proxy still
+// works on them, and holds their records), with the connections that wait
+// for those to be fewer (ServerConnection::Backlogged).
+struct ClientCalls {
+  size_t connections = 0;
+  size_t orphaned = 0;
+  std::vector<std::weak_ptr<ServerConnection>> waiting;
+};
+
 class IncomingCall {
  public:
+  // `client`: its address's ClientCalls (null for a call made by a test).
   IncomingCall(std::weak_ptr<ServerConnection> conn, std::string record, const ParsedCall& parsed,
-               const SockAddr& peer);
+               const SockAddr& peer, std::shared_ptr<ClientCalls> client = nullptr);
   ~IncomingCall();
   IncomingCall(const IncomingCall&) = delete;
   IncomingCall& operator=(const IncomingCall&) = delete;
@@ -82,8 +94,11 @@ class IncomingCall {
 
  private:
   void Release();
+  // After the reply or release: an orphaned call no longer counts.
+  void Answered(const std::shared_ptr<ServerConnection>& conn);
 
   std::weak_ptr<ServerConnection> conn_;
+  std::shared_ptr<ClientCalls> client_;
   std::string record_;
   size_t args_offset_;
   CallHeader header_;
@@ -110,6 +125,9 @@ struct ServerOptions {
   size_t max_connections = 1024;
   // Connections from one client address (any source port) at most.
   size_t max_connections_per_client = 64;
+  // Calls in flight on one connection at most; also the calls of a
+  // client's closed connections still being worked on beyond which none of
+  // its connections is read.
   size_t max_calls_per_connection = 128;
   size_t max_record_size = 1114112;
   // A connection with no call in flight that neither sent nor received a
@@ -127,6 +145,7 @@ struct ServerStats {
   uint64_t connections_refused = 0;             // over max_connections
   uint64_t connections_refused_per_client = 0;  // over max_connections_per_client
   uint64_t idle_closed = 0;                     // idle for idle_timeout
+  uint64_t accept_paused = 0;  // accept() failed (out of descriptors): paused
   uint64_t calls = 0;
   uint64_t bad_records = 0;  // oversized or malformed: connection closed
   uint64_t auth_errors = 0;
@@ -169,9 +188,11 @@ class RpcServer {
   ServerOptions options_;
   CallHandler* handler_;
   std::vector<ListenerPtr> listeners_;
+  std::vector<std::unique_ptr<AcceptGuard>> guards_;  // one per listener
   std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> connections_;
-  // Open connections by client address (SockAddr::HostString()).
-  std::unordered_map<std::string, size_t> per_client_;
+  // By client address (SockAddr::HostString()): while it has connections
+  // or orphaned calls.
+  std::unordered_map<std::string, std::shared_ptr<ClientCalls>> clients_;
   ServerStats stats_;
 };
 

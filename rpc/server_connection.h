@@ -15,7 +15,8 @@ namespace nfsedge {
 
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
-  ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer);
+  ServerConnection(RpcServer* server, BuffereventPtr bev, const SockAddr& peer,
+                   std::shared_ptr<ClientCalls> client);
   void Start();
   // Queues a reply record (without mark) and frees one in-flight slot.
   void SendReply(std::string_view reply);
@@ -25,6 +26,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void ReleaseSlot();
   void Close();
   size_t in_flight() const { return in_flight_; }
+  bool closed() const { return closed_; }
+  // Reads again iff it was paused and is no longer backlogged.
+  void MaybeResume();
   const SockAddr& peer() const { return peer_; }
 
  private:
@@ -35,11 +39,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // Answers the AUTH_TLS probe `xid` with STARTTLS and puts a TLS filter
   // (server side of the handshake) on the connection.
   void StartTls(uint32_t xid);
-  void MaybeResume();
   // Returns true iff the connection must not be read now: it has
-  // max_calls_per_connection calls in flight, or more than max_record_size
-  // bytes of replies the client has not taken yet.
+  // max_calls_per_connection calls in flight, its client as many orphaned
+  // calls (HeldByOrphans), or more than max_record_size bytes of replies
+  // the client has not taken yet.
   bool Backlogged() const;
+  bool HeldByOrphans() const;
+  // Asks to be resumed when one of its client's orphaned calls is answered.
+  void WaitForOrphans();
   // Notes traffic on the connection (it is not idle).
   void Touch() { last_activity_ = SteadyClock::now(); }
   // Closes the connection iff it has been idle for options.idle_timeout;
@@ -49,6 +56,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   RpcServer* server_;
   BuffereventPtr bev_;
   SockAddr peer_;
+  std::shared_ptr<ClientCalls> client_;
   RecordReader reader_;
   size_t in_flight_ = 0;
   bool paused_ = false;

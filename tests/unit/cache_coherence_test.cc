@@ -202,6 +202,36 @@ TEST_F(NestedExportCoherenceTest, GetattrOnAnAlwaysRevalidateExportIsNotAnswered
       << "a GETATTR on the lifetime-0 export was answered from cache";
 }
 
+// The same for a listing: a READDIRPLUS on the lifetime-0 export is not
+// answered from a page and attributes learned through the 60 s export.
+TEST_F(NestedExportCoherenceTest, ListingOnAnAlwaysRevalidateExportIsNotAnsweredFromCache) {
+  fattr3 dir_attr = DirAttr(kWall0 - 3600);
+  MetaGetattr(exp_, dir_, dir_attr);
+  MetaAccess(dir_, dir_attr, ACCESS3_READ | ACCESS3_LOOKUP, ACCESS3_READ | ACCESS3_LOOKUP);
+  READDIRPLUS3args args{};
+  args.dir = Fh(dir_);
+  args.dircount = 4096;
+  args.maxcount = 32768;
+  entryplus3 entry{};
+  entry.fileid = 9;
+  entry.name = const_cast<char*>("f");
+  entry.cookie = 1;
+  entry.name_attributes = PostOp(file().attr);
+  entry.name_handle.handle_follows = TRUE;
+  entry.name_handle.post_op_fh3_u.handle = Fh(other_);  // of the 60 s export alone
+  READDIRPLUS3res res{};
+  res.status = NFS3_OK;
+  res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(dir_attr);
+  res.READDIRPLUS3res_u.resok.reply.entries = &entry;
+  res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
+  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, Xdr(Proc(xdr_READDIRPLUS3res), res), exp_,
+              Key());
+  const NfsProc& p = *FindNfsProc(NFSPROC3_READDIRPLUS);
+  EXPECT_TRUE(meta_.Answer(p, &args, exp_, Key())) << "answered through the 60 s export";
+  EXPECT_FALSE(meta_.Answer(p, &args, zero_, Key()))
+      << "a listing on the lifetime-0 export was answered from cache";
+}
+
 // The same for data: a READ through the lifetime-0 export is not served
 // from blocks without asking the upstream whether the file changed, or a
 // change made at the head office would not be seen (close-to-open).

@@ -1,10 +1,13 @@
 // The client-facing RPC server against hostile peers, over real loopback
 // sockets: a client that pipelines calls and never reads the replies (in
-// plaintext and inside TLS), and one that closes in the middle of a reply.
+// plaintext and inside TLS), one that closes in the middle of a reply, and
+// a process out of file descriptors.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "rpc/record_marking.h"
 #include "rpc/rpc_server.h"
@@ -38,6 +42,14 @@ class BulkReplier : public CallHandler {
 
  private:
   std::string results_;
+};
+
+// Keeps every call unanswered until the test answers it. Used on the loop
+// thread only.
+class Holder : public CallHandler {
+ public:
+  void HandleCall(std::unique_ptr<IncomingCall> call) override { held.push_back(std::move(call)); }
+  std::vector<std::unique_ptr<IncomingCall>> held;
 };
 
 // A client socket with a small receive buffer (no autotuning), so that
@@ -241,6 +253,80 @@ TEST_F(HostilePeerTest, ClientClosingMidReplyClosesOnlyThatConnection) {
   std::optional<std::string> r = next.ReadRecord();
   ASSERT_TRUE(r);
   EXPECT_EQ(ParseReply(*r)->xid, 7u);
+}
+
+// Out of file descriptors, accept() fails: the listener pauses (a few times
+// a second, not a busy loop) and takes the waiting client once descriptors
+// are back.
+TEST_F(HostilePeerTest, OutOfDescriptorsTheListenerPausesThenAccepts) {
+  BulkReplier handler(16);
+  StartServer(ServerOptions{}, &handler);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Every descriptor taken but one, for the client's socket.
+  std::vector<int> held;
+  rlimit low = saved;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int fd; (fd = open("/dev/null", O_RDONLY)) >= 0;) held.push_back(fd);
+  ASSERT_FALSE(held.empty());
+  close(held.back());
+  held.pop_back();
+  SlowReader c(port_);
+  const bool connected = c.connected();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  for (int fd : held) close(fd);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(connected);
+  uint64_t paused = 0;
+  loop_.RunSync([&] { paused = server_->stats().accept_paused; });
+  EXPECT_GE(paused, 1u) << "accept() failed: the listener pauses";
+  EXPECT_LE(paused, 4u) << "at most one failure per 250 ms pause";
+  ASSERT_TRUE(c.Send(EncodeRecord(MakeCall(9, kProgram, 3, 0, ""))));
+  std::optional<std::string> r = c.ReadRecord();
+  ASSERT_TRUE(r) << "accepted once descriptors are back";
+  EXPECT_EQ(ParseReply(*r)->xid, 9u);
+}
+
+// A client that sends its calls and closes, again and again: the calls of
+// its closed connections, still being worked on, count against it. Past
+// max_calls_per_connection of them its connections are not read, so it
+// cannot make the proxy hold its calls without bound.
+TEST_F(HostilePeerTest, CallsOfClosedConnectionsHoldTheClientsNextConnection) {
+  Holder handler;
+  ServerOptions so;
+  so.max_calls_per_connection = 4;
+  StartServer(so, &handler);
+  auto held = [&] {
+    size_t n;
+    loop_.RunSync([&] { n = handler.held.size(); });
+    return n;
+  };
+  // Two connections, each closed with two calls unanswered (a connection
+  // with 4 in flight is not read, and would not see its client close).
+  for (uint32_t round = 0; round < 2; ++round) {
+    SlowReader c(port_);
+    std::string bytes;
+    for (uint32_t xid = 1; xid <= 2; ++xid) bytes += EncodeRecord(MakeCall(xid, kProgram, 3, 0, ""));
+    ASSERT_TRUE(c.Send(bytes));
+    ASSERT_EQ(Settled(held), 2u * (round + 1));
+  }
+  size_t open = Settled([&] {
+    size_t n;
+    loop_.RunSync([&] { n = server_->connection_count(); });
+    return n;
+  });
+  ASSERT_EQ(open, 0u);
+  SlowReader next(port_);
+  ASSERT_TRUE(next.Send(EncodeRecord(MakeCall(9, kProgram, 3, 0, ""))));
+  EXPECT_EQ(Settled(held), 4u) << "read while 4 calls of a closed connection are held";
+  loop_.RunSync([&] { handler.held.front()->ReplySuccess(""); });  // into the void
+  ASSERT_EQ(Settled(held), 5u) << "read once one of them is answered";
+  loop_.RunSync([&] { handler.held.back()->ReplySuccess(""); });
+  std::optional<std::string> r = next.ReadRecord();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ParseReply(*r)->xid, 9u);
+  loop_.RunSync([&] { handler.held.clear(); });  // released unanswered
 }
 
 }  // namespace

@@ -265,6 +265,56 @@ TEST(Control, CommandsRoundTripWithProgressAndFinalLine) {
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "socket file removed";
 }
 
+// A client that sends its request and shuts down its side (socat, nc -N),
+// with or without the newline, still reads the answer of a command that
+// answers later.
+TEST(Control, AClientThatHalfClosesGetsItsAnswer) {
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-half-" + std::to_string(getpid());
+  std::vector<std::shared_ptr<ControlReply>> pending;
+  std::vector<std::string> seen;
+  auto server = std::make_unique<ControlServer>(
+      loop.base(), [&](const std::string& c, const std::string& a,
+                       std::shared_ptr<ControlReply> r) {
+        seen.push_back(c + "|" + a);
+        pending.push_back(std::move(r));  // answered by the test
+      });
+  ASSERT_TRUE(server->Listen(path, 0600).ok());
+  loop.Start();
+  for (const std::string request : {"reload\n", "status now"}) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    shutdown(fd, SHUT_WR);
+    bool taken = false;
+    for (int i = 0; i < 500 && !taken; ++i) {
+      loop.RunSync([&] { taken = !pending.empty(); });
+      if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(taken) << request;
+    loop.RunSync([&] {
+      EXPECT_TRUE(pending.front()->connected());
+      pending.front()->Line("done");
+      pending.front()->Finish(Status::Ok());
+      pending.clear();
+    });
+    std::string got;
+    char buf[256];
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, n);
+    close(fd);
+    EXPECT_EQ(got, "done\nok\n") << request;
+  }
+  loop.RunSync([&] { server.reset(); });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "reload|");
+  EXPECT_EQ(seen[1], "status|now");
+}
+
 TEST(Control, RefusesToReplaceAFileThatIsNotASocket) {
   LoopThread loop;
   std::string path = "/tmp/nfsedge-ctl-file-" + std::to_string(getpid());
