@@ -40,20 +40,27 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;
   bool ambiguous = false, stale = false;
+  ChangeId floor;
+  MonoTime floor_until{};
   if (Entry* e = lru_.Peek(handle)) {
     if ((Fresh(*e) || e->floor_only) && change.OlderThan(e->change)) {
       stats_.ignored_older++;
       return PostOpResult::kIgnored;
     }
     result = change == e->change ? PostOpResult::kUnchanged : PostOpResult::kChanged;
-    if (change.OlderThan(e->change)) {
-      // Older than an entry past its lifetime: a reply overtaken by a newer
-      // one (a READ's, a listing's, late on the WAN), or the server's clock
-      // stepped back. Not served, in no mode: the next call asks the
-      // upstream, whose answer settles it (the same attributes again are
-      // then taken as they come).
+    // Older than an entry past its lifetime, or than the newest attributes
+    // an earlier such reply found: a reply overtaken by a newer one (a
+    // READ's, a listing's, late on the WAN). Kept but not served, in no
+    // mode, while that floor holds: for the lifetime's max, after which a
+    // server whose clock stepped back is believed.
+    const MonoTime now = clock_.MonoNow();
+    const bool floor_holds = now < e->floor_until;
+    const ChangeId& newest = floor_holds && e->change.OlderThan(e->floor) ? e->floor : e->change;
+    if (change.OlderThan(newest)) {
       stats_.overtaken++;
       stale = true;
+      floor = newest;
+      floor_until = floor_holds ? e->floor_until : now + std::max(l.max, kMinOvertakenFloor);
     }
     if (Fresh(*e) && !(e->change.ctime < change.ctime)) {
       // The same ctime: equal attributes settle an ambiguous entry, other
@@ -74,6 +81,8 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   e.change = change;
   e.ambiguous = ambiguous;
   e.conflicted = stale;
+  e.floor = floor;
+  e.floor_until = floor_until;
   e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
   e.filled = clock_.MonoNow();
   lru_.Put(handle, std::move(e));

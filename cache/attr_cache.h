@@ -166,8 +166,16 @@ class AttrCache {
     bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor
     bool ambiguous = false;        // size or mtime unordered against another reply
     bool conflicted = false;       // expired at once: permissions unordered against a reply
+    // Set by a reply older than the entry it replaced (overtaken): until
+    // floor_until, attributes older than `floor` are not served.
+    ChangeId floor;
+    MonoTime floor_until{};
     RefreshIndex::iterator refresh_it;
   };
+
+  // How long an overtaken reply's floor holds at least (a lifetime max of 0
+  // would end it at once).
+  static constexpr Duration kMinOvertakenFloor = std::chrono::seconds(60);
 
   bool Fresh(const Entry& e) const {
     return !e.floor_only && clock_.MonoNow() < e.expires;

@@ -232,12 +232,17 @@ class DiskTier::Store {
   const std::unique_ptr<rocksdb::DB> db_;
   const uint32_t block_size_;
   rocksdb::WriteOptions write_;
+  // Deletions go through the write-ahead log (not synced): a block deleted
+  // because a write replaced its bytes must not come back after a crash of
+  // the process, if it was already flushed to a table file.
+  rocksdb::WriteOptions delete_;
   rocksdb::ReadOptions read_;
 };
 
 DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size)
     : db_(std::move(db)), block_size_(block_size) {
   write_.disableWAL = true;  // a cache: a crash may lose the latest writes
+  delete_.disableWAL = false;
   read_.fill_cache = false;  // the memory tier holds what is hot
 }
 
@@ -390,7 +395,7 @@ bool DiskTier::Store::Delete(const std::string& key) {
   rocksdb::WriteBatch batch;
   batch.Delete(key);
   batch.Delete(IndexKey(key));
-  return db_->Write(write_, &batch).ok();
+  return db_->Write(delete_, &batch).ok();
 }
 
 bool DiskTier::Store::DeleteFile(std::string_view handle) {
@@ -400,7 +405,7 @@ bool DiskTier::Store::DeleteFile(std::string_view handle) {
   rocksdb::WriteBatch batch;
   batch.DeleteRange(begin, end);
   batch.DeleteRange(IndexKey(begin), IndexKey(end));
-  return db_->Write(write_, &batch).ok();
+  return db_->Write(delete_, &batch).ok();
 }
 
 // ---- The pool: one thread and one FIFO queue per shard ----

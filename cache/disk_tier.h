@@ -25,8 +25,10 @@
 // flight), nor are deletions (each removes an entry the index counted).
 //
 // It is a cache: writes skip the WAL and are not synced, so a crash may lose
-// the latest puts (harmless); a torn or altered value fails its checksum and
-// is a miss. A directory holding anything but a store of this format and
+// the latest puts (harmless); deletions go through the WAL (not synced), so
+// a crash of the process does not bring back a block dropped for a write
+// (DropFile) once it ran; a torn or altered value fails its checksum and is
+// a miss. A directory holding anything but a store of this format and
 // block size is rebuilt empty, never trusted.
 //
 // Thread-safety: every method, including the destructor, runs on the

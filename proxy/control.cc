@@ -135,6 +135,7 @@ ControlServer::ControlServer(event_base* base, ControlHandler handler)
     : base_(base), handler_(std::move(handler)) {}
 
 ControlServer::~ControlServer() {
+  guard_.reset();
   listener_.reset();
   connections_.clear();
   if (!path_.empty()) ::unlink(path_.c_str());
@@ -185,6 +186,7 @@ Status ControlServer::Listen(const std::string& path, uint32_t mode) {
     ::unlink(path.c_str());
     return IoError("control socket " + path + ": cannot listen");
   }
+  guard_ = std::make_unique<AcceptGuard>(listener_.get(), "control socket " + path);
   path_ = path;
   return Status::Ok();
 }

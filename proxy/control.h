@@ -25,6 +25,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "rpc/accept_guard.h"
 #include "rpc/event_loop.h"
 #include "rpc/status.h"
 
@@ -71,6 +72,7 @@ class ControlServer {
   event_base* base_;
   ControlHandler handler_;
   ListenerPtr listener_;
+  std::unique_ptr<AcceptGuard> guard_;  // of listener_
   std::string path_;
   uint64_t refused_ = 0;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;

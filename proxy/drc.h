@@ -18,7 +18,8 @@
 // cache holds at most `max_entries` finished calls (least recently used go
 // first); calls in progress are never evicted, and their number is bounded
 // by the server's connection and per-connection call limits (the calls of
-// closed connections included: RpcServer's ClientCalls).
+// closed connections included, per client address and in all:
+// RpcServer's ClientCalls and OrphanedCalls).
 //
 // Thread-safety: runs on the event loop's thread.
 #ifndef NFSEDGE_PROXY_DRC_H_

@@ -56,8 +56,10 @@ void IncomingCall::Answered(const std::shared_ptr<ServerConnection>& conn) {
   // Counted as orphaned when its connection closed (RpcServer::Remove).
   if (client_ == nullptr || (conn && !conn->closed()) || client_->orphaned == 0) return;
   client_->orphaned--;
-  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(client_->waiting);
-  client_->waiting.clear();
+  OrphanedCalls& all = *client_->all;
+  if (all.total > 0) all.total--;
+  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(all.waiting);
+  all.waiting.clear();
   for (auto& w : waiting) {
     if (auto c = w.lock()) c->MaybeResume();  // waits again if still held
   }
@@ -114,14 +116,17 @@ bool ServerConnection::Backlogged() const {
 }
 
 bool ServerConnection::HeldByOrphans() const {
-  return client_->orphaned >= server_->options_.max_calls_per_connection;
+  const ServerOptions& opts = server_->options_;
+  return client_->orphaned >= opts.max_connections_per_client * opts.max_calls_per_connection ||
+         client_->all->total >= opts.max_connections * opts.max_calls_per_connection;
 }
 
 void ServerConnection::WaitForOrphans() {
-  for (const auto& w : client_->waiting) {
+  std::vector<std::weak_ptr<ServerConnection>>& waiting = client_->all->waiting;
+  for (const auto& w : waiting) {
     if (w.lock().get() == this) return;
   }
-  client_->waiting.push_back(weak_from_this());
+  waiting.push_back(weak_from_this());
 }
 
 void ServerConnection::CheckIdle() {
@@ -335,6 +340,12 @@ void RpcServer::SetLimits(const ServerOptions& limits) {
   options_.max_connections_per_client = limits.max_connections_per_client;
   options_.max_calls_per_connection = limits.max_calls_per_connection;
   options_.idle_timeout = limits.idle_timeout;
+  // Connections held by orphaned calls look again under the new limits.
+  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(orphaned_->waiting);
+  orphaned_->waiting.clear();
+  for (auto& w : waiting) {
+    if (auto c = w.lock()) c->MaybeResume();
+  }
 }
 
 void RpcServer::CloseAll() {
@@ -365,7 +376,10 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
   }
   std::string client = peer.HostString();
   std::shared_ptr<ClientCalls>& calls = clients_[client];
-  if (calls == nullptr) calls = std::make_shared<ClientCalls>();
+  if (calls == nullptr) {
+    calls = std::make_shared<ClientCalls>();
+    calls->all = orphaned_;
+  }
   size_t& from_client = calls->connections;
   if (from_client >= options_.max_connections_per_client) {
     stats_.connections_refused_per_client++;
@@ -394,6 +408,7 @@ void RpcServer::Remove(ServerConnection* conn) {
     calls.connections--;
     // Its calls not answered yet: the proxy still works on them.
     calls.orphaned += conn->in_flight();
+    orphaned_->total += conn->in_flight();
     std::erase_if(clients_, [](const auto& kv) {
       return kv.second->connections == 0 && kv.second->orphaned == 0;
     });

@@ -41,14 +41,20 @@ class ServerConnection;
 // if the connection is gone by then the reply is dropped. Destroying a call
 // that was never answered frees its slot without a reply (the client will
 // retransmit).
-// One client address across its connections: open connections, and calls
-// of its closed connections not answered yet (orphaned: the proxy still
-// works on them, and holds their records), with the connections that wait
-// for those to be fewer (ServerConnection::Backlogged).
+// Calls of closed connections not answered yet (orphaned: the proxy still
+// works on them, and holds their records), in all, with the connections
+// that wait for them to be fewer (ServerConnection::HeldByOrphans).
+struct OrphanedCalls {
+  size_t total = 0;
+  std::vector<std::weak_ptr<ServerConnection>> waiting;
+};
+
+// One client address across its connections: open connections and
+// orphaned calls.
 struct ClientCalls {
   size_t connections = 0;
   size_t orphaned = 0;
-  std::vector<std::weak_ptr<ServerConnection>> waiting;
+  std::shared_ptr<OrphanedCalls> all;  // the server's
 };
 
 class IncomingCall {
@@ -125,9 +131,11 @@ struct ServerOptions {
   size_t max_connections = 1024;
   // Connections from one client address (any source port) at most.
   size_t max_connections_per_client = 64;
-  // Calls in flight on one connection at most; also the calls of a
-  // client's closed connections still being worked on beyond which none of
-  // its connections is read.
+  // Calls in flight on one connection at most. The calls of closed
+  // connections still being worked on are held to as many as the open
+  // connections may have (per client address: max_connections_per_client
+  // times this; in all: max_connections times this): beyond, the client's
+  // (or every) connection is not read until one is answered.
   size_t max_calls_per_connection = 128;
   size_t max_record_size = 1114112;
   // A connection with no call in flight that neither sent nor received a
@@ -193,6 +201,7 @@ class RpcServer {
   // By client address (SockAddr::HostString()): while it has connections
   // or orphaned calls.
   std::unordered_map<std::string, std::shared_ptr<ClientCalls>> clients_;
+  std::shared_ptr<OrphanedCalls> orphaned_ = std::make_shared<OrphanedCalls>();
   ServerStats stats_;
 };
 

@@ -99,16 +99,22 @@ TEST_F(AttrCacheTest, OlderAttributesDoNotOverwriteAFreshEntry) {
   EXPECT_EQ(cache_.Get("fh")->size, 2u);
   EXPECT_EQ(cache_.stats().ignored_older, 1u);
   // Once the entry is stale, an older reply is kept but not served: it may
-  // be a late one, overtaken by the newer. The same attributes again (the
-  // upstream's answer to the miss: a server clock stepped back) are served,
-  // so the cache does not freeze.
+  // be a late one, overtaken by the newer; so is the same again, for the
+  // lifetime's max. After that the upstream is believed (a server clock
+  // stepped back), so the cache does not freeze.
   clock_.Advance(seconds(4));
   EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kChanged);
   EXPECT_FALSE(cache_.Get("fh"));
   EXPECT_FALSE(cache_.GetExpired("fh"));
   EXPECT_FALSE(cache_.Latest("fh"));
   EXPECT_EQ(cache_.stats().overtaken, 1u);
-  EXPECT_EQ(cache_.Put("fh", older, kReg), PostOpResult::kUnchanged);
+  clock_.Advance(seconds(30));
+  cache_.Put("fh", older, kReg);
+  EXPECT_FALSE(cache_.Get("fh")) << "a second late reply, within the floor";
+  EXPECT_EQ(cache_.stats().overtaken, 2u);
+  clock_.Advance(seconds(31));  // 61 s after the first late reply
+  cache_.Put("fh", older, kReg);
+  ASSERT_TRUE(cache_.Get("fh"));
   EXPECT_EQ(cache_.Get("fh")->size, 1u);
 }
 
@@ -127,6 +133,8 @@ TEST_F(AttrCacheTest, AReplyOvertakenByAWriteIsNotServedAfterTheWritesLifetime) 
   EXPECT_EQ(cache_.Put("fh", before, kReg), PostOpResult::kChanged);  // the late reply
   EXPECT_FALSE(cache_.Get("fh")) << "the size before the write, served as fresh";
   EXPECT_FALSE(cache_.GetExpired("fh"));
+  cache_.Put("fh", before, kReg);  // another late reply from before the write
+  EXPECT_FALSE(cache_.Get("fh")) << "the size before the write, served after a second late reply";
   // The revalidation's answer: the written file.
   EXPECT_EQ(cache_.Put("fh", written, kReg), PostOpResult::kChanged);
   ASSERT_TRUE(cache_.Get("fh"));

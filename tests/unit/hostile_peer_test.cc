@@ -290,13 +290,22 @@ TEST_F(HostilePeerTest, OutOfDescriptorsTheListenerPausesThenAccepts) {
 
 // A client that sends its calls and closes, again and again: the calls of
 // its closed connections, still being worked on, count against it. Past
-// max_calls_per_connection of them its connections are not read, so it
-// cannot make the proxy hold its calls without bound.
+// as many as its open connections may have (max_connections_per_client x
+// max_calls_per_connection) its connections are not read, so it cannot
+// make the proxy hold its calls without bound.
 TEST_F(HostilePeerTest, CallsOfClosedConnectionsHoldTheClientsNextConnection) {
   Holder handler;
   ServerOptions so;
   so.max_calls_per_connection = 4;
+  so.max_connections_per_client = 1;
   StartServer(so, &handler);
+  auto open = [&] {
+    return Settled([&] {
+      size_t n;
+      loop_.RunSync([&] { n = server_->connection_count(); });
+      return n;
+    });
+  };
   auto held = [&] {
     size_t n;
     loop_.RunSync([&] { n = handler.held.size(); });
@@ -305,18 +314,14 @@ TEST_F(HostilePeerTest, CallsOfClosedConnectionsHoldTheClientsNextConnection) {
   // Two connections, each closed with two calls unanswered (a connection
   // with 4 in flight is not read, and would not see its client close).
   for (uint32_t round = 0; round < 2; ++round) {
+    ASSERT_EQ(open(), 0u);
     SlowReader c(port_);
     std::string bytes;
     for (uint32_t xid = 1; xid <= 2; ++xid) bytes += EncodeRecord(MakeCall(xid, kProgram, 3, 0, ""));
     ASSERT_TRUE(c.Send(bytes));
     ASSERT_EQ(Settled(held), 2u * (round + 1));
   }
-  size_t open = Settled([&] {
-    size_t n;
-    loop_.RunSync([&] { n = server_->connection_count(); });
-    return n;
-  });
-  ASSERT_EQ(open, 0u);
+  ASSERT_EQ(open(), 0u);
   SlowReader next(port_);
   ASSERT_TRUE(next.Send(EncodeRecord(MakeCall(9, kProgram, 3, 0, ""))));
   EXPECT_EQ(Settled(held), 4u) << "read while 4 calls of a closed connection are held";
