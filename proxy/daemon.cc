@@ -15,12 +15,6 @@
 
 namespace nfsedge {
 
-namespace {
-
-// Every client connection is a file descriptor, and so are the upstream
-// connections, the listeners, the journal's and disk tier's files. Raises
-// the soft limit to the hard one, and warns when max_connections does not
-// fit below it: past it, accept() fails and the listeners pause.
 void FitDescriptorLimit(size_t max_connections) {
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
@@ -39,8 +33,6 @@ void FitDescriptorLimit(size_t max_connections) {
                           "max_connections";
   }
 }
-
-}  // namespace
 
 Daemon::Daemon(Config config)
     : config_(std::move(config)),

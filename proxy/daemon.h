@@ -41,6 +41,13 @@
 
 namespace nfsedge {
 
+// Every client connection is a file descriptor, and so are the upstream
+// connections, the listeners, the journal's and disk tier's files. Raises
+// the soft RLIMIT_NOFILE to the hard one, and warns when `max_connections`
+// does not fit below it: past it, accept() fails and the listeners pause.
+// At start and at each reload.
+void FitDescriptorLimit(size_t max_connections);
+
 class Daemon {
  public:
   explicit Daemon(Config config);

@@ -496,6 +496,7 @@ void Daemon::FlushWrites(FlushDone done) {
 
 void Daemon::ApplyLimits() {
   const Config& c = config_;
+  FitDescriptorLimit(c.server.max_connections);
   server_->SetLimits(ServerLimitsOf(c.server));
   const ClientOptions limits = ClientLimitsOf(c.upstream);
   nfs_upstream_->SetLimits(limits);

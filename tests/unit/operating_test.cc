@@ -2,6 +2,7 @@
 // parser accepts; log line formats and repeat limits; the service manager
 // notification datagram; the control socket protocol and its protection.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -16,6 +17,7 @@
 #include "proxy/config.h"
 #include "proxy/config_reader.h"
 #include "proxy/control.h"
+#include "proxy/daemon.h"
 #include "proxy/service_notify.h"
 #include "rpc/log.h"
 #include "test_loop.h"
@@ -313,6 +315,22 @@ TEST(Control, AClientThatHalfClosesGetsItsAnswer) {
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0], "reload|");
   EXPECT_EQ(seen[1], "status|now");
+}
+
+// Each client connection is a descriptor: the daemon raises its soft
+// limit to the hard one (at start and at a reload).
+TEST(DescriptorLimit, TheSoftLimitIsRaisedToTheHardOne) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max <= 300) GTEST_SKIP() << "hard limit too low";
+  rlimit low = saved;
+  low.rlim_cur = 300;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  FitDescriptorLimit(1024);
+  rlimit now{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &now), 0);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_EQ(now.rlim_cur, saved.rlim_max);
 }
 
 TEST(Control, RefusesToReplaceAFileThatIsNotASocket) {
