@@ -426,6 +426,8 @@ Status Daemon::Start() {
         [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
               const OpaqueAuth& cred) { nfs->LearnReply(p, args, reply, exp, cred); },
         po);
+    UpstreamScheduler* scheduler = scheduler_.get();
+    prefetcher_->SetBackgroundWaiting([scheduler] { return scheduler->background_waiting() > 0; });
     nfs_->SetPrefetcher(prefetcher_.get());
   }
   if (Status js = StartWritePath(no.max_transfer); !js.ok()) return js;

@@ -245,12 +245,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
         return;
       }
       st.cache_answers++;
-      // The handles it gives out are the answering export's, as an upstream
-      // reply's would be (whichever export's call taught the cache them).
-      if (p.result_handles && r->size() >= 4 && LoadBE32(r->data()) == NFS3_OK) {
-        XdrBox res(p.res_xdr, p.res_size);
-        if (res.Decode(*r)) RegisterHandles(p, *exp, res.get());
-      }
+      RegisterAnswered(p, *exp, *r);
       call->ReplySuccess(*r);
       // A listing from cache: the walk goes on below it.
       if (p.proc == NFSPROC3_READDIRPLUS) PrefetchBelow(args->get(), *r, *exp, cred);
@@ -349,7 +344,16 @@ void NfsService::ServeStaleOnly(const NfsProc& p, const std::shared_ptr<Incoming
   // A LOOKUP naming a file with buffered writes waits for the flush instead.
   if (!r || HoldForBufferedWrites(p, *r, UINT64_MAX, [](uint64_t) {})) return;
   stats_[p.proc].cache_answers++;
+  RegisterAnswered(p, exp, *r);
   call->ReplySuccess(*r);
+}
+
+void NfsService::RegisterAnswered(const NfsProc& p, const Export& exp, std::string_view results) {
+  // The handles it gives out are the answering export's, as an upstream
+  // reply's would be (whichever export's call taught the cache them).
+  if (!p.result_handles || results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return;
+  XdrBox res(p.res_xdr, p.res_size);
+  if (res.Decode(results)) RegisterHandles(p, exp, res.get());
 }
 
 void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,

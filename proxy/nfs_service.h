@@ -167,6 +167,8 @@ class NfsService : public RpcProgram {
   void PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply);
   // Registers the handles of `p`'s decoded successful `results` for `exp`
   // (never a listing's "..").
+  // RegisterHandles for a call answered from the cache with `results`.
+  void RegisterAnswered(const NfsProc& p, const Export& exp, std::string_view results);
   void RegisterHandles(const NfsProc& p, const Export& exp, const void* results);
   // Fetches ACCESS (all bits) for `cred` on `fh` in the background unless the
   // cache already has it or the same fetch is in flight, so the ACCESS, and

@@ -65,7 +65,9 @@ bool OutageDetector::Poll() {
     SetOut(true, "calls waiting, no reply for " + std::to_string(Millis(after_)) + " ms");
     return true;
   }
-  if (waiting_ == 0 && probe_ != nullptr && !probing_) {
+  // A probe whenever out, one at a time: the calls waiting may just be slow
+  // (a long COMMIT), and a server that answers a NULL at once is not out.
+  if (probe_ != nullptr && !probing_) {
     probing_ = true;
     stats_.probes++;
     Status s = probe_->Call(kNfsProgram, kNfsVersion, NFSPROC3_NULL, OpaqueAuth{}, "",

@@ -12,9 +12,11 @@
 // Calls are seen through Watch(): a decorator of an RpcCaller (the daemon
 // wraps both upstream lanes) that counts every call in and every outcome
 // out. Poll(), run from a periodic timer (the daemon's, or a test's), starts
-// the outage; a reply ends it at once. While out with no call waiting (they
-// all timed out), Poll() sends a NULL call through the probe caller so that
-// the end is seen even when every client call is answered from the cache.
+// the outage; a reply ends it at once. While out, Poll() sends a NULL call
+// through the probe caller (one at a time), so that the end is seen even
+// when every client call is answered from the cache or every call waiting
+// is merely slow (one long COMMIT, nothing else sent: a server that answers
+// the NULL at once is not out).
 // Start and end are logged, with how long the outage lasted; listeners
 // (SetListener) run after each change, on the same thread.
 //

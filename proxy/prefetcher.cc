@@ -38,7 +38,7 @@ void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& 
       std::string(CredKeyOf(cred).bytes()) + ":" + std::to_string(exp.id()) + ":";
   const size_t walker = std::hash<std::string>{}(who);
   const WalkDir* known = walk_dirs_.Find(dir);
-  if (known && Active(known->walk)) {
+  if (known && Active(known->walk) && known->walker == walker) {
     at = *known;
   } else if (ok.reply.eof) {
     // The last page: the client has read the directory in full.
@@ -213,6 +213,9 @@ bool Prefetcher::AwaitListing(std::string_view dir, uint64_t cookie, const Opaqu
                               std::function<void()> then) {
   auto it = pages_in_flight_.find(PageKey(dir, cookie, cred));
   if (it == pages_in_flight_.end()) return false;
+  // It may wait in the scheduler behind bulk data: the client's own call
+  // goes at once on the metadata lane instead.
+  if (background_waiting_ && background_waiting_()) return false;
   it->second.push_back(std::move(then));
   stats_.awaited++;
   return true;

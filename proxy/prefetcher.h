@@ -33,8 +33,10 @@
 // max_queue jobs (jobs beyond it are dropped, not queued), and a bounded set
 // of what was already prefetched (each object once per credential, until it
 // falls out of that set). It yields to clients by staying within its
-// in-flight bound; the upstream scheduler (when present) ranks its calls as
-// background work.
+// in-flight bound; the upstream scheduler (when present) ranks its ACCESS
+// and READDIRPLUS calls as background work. Small files' data goes through
+// the read path, whose calls are client data (proxy/scheduler.h): a client
+// READ often waits on the very block being fetched.
 //
 // Thread-safety: single-threaded, on the event loop.
 #ifndef NFSEDGE_PROXY_PREFETCHER_H_
@@ -110,8 +112,15 @@ class Prefetcher {
   void OnClientCall(std::string_view fh);
   // A client READDIRPLUS of `dir` at `cookie` with `cred` that the cache
   // could not answer: if the prefetcher is fetching that very page for that
-  // credential, `then` runs once its reply has been learned (or the call
-  // failed) and true is returned; else false, and `then` is not kept.
+  // credential, and it has left (no background call waits to be sent, see
+  // SetBackgroundWaiting: a client listing must not wait behind bulk data
+  // at background priority), `then` runs once its reply has been learned
+  // (or the call failed) and true is returned; else false, and `then` is
+  // not kept.
+  // `waiting`: whether background calls wait in the scheduler now.
+  void SetBackgroundWaiting(std::function<bool()> waiting) {
+    background_waiting_ = std::move(waiting);
+  }
   bool AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
                     std::function<void()> then);
 
@@ -201,6 +210,7 @@ class Prefetcher {
   LruMap<WalkDir> walk_dirs_;  // directory handle -> its walk
   LruMap<MonoTime> listed_;    // credential + export + directory -> listed in full at
   PrefetchStats stats_;
+  std::function<bool()> background_waiting_;  // empty: never
 };
 
 }  // namespace nfsedge

@@ -118,6 +118,8 @@ class UpstreamScheduler {
   void SetOptions(const SchedulerOptions& options);
 
   SchedulerStats stats() const;
+  // Background calls waiting to be sent now.
+  size_t background_waiting() const { return queues_[1].size; }
   // One line of counters for the log ("stats scheduler ...").
   std::string StatsLine() const;
 

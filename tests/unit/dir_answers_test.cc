@@ -23,6 +23,7 @@
 #include "proxy/nfs_service.h"
 #include "rpc/rpc_server.h"
 #include "rpc/xdr_codec.h"
+#include "programs_bed.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
 
@@ -70,7 +71,7 @@ constexpr char kG[] = "FILE-G-IN-PROJ-0002";    // /srv/data/proj/g
 constexpr char kDataHost[] = "127.0.0.2";       // a client of /data only
 constexpr char kProjHost[] = "127.0.0.1";       // a client of /data/proj only
 
-class CachedHandoutTest : public ::testing::Test {
+class CachedHandoutTest : public ProgramsBed {
  protected:
   void SetUp() override {
     ExportConfig data;
@@ -81,17 +82,8 @@ class CachedHandoutTest : public ::testing::Test {
     proj.path = "/data/proj";
     proj.upstream_path = "/srv/data/proj";
     proj.clients.push_back(*Network::Parse("127.0.0.1/32"));
-    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{data, proj});
-    registry_ = std::make_unique<HandleRegistry>(1000);
     cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
-    up_ = std::make_unique<FakeUpstream>(loop_.base());
-    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{},
-                                        cache_.get());
-    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_, up_.get());
-    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
-    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    StartPrograms({data, proj}, cache_.get());
     attrs_[kRoot] = Attr(NF3DIR, 2);
     attrs_[kProj] = Attr(NF3DIR, 3);
     attrs_[kF] = Attr(NF3REG, 4);
@@ -113,9 +105,6 @@ class CachedHandoutTest : public ::testing::Test {
     });
     up_->set_responder([this](const FakeUpstream::Seen& s) { return Respond(s); });
     loop_.Start();
-  }
-  void TearDown() override {
-    loop_.RunSync([this] { server_.reset(); });
   }
 
   // The upstream: LOOKUP, GETATTR, ACCESS (all asked bits granted) and
@@ -272,17 +261,8 @@ class CachedHandoutTest : public ::testing::Test {
     return n;
   }
 
-  LoopThread loop_;
   FakeClock clock_;
-  std::unique_ptr<ExportTable> exports_;
-  std::unique_ptr<HandleRegistry> registry_;
   std::unique_ptr<MetadataCache> cache_;
-  std::unique_ptr<FakeUpstream> up_, mount_up_;
-  std::unique_ptr<NfsService> nfs_;
-  std::unique_ptr<MountService> mount_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<RpcServer> server_;
-  uint16_t port_ = 0;
   uint32_t xid_ = 0;
   std::map<std::string, fattr3> attrs_;  // the upstream's attributes, by handle
   std::map<std::pair<std::string, std::string>, std::string> lookups_;

@@ -19,6 +19,7 @@
 #include "rpc/rpc_server.h"
 #include "rpc/xdr_codec.h"
 #include "client_calls.h"
+#include "programs_bed.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
 
@@ -49,28 +50,17 @@ fattr3 DirAttr(uint64_t fileid) {
   return a;
 }
 
-class ExportConfinementTest : public ::testing::Test {
+class ExportConfinementTest : public ProgramsBed {
  protected:
   void Start(size_t max_handles) {
     ExportConfig e;
     e.path = "/data";
     e.upstream_path = "/srv/data";
     e.clients.push_back(*Network::Parse("127.0.0.0/8"));
-    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{e});
-    registry_ = std::make_unique<HandleRegistry>(max_handles);
-    up_ = std::make_unique<FakeUpstream>(loop_.base());
-    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{}, nullptr);
-    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_, up_.get());
-    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
-    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    StartPrograms({e}, nullptr, max_handles);
     mount_up_->set_responder([this](const FakeUpstream::Seen& s) { return MountRespond(s); });
     up_->set_responder([this](const FakeUpstream::Seen& s) { return NfsRespond(s); });
     loop_.Start();
-  }
-  void TearDown() override {
-    loop_.RunSync([this] { server_.reset(); });
   }
 
   // The upstream mountd: Linux's resolves symlinks in the path (realpath)
@@ -159,15 +149,6 @@ class ExportConfinementTest : public ::testing::Test {
     return seen;
   }
 
-  LoopThread loop_;
-  std::unique_ptr<ExportTable> exports_;
-  std::unique_ptr<HandleRegistry> registry_;
-  std::unique_ptr<FakeUpstream> up_, mount_up_;
-  std::unique_ptr<NfsService> nfs_;
-  std::unique_ptr<MountService> mount_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<RpcServer> server_;
-  uint16_t port_ = 0;
   std::map<std::string, std::string> mounts_;  // upstream path -> root handle
   std::map<std::pair<std::string, std::string>, std::pair<std::string, fattr3>> lookups_;
 };

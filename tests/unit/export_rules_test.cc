@@ -28,6 +28,7 @@
 #include "rpc/rpc_server.h"
 #include "rpc/xdr_codec.h"
 #include "client_calls.h"
+#include "programs_bed.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
 
@@ -229,24 +230,13 @@ constexpr char kDataRoot[] = "ROOT-OF-SRV-DATA1";  // /srv/data, as its mountd a
 
 // The proxy's MOUNT and NFS programs behind a loopback socket, with
 // in-memory upstreams, for the exports a test gives.
-class NestedExportMountTest : public ::testing::Test {
+class NestedExportMountTest : public ProgramsBed {
  protected:
   void Start(std::vector<ExportConfig> exports) {
-    exports_ = std::make_unique<ExportTable>(exports);
-    registry_ = std::make_unique<HandleRegistry>(1000);
-    up_ = std::make_unique<FakeUpstream>(loop_.base());
-    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{}, nullptr);
-    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_, up_.get());
-    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
-    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
+    StartPrograms(exports);
     mount_up_->set_responder([this](const FakeUpstream::Seen& s) { return MountRespond(s); });
     up_->set_responder([this](const FakeUpstream::Seen& s) { return NfsRespond(s); });
     loop_.Start();
-  }
-  void TearDown() override {
-    loop_.RunSync([this] { server_.reset(); });
   }
   static ExportConfig ExportOf(const char* path, const char* upstream, const char* net) {
     ExportConfig e;
@@ -302,15 +292,6 @@ class NestedExportMountTest : public ::testing::Test {
     return r.size() >= 4 ? LoadBE32(r.data()) : 0xffffffff;
   }
 
-  LoopThread loop_;
-  std::unique_ptr<ExportTable> exports_;
-  std::unique_ptr<HandleRegistry> registry_;
-  std::unique_ptr<FakeUpstream> up_, mount_up_;
-  std::unique_ptr<NfsService> nfs_;
-  std::unique_ptr<MountService> mount_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<RpcServer> server_;
-  uint16_t port_ = 0;
   std::map<std::string, std::string> mounts_;  // upstream path -> root handle
 };
 

@@ -128,6 +128,22 @@ TEST_F(OutageTest, LocalErrorsAreNotRepliesAndTheProbeSeesTheEnd) {
   EXPECT_EQ(changes_, (std::vector<bool>{true, false}));
 }
 
+// One slow call (a long COMMIT) and nothing else sent: out after the quiet
+// period, but the probe, sent though the call still waits, is answered at
+// once and ends it.
+TEST_F(OutageTest, ASlowCallAloneIsOutOnlyUntilTheProbeIsAnswered) {
+  detector_.SetProbe(&watched_);
+  Send();
+  clock_.Advance(seconds(3));
+  EXPECT_TRUE(detector_.Poll());
+  detector_.Poll();
+  ASSERT_EQ(upstream_.calls.size(), 2u) << "a probe while a call waits";
+  EXPECT_EQ(upstream_.calls[1].proc, static_cast<uint32_t>(NFSPROC3_NULL));
+  upstream_.Reply(1);
+  EXPECT_FALSE(detector_.out());
+  EXPECT_EQ(detector_.waiting(), 1u) << "the slow call still waits";
+}
+
 TEST_F(OutageTest, ARefusedCallDoesNotCountAsWaiting) {
   upstream_.refuse = true;
   Status s = watched_.Call(kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, OpaqueAuth{}, "",

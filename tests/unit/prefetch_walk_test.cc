@@ -72,6 +72,20 @@ TEST_F(WalkTest, ListingBelowAListedDirectoryStartsAWalkFromTheUpperOne) {
   EXPECT_EQ(pf_->stats().walks_stopped, 0u);
 }
 
+// Another user's listing of a directory on a walk's frontier does not
+// continue that walk as them (their own walk needs two listings of theirs).
+TEST_F(WalkTest, AnotherUsersListingInAWalkedTreeStartsNothing) {
+  Make(Walking());
+  Walk(user_);
+  AnswerAll();
+  const size_t before = up_.calls.size();
+  ClientLists("FH-DEEP", *sub_, other_);
+  for (size_t i = before; i < up_.calls.size(); ++i) {
+    EXPECT_NE(up_.calls[i].cred.body, other_.body) << "a prefetch as the other user";
+  }
+  EXPECT_EQ(pf_->stats().walks, 1u);
+}
+
 TEST_F(WalkTest, ParentListedTooLongAgoIsNotAWalk) {
   Make(Walking());
   ClientLists("FH-ROOT", *pages_[{"FH-ROOT", 0}], user_);

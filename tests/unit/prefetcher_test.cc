@@ -337,6 +337,23 @@ TEST_F(PrefetcherTest, AClientListingWaitsForThePageOnItsWay) {
   EXPECT_EQ(served, 2);
 }
 
+// A page still waiting in the scheduler (background calls queued behind
+// bulk data) is not awaited: the client's own listing goes at once.
+TEST_F(PrefetcherTest, AClientListingDoesNotWaitForAPageStillQueued) {
+  Make(Options());
+  bool queued = true;
+  pf_->SetBackgroundWaiting([&queued] { return queued; });
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  Drain();
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, [] { ADD_FAILURE() << "kept"; }));
+  queued = false;  // it left
+  int served = 0;
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
+  AnswerAll();
+  EXPECT_EQ(served, 1);
+}
+
 // An NFS error to READDIRPLUS is counted; nothing below it is walked.
 TEST_F(PrefetcherTest, ListingErrorIsCounted) {
   Make(Options());

@@ -10,13 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "cache/handle_registry.h"
-#include "proxy/dispatcher.h"
-#include "proxy/exports.h"
-#include "proxy/mount_service.h"
-#include "proxy/nfs_service.h"
-#include "rpc/rpc_server.h"
 #include "client_calls.h"
+#include "programs_bed.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
 
@@ -37,20 +32,12 @@ ExportConfig ExportFor(const std::string& path, const std::string& client) {
   return e;
 }
 
-class SingleFlightTest : public ::testing::Test {
+class SingleFlightTest : public ProgramsBed {
  protected:
   void SetUp() override {
     // Two exports of one upstream directory, each for one client address.
-    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{
-        ExportFor("/a", "127.0.0.1/32"), ExportFor("/b", "127.0.0.2/32")});
-    registry_ = std::make_unique<HandleRegistry>(1000);
-    up_ = std::make_unique<FakeUpstream>(loop_.base());
-    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{}, nullptr);
-    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
-    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
-    port_ = *server_->Listen(*ResolveAddress("0.0.0.0", 0));
+    StartPrograms({ExportFor("/a", "127.0.0.1/32"), ExportFor("/b", "127.0.0.2/32")}, nullptr,
+                  1000, "0.0.0.0");
     mount_up_->set_responder([](const FakeUpstream::Seen& s) {
       return test_calls::MountdAnswer(s, {{"/srv/data", kRootFh}});
     });
@@ -62,9 +49,6 @@ class SingleFlightTest : public ::testing::Test {
       return Xdr(Proc(xdr_SETATTR3res), res);
     });
     loop_.Start();
-  }
-  void TearDown() override {
-    loop_.RunSync([this] { server_.reset(); });
   }
 
   void SendGetattr(BlockingClient& c, uint32_t xid) {
@@ -119,15 +103,6 @@ class SingleFlightTest : public ::testing::Test {
   }
 
   const std::string root_ = kRootFh;  // outlives the handles viewing it
-  LoopThread loop_;
-  std::unique_ptr<ExportTable> exports_;
-  std::unique_ptr<HandleRegistry> registry_;
-  std::unique_ptr<FakeUpstream> up_, mount_up_;
-  std::unique_ptr<NfsService> nfs_;
-  std::unique_ptr<MountService> mount_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<RpcServer> server_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(SingleFlightTest, AGetattrJoinsOneInFlightButNotOneThatLeftBeforeAMutationWasAnswered) {
