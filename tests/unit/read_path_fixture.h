@@ -223,6 +223,18 @@ class ReadPathTest : public ::testing::Test {
     meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
                 CredKeyOf(cred));
   }
+  // A READ of file_'s first two blocks that user_ (READ granted) sends and
+  // the read path forwards as is: `*a` its arguments (viewing file_), and
+  // the call as the upstream sees it.
+  FakeUpstream::Seen ForwardedRead(READ3args* a) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    *a = READ3args{};
+    a->file = Fh(file_);
+    a->offset = 0;
+    a->count = 2 * kBlock;
+    return FakeUpstream::Seen{kNfsProgram, kNfsVersion, NFSPROC3_READ, user_,
+                              Xdr(Proc(xdr_READ3args), *a), nullptr, std::nullopt};
+  }
   // The metadata cache learns a GETATTR reply for file_ on `exp`.
   void LearnGetattr(const Export& exp) {
     GETATTR3args args{Fh(file_)};

@@ -50,13 +50,8 @@ TEST_F(ReadPathTest, FetchOvertakenByAWriteIsNotStored) {
 // 4f. The same for a READ forwarded as is: its reply is not learned when it
 // left before the write was answered; one that left after is.
 TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  READ3args a{};
-  a.file = Fh(file_);
-  a.offset = 0;
-  a.count = 2 * kBlock;
-  FakeUpstream::Seen seen{
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
+  READ3args a;
+  const FakeUpstream::Seen seen = ForwardedRead(&a);
   const auto sent = std::chrono::steady_clock::now();
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);
@@ -76,13 +71,8 @@ TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
 // after the write was answered: its reply may answer the first send, made
 // before the write, so it is not learned.
 TEST_F(ReadPathTest, ForwardedReplyOfAReadSentTwiceIsNotLearned) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  READ3args a{};
-  a.file = Fh(file_);
-  a.offset = 0;
-  a.count = 2 * kBlock;
-  FakeUpstream::Seen seen{
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
+  READ3args a;
+  const FakeUpstream::Seen seen = ForwardedRead(&a);
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);  // same size and times
   rp_->NoteWrite(file_);
