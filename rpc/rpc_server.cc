@@ -58,8 +58,12 @@ void IncomingCall::Answered(const std::shared_ptr<ServerConnection>& conn) {
   client_->orphaned--;
   OrphanedCalls& all = *client_->all;
   if (all.total > 0) all.total--;
-  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(all.waiting);
-  all.waiting.clear();
+  WakeWaiting(all);
+}
+
+void WakeWaiting(OrphanedCalls& orphaned) {
+  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(orphaned.waiting);
+  orphaned.waiting.clear();
   for (auto& w : waiting) {
     if (auto c = w.lock()) c->MaybeResume();  // waits again if still held
   }
@@ -340,12 +344,7 @@ void RpcServer::SetLimits(const ServerOptions& limits) {
   options_.max_connections_per_client = limits.max_connections_per_client;
   options_.max_calls_per_connection = limits.max_calls_per_connection;
   options_.idle_timeout = limits.idle_timeout;
-  // Connections held by orphaned calls look again under the new limits.
-  std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(orphaned_->waiting);
-  orphaned_->waiting.clear();
-  for (auto& w : waiting) {
-    if (auto c = w.lock()) c->MaybeResume();
-  }
+  WakeWaiting(*orphaned_);  // held connections look again under the new limits
 }
 
 void RpcServer::CloseAll() {

@@ -49,6 +49,9 @@ struct OrphanedCalls {
   std::vector<std::weak_ptr<ServerConnection>> waiting;
 };
 
+// Lets every connection waiting for `orphaned` look again.
+void WakeWaiting(OrphanedCalls& orphaned);
+
 // One client address across its connections: open connections and
 // orphaned calls.
 struct ClientCalls {

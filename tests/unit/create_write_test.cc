@@ -23,6 +23,7 @@
 #include "proxy/nfs_service.h"
 #include "rpc/rpc_server.h"
 #include "client_calls.h"
+#include "programs_bed.h"
 #include "test_loop.h"
 #include "write_path_fixture.h"
 
@@ -47,20 +48,15 @@ std::string MntOk() {
   return out;
 }
 
-class CreateWriteTest : public ::testing::Test {
+class CreateWriteTest : public ProgramsBed {
  protected:
   void SetUp() override {
     ExportConfig e = MakeExport(0);
     e.path = "/data";
     e.upstream_path = "/srv/data";
     e.clients.push_back(*Network::Parse("127.0.0.0/8"));
-    exports_ = std::make_unique<ExportTable>(std::vector<ExportConfig>{e});
-    registry_ = std::make_unique<HandleRegistry>(1000);
     cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
-    up_ = std::make_unique<FakeUpstream>(loop_.base());
-    mount_up_ = std::make_unique<FakeUpstream>(loop_.base());
-    nfs_ = std::make_unique<NfsService>(*exports_, *registry_, *up_, NfsServiceOptions{},
-                                        cache_.get());
+    StartPrograms({e}, cache_.get());
     WritePathOptions wo;
     wo.flush_delay = std::chrono::hours(1);  // buffered writes stay in the buffer
     writes_ = std::make_unique<WritePath>(
@@ -69,10 +65,6 @@ class CreateWriteTest : public ::testing::Test {
                const OpaqueAuth& cred) { nfs_->LearnReply(p, args, reply, exp, cred); },
         wo);
     nfs_->SetWritePath(writes_.get());
-    mount_ = std::make_unique<MountService>(*exports_, *registry_, *mount_up_);
-    dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
-    server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
-    port_ = *server_->Listen(*ResolveAddress("127.0.0.1", 0));
     mount_up_->set_responder([](const FakeUpstream::Seen&) { return MntOk(); });
     up_->set_responder([this](const FakeUpstream::Seen& s) { return Respond(s); });
     loop_.Start();
@@ -83,6 +75,7 @@ class CreateWriteTest : public ::testing::Test {
       nfs_->SetWritePath(nullptr);
       writes_.reset();
     });
+    ProgramsBed::TearDown();
   }
 
   std::string Call(BlockingClient& c, uint32_t xid, uint32_t prog, uint32_t proc,
@@ -211,21 +204,12 @@ class CreateWriteTest : public ::testing::Test {
     return n;
   }
 
-  LoopThread loop_;
   FakeClock clock_;
-  std::unique_ptr<ExportTable> exports_;
-  std::unique_ptr<HandleRegistry> registry_;
   std::unique_ptr<MetadataCache> cache_;
-  std::unique_ptr<FakeUpstream> up_, mount_up_;
-  std::unique_ptr<NfsService> nfs_;
   std::unique_ptr<WritePath> writes_;
-  std::unique_ptr<MountService> mount_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<RpcServer> server_;
   const std::string root_ = kRootFh, file_ = kFileFh;
   fattr3 created_{};  // on the loop thread
   bool existed_ = false;  // the CREATE returns a file that was there
-  uint16_t port_ = 0;
 };
 
 
