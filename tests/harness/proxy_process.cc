@@ -57,6 +57,22 @@ std::string ControlSocketPath(const ProxyProcess::Options& o) {
   return buf;
 }
 
+// Whether `line` is a table header: "[log]" (a comment may follow), with
+// `*table` = "log", or an element of an array of tables ("[[export]]"),
+// with `*table` empty: each opens a new element and is never folded.
+bool TableHeader(const std::string& line, std::string* table) {
+  table->clear();
+  size_t b = line.find_first_not_of(" \t");
+  if (b == std::string::npos || line[b] != '[') return false;
+  if (line.compare(b, 2, "[[") == 0) return true;
+  size_t e = line.find(']', b);
+  if (e == std::string::npos) return false;
+  *table = line.substr(b + 1, e - b - 1);
+  table->erase(0, table->find_first_not_of(" \t"));
+  table->erase(table->find_last_not_of(" \t") + 1);
+  return true;
+}
+
 }  // namespace
 
 std::pair<int, std::string> RunNfsedge(const std::string& args) {
@@ -74,6 +90,38 @@ std::pair<int, std::string> RunNfsedge(const std::string& args) {
 std::string ProxyProcess::DefaultBinary() {
   const char* env = std::getenv("NFSEDGE_BINARY");
   return env && *env ? env : NFSEDGE_PROXY_BINARY;
+}
+
+std::string ProxyProcess::FoldTables(const std::string& toml) {
+  struct Section {
+    std::string table;  // empty: lines before the first header, or an array element
+    std::vector<std::string> lines;
+    bool folded = false;
+  };
+  std::vector<Section> sections(1);
+  std::istringstream in(toml);
+  for (std::string line; std::getline(in, line);) {
+    std::string table;
+    if (TableHeader(line, &table)) sections.push_back(Section{table, {}, false});
+    sections.back().lines.push_back(line);
+  }
+  for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].table.empty()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (sections[j].folded || sections[j].table != sections[i].table) continue;
+      // Its keys join the first table of that name (its header dropped).
+      sections[j].lines.insert(sections[j].lines.end(), sections[i].lines.begin() + 1,
+                               sections[i].lines.end());
+      sections[i].folded = true;
+      break;
+    }
+  }
+  std::string out;
+  for (const Section& s : sections) {
+    if (s.folded) continue;
+    for (const std::string& l : s.lines) out += l + "\n";
+  }
+  return out;
 }
 
 std::string ProxyProcess::RenderConfig(const Options& o) {
@@ -110,7 +158,7 @@ std::string ProxyProcess::RenderConfig(const Options& o) {
       << "anon_gid = " << e.anon_gid << "\n"
       << e.extra_toml << "\n";
   }
-  return c.str();
+  return FoldTables(c.str());
 }
 
 StatusOr<std::unique_ptr<ProxyProcess>> ProxyProcess::Start(const Options& in) {

@@ -71,7 +71,17 @@ class ProxyProcess {
   // The nfsedge binary: $NFSEDGE_BINARY if set, else the path CMake compiled
   // in ($<TARGET_FILE:nfsedge>, or <build>/proxy/nfsedge).
   static std::string DefaultBinary();
+  // The config file Start writes. Tables that the extra TOML repeats (a
+  // [log], [cache] or [write] table of a bench's --proxy-config) are folded
+  // into the ones written before them (FoldTables).
   static std::string RenderConfig(const Options& options);
+  // `toml` with every repeated [table] folded into its first occurrence:
+  // the later one's lines are moved there and its header dropped, so that
+  // appended tables add keys to earlier ones instead of redefining them (a
+  // key given twice is still an error, reported by nfsedge). Arrays of
+  // tables ([[export]]) and the lines before the first header stay as they
+  // are.
+  static std::string FoldTables(const std::string& toml);
 
   // Writes the config, starts `nfsedge --config FILE`, and waits until its NFS
   // and MOUNT ports accept TCP connections. Returns an error (with the log's
