@@ -201,6 +201,7 @@ class UpstreamScheduler {
   bool in_submit_ = false;
   uint64_t submitted_id_ = 0, next_id_ = 0;
   Status submit_status_;
+  bool submitted_sent_ = false;  // Submit's call left from within its Pump
   bool shut_down_ = false;
   SchedulerStats stats_;
   // Set to false when destroyed, for replies that arrive later.

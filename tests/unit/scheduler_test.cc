@@ -194,6 +194,29 @@ TEST_F(SchedulerTest, BackgroundKeepsItsShare) {
   Drain();
 }
 
+TEST_F(SchedulerTest, SmallClientCallsThatFitDoNotStarveALargerBackgroundCall) {
+  // The window is kept full of small client calls; each reply frees room
+  // for one of them but not for the larger background call (a write-behind
+  // flush a client COMMIT waits for). Client calls that find room must
+  // still go through the background's share, not around it.
+  SchedulerOptions o = OneAtATime();
+  o.background_share_percent = 20;
+  Make(o);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a", 10 << 10).ok());
+  }
+  ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "b").ok());
+  for (int i = 0; i < 200 && std::find(answered_.begin(), answered_.end(), "bg") == answered_.end();
+       ++i) {
+    clock_.Advance(std::chrono::milliseconds(10));
+    if (!bulk_.held.empty()) bulk_.Answer();
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a", 10 << 10).ok());
+  }
+  EXPECT_NE(std::find(answered_.begin(), answered_.end(), "bg"), answered_.end())
+      << "background starved";
+  Drain();
+}
+
 TEST_F(SchedulerTest, WritesInFlightNeverExceedTheCap) {
   SchedulerOptions o;
   o.max_writes_in_flight = 2;
