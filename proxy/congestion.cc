@@ -36,6 +36,9 @@ constexpr double kQuietStep = 4;
 // below the link's.
 constexpr double kNearLink = 0.99;
 constexpr int kMaxQuietRounds = 8;
+// The most the retransmission timeout is backed off (it is also clamped to
+// rto_ceiling).
+constexpr int kMaxRtoBackoff = 64;
 
 }  // namespace
 
@@ -142,6 +145,9 @@ void CongestionController::OnRetransmittedReply(const Ticket& t, MonoTime now) {
   // sample would take for time on the wire (and, for a call sent before
   // any rate, for a first queue).
   Deliver(t, now);
+  // The timeout may have been too short for it: longer for the next calls,
+  // until a reply gives a round trip again.
+  rto_backoff_ = std::min(rto_backoff_ * 2, kMaxRtoBackoff);
 }
 
 void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
@@ -154,6 +160,7 @@ void CongestionController::OnReply(const Ticket& t, MonoTime sent, MonoTime now,
   if (t.bulk) service_ = service;
   Duration rtt = std::max(Duration::zero(), now - sent - service);
   last_rtt_ = rtt;
+  rto_backoff_ = 1;
   counters_.samples++;
   // RFC 6298.
   if (!srtt_) {
@@ -465,6 +472,7 @@ void CongestionController::UpdateWindow() {
 
 Duration CongestionController::rto() const {
   Duration r = srtt_ ? *srtt_ + 4 * *rttvar_ : Duration(std::chrono::seconds(1));
+  r *= rto_backoff_;
   return std::clamp(r, options_.rto_floor, std::max(options_.rto_floor, options_.rto_ceiling));
 }
 

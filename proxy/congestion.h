@@ -89,7 +89,11 @@
 // the windowed minimum to expire.
 //
 // Retransmission timeout: RFC 6298 from the same samples, clamped to
-// [rto_floor, rto_ceiling].
+// [rto_floor, rto_ceiling], and backed off (RFC 6298 5.5): doubled for each
+// reply that came only after its call was sent again, which gives no
+// sample, until a reply gives one. (Without that, a server whose answers
+// came to take longer than the timeout would get every call two or three
+// times, for good: no reply would give a sample to raise it.)
 //
 // Thread-safety: none; one owner (the upstream scheduler, on its loop).
 #ifndef NFSEDGE_PROXY_CONGESTION_H_
@@ -283,6 +287,7 @@ class CongestionController {
   int long_transfers_ = 0;  // long transfers since the last short one
   uint64_t largest_outbound_ = 0;  // the largest outbound call yet
   int quiet_rounds_ = 0;     // rounds in a row that grew without a queue
+  int rto_backoff_ = 1;      // the timeout's multiplier (RFC 6298 5.5)
   double queue_rate_ = 0;    // delivery rate of the last round with a queue
 
   // Round trips.

@@ -419,6 +419,36 @@ TEST(CongestionTest, RetransmissionTimeoutFollowsTheRoundTripWithinBounds) {
   EXPECT_EQ(slow.rto(), o.rto_ceiling);
 }
 
+TEST(CongestionTest, RepliesThatCameOnlyAfterARetransmissionBackTheTimeoutOff) {
+  // The server's answers come to take longer than the timeout: every call
+  // is sent again before its reply, which then gives no round trip (Karn).
+  // The timeout must grow (RFC 6298 5.5), or every call would go two or
+  // three times for as long as the server stays slow.
+  CongestionOptions o = Options();
+  o.rto_floor = milliseconds(10);
+  o.rto_ceiling = std::chrono::seconds(30);
+  CongestionController cc(o);
+  FakeClock clock;
+  for (int i = 0; i < 5; ++i) {
+    CongestionController::Ticket t = cc.OnSend(200, clock.MonoNow(), /*bulk=*/false);
+    clock.Advance(milliseconds(20));
+    cc.OnReply(t, clock.MonoNow() - milliseconds(20), clock.MonoNow());
+  }
+  const Duration before = cc.rto();
+  ASSERT_LT(before, milliseconds(500));
+  for (int i = 0; i < 3; ++i) {
+    CongestionController::Ticket t = cc.OnSend(200, clock.MonoNow(), /*bulk=*/false);
+    clock.Advance(milliseconds(500));
+    cc.OnRetransmittedReply(t, clock.MonoNow());
+  }
+  EXPECT_EQ(cc.rto(), 8 * before);
+  // A reply that gives a round trip again ends the back-off.
+  CongestionController::Ticket t = cc.OnSend(200, clock.MonoNow(), /*bulk=*/false);
+  clock.Advance(milliseconds(20));
+  cc.OnReply(t, clock.MonoNow() - milliseconds(20), clock.MonoNow());
+  EXPECT_LT(cc.rto(), 2 * before);
+}
+
 TEST(CongestionTest, FirstCallAlwaysFitsAndFailuresFreeTheWindow) {
   CongestionOptions o = Options();
   o.initial_window = 16 << 10;
