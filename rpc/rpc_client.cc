@@ -547,11 +547,19 @@ void RpcClient::SweepDeadlines() {
       continue;
     }
     if (!p.repeatable && p.transmissions > 0) {
+      p.deadline = now + options_.timeout;
+      // Its bytes still being let out by the pacer (its last not yet
+      // handed to the connection): the server has not had it, and
+      // starting the connection over would only throw away what was
+      // paced out, deadline after deadline.
+      if (p.conn >= 0 && p.sent_at == SteadyClock::time_point{}) {
+        ++it;
+        continue;
+      }
       // It may have run: not failed but sent again (Conn::resend) on its
       // connection, opened again, even while deadlines are held. Waiting
       // for its connection, which is stuck on its way up (a TLS probe or
       // handshake not answered), it starts that connection over.
-      p.deadline = now + options_.timeout;
       int c = p.conn;
       if (c < 0 && p.home >= 0 && conns_[p.home].state != Conn::State::kUp &&
           conns_[p.home].state != Conn::State::kDown) {

@@ -355,6 +355,23 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
 
+// A call that may not run twice, whose bytes the pacer is still letting
+// out at its deadline, has not reached the server: it is not "sent" and
+// its connection is not opened again (which would throw away what was
+// paced out and start it over, deadline after deadline).
+TEST_F(RpcClientTest, ACallNotSafeToRepeatStillBeingPacedOutIsNotStartedOver) {
+  StartServerAndShortDeadlineClient();
+  loop_.Start();
+  loop_.RunSync([&] { client_->SetPacingRate(200e3); });
+  const std::string big(100000, 'x');  // 0.5 s at the rate: past the 300 ms deadline
+  Send(big, 1, 12);
+  EXPECT_EQ(Wait(1), big);
+  loop_.RunSync([&] {
+    EXPECT_EQ(handler_.seen_xids.size(), 1u);
+    EXPECT_EQ(client_->stats().timeouts, 0u);
+  });
+}
+
 // While deadlines are held (the upstream is out), such a call is still sent
 // again at its deadline: nothing else would (no retransmission, and the
 // outage probe waits for calls in flight).
