@@ -97,7 +97,8 @@ void Daemon::LogStats() {
                      << " stale=" << x.stale << "; names entries=" << cache_.names().size()
                      << " positive_hits=" << n.positive_hits
                      << " negative_hits=" << n.negative_hits << " misses=" << n.misses
-                     << " dirs_dropped=" << n.dirs_dropped << "; handles=" << handles_.size()
+                     << " dirs_dropped=" << n.dirs_dropped
+                     << " overtaken=" << cache_.names_overtaken() << "; handles=" << handles_.size()
                      << "; refresh_ahead=" << refresher_->sent();
   const ClientStats& u = nfs_upstream_->stats();
   NFSEDGE_LOG_ASKED(kInfo) << "stats upstream calls=" << u.calls << " replies=" << u.replies

@@ -70,6 +70,10 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
   w.Counter("nfsedge_name_cache_dirs_dropped_total",
             "Directories whose cached names were dropped (changed behind the proxy).", {},
             static_cast<double>(n.dirs_dropped));
+  w.Counter("nfsedge_name_cache_overtaken_total",
+            "LOOKUP and listing replies not learned: their call left before a change of their "
+            "directory through the proxy was answered.",
+            {}, static_cast<double>(cache.names_overtaken()));
 }
 
 }  // namespace

@@ -233,9 +233,42 @@ void MetadataCache::Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifeti
   dirs_.InvalidateDir(Bytes(fh));  // its listing changed, even by this operation
 }
 
+void MetadataCache::NoteDirChange(std::string_view dir) {
+  // Enough for the replies in flight at any moment; beyond it, one time for
+  // all (a reply that left before the latest change dropped is not learned).
+  constexpr size_t kMaxDirChanges = 4096;
+  const auto now = std::chrono::steady_clock::now();
+  std::string key(dir);
+  if (dir_changes_.size() >= kMaxDirChanges && !dir_changes_.contains(key)) {
+    dir_changes_.clear();
+    dir_changes_floor_ = now;
+  } else {
+    dir_changes_[std::move(key)] = now;
+  }
+}
+
+bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent) const {
+  std::optional<std::chrono::steady_clock::time_point> changed = dir_changes_floor_;
+  if (auto it = dir_changes_.find(std::string(dir)); it != dir_changes_.end()) changed = it->second;
+  if (!changed) return false;
+  // Sent more than once: the reply may answer a copy from before it.
+  if (sent.transmissions > 1) return true;
+  return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= *changed;
+}
+
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
-                          const Export& exp, const CredKey& cred) {
+                          const Export& exp, const CredKey& cred, SentCall sent) {
   if (p.proc == NFSPROC3_NULL) return;
+  std::string_view named;  // the directory whose names or listing the reply tells
+  if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);
+  if (p.proc == NFSPROC3_READDIR) named = Bytes(static_cast<const READDIR3args*>(args)->dir);
+  if (p.proc == NFSPROC3_READDIRPLUS) {
+    named = Bytes(static_cast<const READDIRPLUS3args*>(args)->dir);
+  }
+  if (!named.empty() && OvertakenByChange(named, sent)) {
+    names_overtaken_++;
+    return;
+  }
   if (p.proc == NFSPROC3_READ) {
     // Only the attributes: decoding the whole result would copy the data.
     nfsstat3 status;
@@ -356,6 +389,8 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const wcc_data& fw =
           ok ? r->RENAME3res_u.resok.fromdir_wcc : r->RENAME3res_u.resfail.fromdir_wcc;
       const wcc_data& tw = ok ? r->RENAME3res_u.resok.todir_wcc : r->RENAME3res_u.resfail.todir_wcc;
+      NoteDirChange(Bytes(a->from.dir));
+      NoteDirChange(Bytes(a->to.dir));
       // The moved object's ctime changed, and the replaced one's link count.
       std::string moved;
       std::string replaced;
@@ -390,6 +425,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       PostOp(a->file,
              ok ? r->LINK3res_u.resok.file_attributes : r->LINK3res_u.resfail.file_attributes, l);
       const wcc_data& w = ok ? r->LINK3res_u.resok.linkdir_wcc : r->LINK3res_u.resfail.linkdir_wcc;
+      NoteDirChange(Bytes(a->link.dir));
       Wcc(a->link.dir, w, l);
       if (ok) {
         names_.OnCreate(Bytes(a->link.dir), a->link.name, Bytes(a->file), DirChange::FromWcc(w));
@@ -460,6 +496,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
 void MetadataCache::LearnCreate(const diropargs3& where, const post_op_fh3* obj,
                                 const post_op_attr* obj_attr, const wcc_data& w,
                                 const ExportLifetimes& l) {
+  NoteDirChange(Bytes(where.dir));
   Wcc(where.dir, w, l);
   if (!obj) return;  // failed: the wcc data said all there is to say
   if (obj->handle_follows) {
@@ -502,6 +539,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   const std::string child = KnownChild(d);
   last_child_.Erase(ChildKey(Bytes(d.dir), d.name));
   if (child.empty()) return;
+  NoteDirChange(child);  // a moved directory's ".." changed
   if (dir_wcc != nullptr && dir_wcc->after.attributes_follow) {
     attrs_.InvalidateBefore(child, NfsTime::From(dir_wcc->after.post_op_attr_u.attributes.ctime));
   } else {
@@ -515,6 +553,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,
                                 const ExportLifetimes& l) {
+  NoteDirChange(Bytes(what.dir));
   if (ok) ForgetChild(what, &w);  // gone, or its link count changed
   Wcc(what.dir, w, l);
   if (ok) names_.OnRemove(Bytes(what.dir), what.name, DirChange::FromWcc(w));

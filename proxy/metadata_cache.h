@@ -29,6 +29,7 @@
 #define NFSEDGE_PROXY_METADATA_CACHE_H_
 
 #include <array>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -51,6 +52,14 @@
 #include "proxy/outage.h"
 
 namespace nfsedge {
+
+// When the upstream call whose reply is learned left the proxy
+// (RpcReply::sent_at; the epoch: not known) and how many times it was sent
+// (0: not known).
+struct SentCall {
+  std::chrono::steady_clock::time_point at{};
+  uint32_t transmissions = 0;
+};
 
 class MetadataCache {
  public:
@@ -94,8 +103,17 @@ class MetadataCache {
   // `cred`. Results that do not decode are ignored. A READDIR or READDIRPLUS
   // refused for its cookie or verifier (NFS3ERR_BAD_COOKIE, NFS3ERR_NOT_SYNC)
   // drops the directory's listing pages.
+  // A LOOKUP, READDIR or READDIRPLUS reply to a call that left before a
+  // change of its directory through the proxy was learned (a CREATE,
+  // REMOVE, RENAME, LINK, ... answered since), or that was sent more than
+  // once after one, teaches nothing: the server may have answered it before
+  // the change, and within one server clock tick the directory's
+  // attributes would not tell (counter names_overtaken).
   void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
-             const CredKey& cred);
+             const CredKey& cred, SentCall sent = {});
+  // Replies of LOOKUP and listings not learned: overtaken by a change of
+  // their directory through the proxy.
+  uint64_t names_overtaken() const { return names_overtaken_; }
 
   // Returns true iff the caches prove that `cred` may search directory
   // `dir` (fresh attributes and an ACCESS result granting LOOKUP).
@@ -215,6 +233,12 @@ class MetadataCache {
   // Applies a directory's or file's wcc data; drops its names when it changed
   // behind the proxy's back.
   void Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifetimes& l);
+  // Marks `dir` changed through the proxy now (its names, its listing, or,
+  // for a moved directory, its "..").
+  void NoteDirChange(std::string_view dir);
+  // Whether a reply about `dir` to a call `sent` may predate a change of
+  // `dir` marked by NoteDirChange.
+  bool OvertakenByChange(std::string_view dir, const SentCall& sent) const;
 
   AttrCache attrs_;
   AccessCache access_;
@@ -225,6 +249,11 @@ class MetadataCache {
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in
   const OutageDetector* outage_ = nullptr;
   std::array<uint64_t, kNfsProcCount> stale_answers_{};
+  // Directory -> when it last changed through the proxy (bounded: when full,
+  // the marks are dropped and their latest time stands for every directory).
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> dir_changes_;
+  std::optional<std::chrono::steady_clock::time_point> dir_changes_floor_;
+  uint64_t names_overtaken_ = 0;
   LifetimeLimit limit_;
 };
 

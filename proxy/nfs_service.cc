@@ -598,7 +598,8 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   // answered from cache, whose key may be another's (duplicate groups).
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
-    cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred));
+    cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
+                  SentCall{reply->sent_at, reply->transmissions});
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),

@@ -117,7 +117,7 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
         if (!Succeeded(r)) return;
         READDIRPLUS3args a = make_args(copy);
         cache_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &a, r->results(), *e,
-                     CredKey::AuthNone());
+                     CredKey::AuthNone(), SentCall{r->sent_at, r->transmissions});
         XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
         if (!res.Decode(r->results()) || res->status != NFS3_OK) return;
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;

@@ -55,7 +55,7 @@ class CoherenceTest : public ReadPathTest {
   }
   // A LOOKUP reply: `child` null means NFS3ERR_NOENT.
   void MetaLookup(const std::string& dir, const char* name, const fattr3& dir_attr,
-                  const std::string* child, const fattr3* child_attr) {
+                  const std::string* child, const fattr3* child_attr, SentCall sent = {}) {
     LOOKUP3args args{};
     args.what.dir = Fh(dir);
     args.what.name = const_cast<char*>(name);
@@ -70,7 +70,7 @@ class CoherenceTest : public ReadPathTest {
       res.LOOKUP3res_u.resfail.dir_attributes = PostOp(dir_attr);
     }
     meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args, Xdr(Proc(xdr_LOOKUP3res), res), exp_,
-                Key());
+                Key(), sent);
   }
   // A successful RENAME of `from` to `to` in `dir` with the directory's wcc
   // data `w` (both sides: one directory).
@@ -320,6 +320,90 @@ TEST_F(CoherenceTest, AttributesOlderThanARenameOverAFileDoNotComeBack) {
     EXPECT_NE(res->GETATTR3res_u.resok.obj_attributes.nlink, 2u)
         << "GETATTR answered attributes from before the RENAME (nlink 2)";
   }
+}
+
+// --- Names: a reply that left before a change through the proxy --------------
+//
+// Within one server clock tick a directory's attributes do not change (an
+// ext4 directory's size does not either, for a create or a remove), so a
+// LOOKUP the upstream answered before a RENAME through the proxy, arriving
+// after it, carries the same directory attributes as the RENAME's wcc data:
+// only when its call left tells it is older (consistency.md, 1).
+class OvertakenNamesTest : public CoherenceTest {
+ protected:
+  static SentCall SentNow(uint32_t transmissions = 1) {
+    return SentCall{std::chrono::steady_clock::now(), transmissions};
+  }
+  void SetUp() override {
+    CoherenceTest::SetUp();
+    MetaAccess(dir_, d_, 0x3f, 0x3f);
+    MetaLookup(dir_, "a", d_, &file_, &f_);
+    MetaLookup(dir_, "b", d_, nullptr, nullptr);
+  }
+  const fattr3 d_ = DirAttr(kWall0);
+  const fattr3 f_ = FileAttr(5, kWall0);
+};
+
+TEST_F(OvertakenNamesTest, ALookupSentBeforeARenameDoesNotBringTheOldNameBack) {
+  const SentCall before = SentNow();
+  MetaRename(dir_, "a", "b", Wcc(d_, d_));
+  MetaLookup(dir_, "a", d_, &file_, &f_, before);  // answered before the rename
+  std::optional<std::string> r = AnswerLookup(dir_, "a");
+  EXPECT_FALSE(r && StatusOf(*r) == NFS3_OK) << "LOOKUP \"a\" found the renamed-away name";
+  EXPECT_EQ(meta_.names_overtaken(), 1u);
+}
+
+TEST_F(OvertakenNamesTest, ANoentSentBeforeARenameDoesNotHideTheNewName) {
+  const SentCall before = SentNow();
+  MetaRename(dir_, "a", "b", Wcc(d_, d_));
+  MetaLookup(dir_, "b", d_, nullptr, nullptr, before);
+  std::optional<std::string> r = AnswerLookup(dir_, "b");
+  EXPECT_FALSE(r && StatusOf(*r) == NFS3ERR_NOENT) << "LOOKUP \"b\" answered NOENT";
+}
+
+TEST_F(OvertakenNamesTest, ALookupSentAfterTheRenameIsLearned) {
+  MetaRename(dir_, "a", "b", Wcc(d_, d_));
+  const std::string other = "OTHER-HANDLE-001";
+  MetaLookup(dir_, "c", d_, &other, &f_, SentNow());
+  std::optional<std::string> r = AnswerLookup(dir_, "c");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(StatusOf(*r), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(meta_.names_overtaken(), 0u);
+}
+
+TEST_F(OvertakenNamesTest, ALookupSentTwiceAfterAChangeIsNotLearned) {
+  MetaRename(dir_, "a", "b", Wcc(d_, d_));
+  // Its last copy left after the rename, but the reply may answer the first.
+  MetaLookup(dir_, "a", d_, &file_, &f_, SentNow(2));
+  std::optional<std::string> r = AnswerLookup(dir_, "a");
+  EXPECT_FALSE(r && StatusOf(*r) == NFS3_OK);
+}
+
+TEST_F(OvertakenNamesTest, AListingSentBeforeARenameIsNotStored) {
+  const SentCall before = SentNow();
+  MetaRename(dir_, "a", "b", Wcc(d_, d_));
+  READDIRPLUS3args args{};
+  args.dir = Fh(dir_);
+  args.dircount = 4096;
+  args.maxcount = 32768;
+  entryplus3 entry{};
+  entry.fileid = f_.fileid;
+  entry.name = const_cast<char*>("a");  // the listing from before the rename
+  entry.cookie = 1;
+  entry.name_attributes = PostOp(f_);
+  entry.name_handle.handle_follows = TRUE;
+  entry.name_handle.post_op_fh3_u.handle = Fh(file_);
+  READDIRPLUS3res res{};
+  res.status = NFS3_OK;
+  res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(d_);
+  res.READDIRPLUS3res_u.resok.reply.entries = &entry;
+  res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
+  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, Xdr(Proc(xdr_READDIRPLUS3res), res), exp_,
+              Key(), before);
+  EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, exp_, Key()))
+      << "a listing from before the rename was answered from cache";
+  std::optional<std::string> r = AnswerLookup(dir_, "a");
+  EXPECT_FALSE(r && StatusOf(*r) == NFS3_OK);
 }
 
 }  // namespace
