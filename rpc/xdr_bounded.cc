@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <cstring>
 
 #include "rpc/xdr/nfs3.h"
 
@@ -107,7 +108,17 @@ bool_t nfsedge_xdr_bytes(XDR* xdrs, char** data, u_int* size, u_int maxsize) {
 
 bool_t nfsedge_xdr_string(XDR* xdrs, char** str, u_int maxsize) {
   if (*str == nullptr && !LengthFits(xdrs, 1)) return FALSE;
-  return xdr_string(xdrs, str, maxsize);
+  // A string with a NUL inside (a name "a\0b") would be one name to the
+  // upstream, which compares counted bytes, and another ("a") to the C
+  // code that reads it here: refused, as Linux's server refuses it.
+  u_int length = 0;
+  const bool check = DecodingFromMemory(xdrs);
+  if (check) {
+    const u_int pos = xdr_getpos(xdrs);
+    if (!xdr_u_int(xdrs, &length) || !xdr_setpos(xdrs, pos)) return FALSE;
+  }
+  if (!xdr_string(xdrs, str, maxsize)) return FALSE;
+  return !check || std::strlen(*str) == length;
 }
 
 bool_t nfsedge_xdr_array(XDR* xdrs, char** array, u_int* count, u_int maxcount, u_int elsize,

@@ -50,6 +50,26 @@ TEST(Xdr, TruncatedArgsDoNotDecode) {
   }
 }
 
+// A name with a NUL inside is one name to the upstream (counted bytes) and
+// another to the C code that reads it: it does not decode.
+TEST(Xdr, ANameWithANulInsideDoesNotDecode) {
+  for (const std::string& name : {std::string("foo\0x", 5), std::string("foo\0", 4)}) {
+    std::string wire;
+    XdrWriter w(&wire);
+    w.WriteOpaque("handle!!");
+    w.WriteOpaque(name);
+    XdrValue<LOOKUP3args> b(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args));
+    EXPECT_FALSE(b.Decode(wire)) << name.size();
+  }
+  std::string wire;
+  XdrWriter w(&wire);
+  w.WriteOpaque("handle!!");
+  w.WriteOpaque("foo.x");
+  XdrValue<LOOKUP3args> b(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args));
+  ASSERT_TRUE(b.Decode(wire));
+  EXPECT_STREQ(b->what.name, "foo.x");
+}
+
 TEST(Xdr, HandleLongerThanSixtyFourBytesDoesNotDecode) {
   std::string wire;
   XdrWriter w(&wire);
