@@ -13,6 +13,10 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
                                       const std::shared_ptr<XdrBox>& args, const Export& exp,
                                       const OpaqueAuth& cred) {
   const NfsProc& readdir = *FindNfsProc(NFSPROC3_READDIR);
+  if (upstream_lacks_plus_) {
+    Forward(readdir, call, args, exp, cred);
+    return;
+  }
   const auto* a = static_cast<const READDIR3args*>(args->get());
   const uint32_t count = std::min(a->count, options_.max_transfer);
   READDIRPLUS3args plus = PlusArgsForReaddir(*a, options_.max_transfer);
@@ -53,6 +57,12 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
       NFSEDGE_LOG(kWarn) << "NFS3 READDIR (as READDIRPLUS) for " << call->peer().ToString()
                          << ": " << r.status().ToString() << "; answering NFS3ERR_JUKEBOX";
       results = EncodeNfsError(readdir, NFS3ERR_JUKEBOX);
+    } else if (r->header.reply_stat == kMsgAccepted &&
+               (r->header.accept_stat == kProcUnavail || r->header.accept_stat == kGarbageArgs)) {
+      // An upstream that does not know READDIRPLUS: the READDIRs as they are.
+      LackingPlus();
+      for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
+      return;
     } else if (r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
       // Refused at the RPC level (credential, program): the same answer.
       for (const auto& c : calls) {
@@ -69,6 +79,7 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
         results = EncodeNfsError(readdir, NFS3ERR_SERVERFAULT);
       } else if (res->status == NFS3ERR_NOTSUPP) {
         // An upstream without READDIRPLUS: the READDIRs as they are.
+        LackingPlus();
         for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
         return;
       } else {
@@ -85,6 +96,13 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
     NFSEDGE_LOG(kWarn) << "NFS3 READDIR: " << s.ToString();
     call->ReplySuccess(EncodeNfsError(readdir, NFS3ERR_JUKEBOX));
   }
+}
+
+void NfsService::LackingPlus() {
+  if (upstream_lacks_plus_) return;
+  upstream_lacks_plus_ = true;
+  NFSEDGE_LOG(kWarn) << "the upstream does not answer READDIRPLUS: client READDIRs go to it as "
+                        "they are from now on (no listings from cache)";
 }
 
 }  // namespace nfsedge

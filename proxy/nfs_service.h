@@ -137,10 +137,14 @@ class NfsService : public RpcProgram {
   // it fills the attribute and name caches and the directory cache) and
   // answers it with the entries converted to READDIR3res within the
   // client's count (proxy/dir_listing.h); an upstream without READDIRPLUS
-  // gets the READDIR as is. Identical READDIRs in flight share one call.
+  // (NFS3ERR_NOTSUPP, or the procedure refused at the RPC level: PROC_UNAVAIL,
+  // GARBAGE_ARGS) gets that READDIR and every later one as is. Identical
+  // READDIRs in flight share one call.
   void ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
                             const std::shared_ptr<XdrBox>& args, const Export& exp,
                             const OpaqueAuth& cred);
+  // The upstream refused a READDIRPLUS as unknown: READDIRs go as they are.
+  void LackingPlus();
   // After a successful upstream reply to `p`: LearnReply, then speculation
   // and tree-walk prefetch for what the client will ask next.
   void LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
@@ -234,6 +238,7 @@ class NfsService : public RpcProgram {
     std::vector<std::shared_ptr<IncomingCall>> calls;
   };
   std::unordered_map<std::string, Flight> joined_;
+  bool upstream_lacks_plus_ = false;  // READDIRs go as they are
   // Replies sent to mutating calls (shared with their reply hooks, which
   // may outlive this).
   std::shared_ptr<uint64_t> mutations_answered_ = std::make_shared<uint64_t>(0);

@@ -145,6 +145,15 @@ class CachedHandoutTest : public ProgramsBed {
         res.ACCESS3res_u.resok.access = a->access;
         return Xdr(Proc(xdr_ACCESS3res), res);
       }
+      case NFSPROC3_READDIR: {  // an empty directory
+        XdrValue<READDIR3args> a(Proc(xdr_READDIR3args));
+        EXPECT_TRUE(a.Decode(s.args));
+        READDIR3res res{};
+        res.status = NFS3_OK;
+        res.READDIR3res_u.resok.dir_attributes = PostOp(attrs_[Bytes(a->dir)]);
+        res.READDIR3res_u.resok.reply.eof = TRUE;
+        return Xdr(Proc(xdr_READDIR3res), res);
+      }
       case NFSPROC3_READDIRPLUS: {
         XdrValue<READDIRPLUS3args> a(Proc(xdr_READDIRPLUS3args));
         EXPECT_TRUE(a.Decode(s.args));
@@ -283,6 +292,32 @@ TEST_F(CachedHandoutTest, HandleFromACachedLookupIsUsableThroughTheExportThatAns
   // The handle it was just given, inside the export it mounted.
   EXPECT_EQ(Getattr(kProjHost, kF), static_cast<uint32_t>(NFS3_OK))
       << "a handle the proxy handed out through /data/proj is refused through it";
+}
+
+// A client READDIR goes upstream as a READDIRPLUS. An upstream that does not
+// know that procedure (PROC_UNAVAIL) gets the READDIR as it is, and every
+// later one: the client's ls works, at one call each.
+TEST_F(CachedHandoutTest, AnUpstreamWithoutReaddirplusGetsTheClientsReaddirsAsTheyAre) {
+  loop_.RunSync([this] {
+    up_->set_refuser([](const FakeUpstream::Seen& s) -> std::optional<AcceptStat> {
+      if (s.proc == NFSPROC3_READDIRPLUS) return kProcUnavail;
+      return std::nullopt;
+    });
+  });
+  ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
+  ASSERT_EQ(Lookup(kDataHost, kRoot, "proj").first, static_cast<uint32_t>(NFS3_OK));
+  const std::string proj = kProj;
+  READDIR3args a{};
+  a.dir = Fh(proj);
+  a.count = 8192;
+  for (int i = 0; i < 2; ++i) {
+    const std::string r =
+        Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+    ASSERT_GE(r.size(), 4u);
+    EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK)) << i;
+  }
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 1u) << "asked again after PROC_UNAVAIL";
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 2u);
 }
 
 TEST_F(CachedHandoutTest, HandleFromACachedListingIsUsableThroughTheExportThatAnswered) {

@@ -160,6 +160,12 @@ Status FakeUpstream::Take(Seen seen) {
     Deliver(std::move(done), *fail_with_);
     return Status::Ok();
   }
+  if (std::optional<AcceptStat> stat = refuser_ ? refuser_(calls.back()) : std::nullopt) {
+    std::string record = EncodeAcceptedReply(next_xid_++, *stat);
+    StatusOr<ReplyHeader> h = ParseReply(record);
+    Deliver(std::move(done), RpcReply{*h, record});
+    return Status::Ok();
+  }
   std::optional<std::string> results = responder_ ? responder_(calls.back()) : std::nullopt;
   if (results) Answer(calls.size() - 1, *results);
   return Status::Ok();

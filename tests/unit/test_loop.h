@@ -75,6 +75,10 @@ class FakeUpstream : public RpcCaller {
 
   explicit FakeUpstream(event_base* base) : base_(base) {}
   void set_responder(Responder r) { responder_ = std::move(r); }
+  // Calls it returns a status for are answered accepted with that status
+  // (PROC_UNAVAIL, GARBAGE_ARGS, ...) and no results, before the responder.
+  using Refuser = std::function<std::optional<AcceptStat>(const Seen&)>;
+  void set_refuser(Refuser r) { refuser_ = std::move(r); }
   void set_fail_with(std::optional<Status> s) { fail_with_ = std::move(s); }
 
   Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
@@ -92,6 +96,7 @@ class FakeUpstream : public RpcCaller {
   void Deliver(ReplyCallback done, StatusOr<RpcReply> reply);
   event_base* base_;
   Responder responder_;
+  Refuser refuser_;
   std::optional<Status> fail_with_;
   uint32_t next_xid_ = 1000;
 };
