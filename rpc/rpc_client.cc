@@ -243,7 +243,7 @@ void RpcClient::StartHandshake(int i) {
   SetCallbacks(i);
 }
 
-void RpcClient::ConnLost(int i, const std::string& why) {
+void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
   // A connect that failed from the old source port may have met that port's
@@ -276,7 +276,7 @@ void RpcClient::ConnLost(int i, const std::string& why) {
     }
     p.conn = -1;
     in_flight_--;
-    if (++p.losses > kMaxConnectionLosses) {
+    if (counts && ++p.losses > kMaxConnectionLosses) {
       failed.push_back(std::move(p.done));
       it = pending_.erase(it);
       continue;
@@ -593,7 +593,11 @@ void RpcClient::SweepDeadlines() {
                        << std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout)
                               .count()
                        << " ms; connection " << i << " is opened again to send it again";
-    ConnLost(i, "a call unanswered before its deadline");
+    // (Not a loss of the server's making: it does not count against the
+    // calls on it, which would otherwise fail after a few deadlines of a
+    // server that holds them, even while the upstream is out and they wait
+    // for it, as a hard mount's do.)
+    ConnLost(i, "a call unanswered before its deadline", /*counts=*/false);
   }
   if (expired.empty()) return;
   NFSEDGE_LOG(kWarn) << options_.name << ": " << expired.size() << " calls passed their deadline";

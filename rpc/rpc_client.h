@@ -203,7 +203,11 @@ class RpcClient : public RpcCaller {
   // Logs why TLS failed on connection `i` and treats it as lost.
   void TlsFailed(int i, const std::string& why);
   void SetCallbacks(int i);
-  void ConnLost(int i, const std::string& why);
+  // Connection `i` is gone (or closed on purpose): its calls go again. A
+  // loss that `counts` counts against each of its calls (one that lost its
+  // connection too often fails); the proxy's own reopen for a call that
+  // may not run twice does not.
+  void ConnLost(int i, const std::string& why, bool counts = true);
   void Pump();
   void SweepDeadlines();
   int PickConnection() const;

@@ -355,6 +355,32 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
 
+// The connection opened again for a call that may not run twice is not a
+// loss of the server's making: while the upstream is out (deadlines held),
+// the calls on it wait for the server, deadline after deadline, instead of
+// failing after a few reopens as "connection lost repeatedly".
+TEST_F(RpcClientTest, ReopensForACallNotSafeToRepeatDoNotFailTheCallsOnTheConnection) {
+  StartServerAndShortDeadlineClient();
+  loop_.RunSync([&] { client_->HoldDeadlines(true); });
+  loop_.Start();
+  Send("hold", 1, 1);
+  Send("hold", 2, 12);
+  usleep(2500000);  // eight deadlines of 300 ms
+  loop_.RunSync([&] {
+    EXPECT_EQ(results_.count(1), 0u) << results_[1];
+    EXPECT_EQ(results_.count(2), 0u) << results_[2];
+    EXPECT_GE(handler_.seen_xids.size(), 6u) << "sent again at each reopen";
+  });
+  loop_.RunSync([&] { client_->HoldDeadlines(false); });
+  bool answered = false;
+  for (int i = 0; i < 50 && !answered; ++i) {
+    ReleaseAll();
+    usleep(50000);
+    loop_.RunSync([&] { answered = results_.count(2) != 0; });
+  }
+  EXPECT_EQ(Wait(2), "released");
+}
+
 // A call that may not run twice, whose bytes the pacer is still letting
 // out at its deadline, has not reached the server: it is not "sent" and
 // its connection is not opened again (which would throw away what was
