@@ -145,9 +145,13 @@ void NameCache::OnRename(std::string_view from_dir, std::string_view from_name,
   const DirChange& to = same_dir ? from_change : to_change;
   // The child the target name had, likewise.
   std::string replaced;
+  bool target_known = false;  // a valid entry, positive or negative
   auto tit = dirs_.find(std::string(to_dir));
   if (tit != dirs_.end() && to.before && *to.before == tit->second.stamp) {
-    if (Entry* e = lru_.Peek(Key(to_dir, to_name))) replaced = e->child;
+    if (Entry* e = lru_.Peek(Key(to_dir, to_name))) {
+      replaced = e->child;
+      target_known = true;
+    }
   }
   // A rename onto another link of the same file succeeds and changes
   // nothing (POSIX): both names are known to lead to that file, the
@@ -159,7 +163,19 @@ void NameCache::OnRename(std::string_view from_dir, std::string_view from_name,
       (same_dir || (to_change.before && to_change.after && *to_change.before == *to_change.after))) {
     return;
   }
-  OnRemove(from_dir, from_name, from_change);
+  // The source name surely went when the source directory's wcc shows a
+  // change (a rename onto another link of the same file changes nothing),
+  // or the target name was known to hold another file, or none. Otherwise
+  // the rename may have been such a one, and the source name may still be
+  // there: forgotten, not made negative.
+  const bool changed = from_change.before && from_change.after &&
+                       !(*from_change.before == *from_change.after);
+  if (changed || (target_known && (replaced.empty() || (!child.empty() && replaced != child)))) {
+    OnRemove(from_dir, from_name, from_change);
+  } else {
+    ApplyChange(from_dir, from_change);
+    EraseName(from_dir, from_name);
+  }
   if (!same_dir) ApplyChange(to_dir, to);
   if (to.after && !child.empty()) {
     Record(to_dir, to_name, child, *to.after);

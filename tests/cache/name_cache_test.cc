@@ -129,6 +129,24 @@ TEST_F(NameCacheTest, RenameOntoAnotherLinkOfTheSameFileKeepsBothNames) {
   EXPECT_TRUE(SameHit(cache_.Lookup("dir", "b", A), Positive("fh-x")));
 }
 
+// The same rename when the proxy does not know the target name (another
+// directory, whose names went with a change): nothing tells it from a move
+// made within one server clock tick, so the source name is forgotten, not
+// made negative (it is still there).
+TEST_F(NameCacheTest, RenameOntoAnUnknownTargetWithoutAVisibleChangeForgetsTheSource) {
+  cache_.PutPositive("src", "e", "fh-x", A);
+  cache_.OnRename("src", "e", "dst", "f", Change(A, A), Change(B, B));
+  EXPECT_FALSE(cache_.Lookup("src", "e", A)) << "answered NOENT for a name that may be there";
+  EXPECT_TRUE(SameHit(cache_.Lookup("dst", "f", B), Positive("fh-x")));
+  // A target known to be absent: the move is sure, the source negative.
+  cache_.PutPositive("src", "g", "fh-g", A);
+  cache_.PutNegative("dst", "h", B);
+  cache_.OnRename("src", "g", "dst", "h", Change(A, A), Change(B, B));
+  std::optional<NameHit> hit = cache_.Lookup("src", "g", A);
+  ASSERT_TRUE(hit);
+  EXPECT_TRUE(hit->negative);
+}
+
 TEST_F(NameCacheTest, RenameAcrossDirectories) {
   cache_.PutPositive("src", "f", "fh-f", A);
   cache_.PutPositive("dst", "f", "fh-overwritten", A);
