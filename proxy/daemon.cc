@@ -401,7 +401,7 @@ Status Daemon::Start() {
 
   if (!s.handle_store.empty()) {
     std::vector<std::string> paths;
-    for (const Export& e : exports_.all()) paths.push_back(e.config().path);
+    for (const Export& e : exports_.all()) paths.push_back(e.StoreKey());
     Status hs = handles_.Persist(s.handle_store, std::move(paths));
     if (!hs.ok()) return Status(hs.code(), "server.handle_store: " + hs.message());
   }

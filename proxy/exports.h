@@ -35,6 +35,12 @@ class Export {
   // may use this export: anything but plaintext on a `tls = "required"` one.
   bool AllowsTransport(bool tls) const { return tls || config_.tls != ExportTls::kRequired; }
 
+  // What the handle store records a handle's membership of this export
+  // under: its path and the upstream directory it serves, so that an
+  // export pointed at another upstream directory (narrowed, say) does not
+  // get the handles of the old one back after a restart.
+  std::string StoreKey() const { return config_.path + '\n' + config_.upstream_path; }
+
   // Returns the credential to send upstream for a client's `cred`: with
   // all_squash, any AUTH_SYS credential becomes anon_uid/anon_gid with no
   // supplementary groups; with root_squash, uid 0 becomes anon_uid and gid 0

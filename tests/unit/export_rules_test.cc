@@ -90,6 +90,37 @@ TEST_F(HandleStoreExportRemovalTest, ARemovedExportStaysForgottenForHandlesOfAno
   EXPECT_FALSE(s->Has(1)) << "the handle is again a handle of /gone, which a restart had removed";
 }
 
+// docs/security.md: "pointing it at another upstream directory forgets its
+// handles". An export narrowed to a subdirectory of what it served (or to
+// another tree) keeps its path; handles of the old tree, stored before the
+// restart, must not come back as members of it (they would reach the whole
+// old tree, and its ".." the old root).
+TEST_F(HandleStoreExportRemovalTest, AnExportPointedAtAnotherUpstreamDirectoryForgetsItsHandles) {
+  auto key = [](const char* path, const char* upstream) {
+    ExportConfig c;
+    c.path = path;
+    c.upstream_path = upstream;
+    return Export(0, c).StoreKey();
+  };
+  {
+    auto r = Start({key("/data", "/srv/all")});
+    r->Add("hr-file", 0);
+  }
+  {
+    auto r = Start({key("/data", "/srv/public")});
+    EXPECT_FALSE(r->Find("hr-file")) << "a handle of the old tree is a handle of the narrowed export";
+  }
+  // The same export as before, reordered among others, keeps its handles.
+  {
+    auto r = Start({key("/data", "/srv/all")});
+    r->Add("kept", 0);
+  }
+  auto r = Start({key("/other", "/srv/other"), key("/data", "/srv/all")});
+  std::optional<ExportSet> s = r->FindAll("kept");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->Has(1));
+}
+
 // ---- Reload (docs/config.md, "Reload") ----
 
 const char* kOneExport = R"(
