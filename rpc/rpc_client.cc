@@ -56,6 +56,18 @@ RpcClient::RpcClient(event_base* base, ClientOptions options)
   for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
     conn_args_.push_back(std::make_unique<ConnArg>(ConnArg{this, i}));
     conns_[i].retry = std::make_unique<Timer>(base_, [this, i] { Connect(i); });
+    conns_[i].setup = std::make_unique<Timer>(base_, [this, i] {
+      const Conn& c = conns_[i];
+      if (c.state == Conn::State::kProbing || c.state == Conn::State::kHandshaking) {
+        TlsFailed(i, std::string(c.state == Conn::State::kProbing ? "no reply to the AUTH_TLS probe"
+                                                                  : "handshake not finished") +
+                         " within " +
+                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            TlsSetupTimeout())
+                                            .count()) +
+                         " ms");
+      }
+    });
     conns_[i].backoff = options_.reconnect_min;
   }
 }
@@ -65,8 +77,13 @@ RpcClient::~RpcClient() {
   pace_timer_.Cancel();
   for (auto& c : conns_) {
     c.retry->Cancel();
+    c.setup->Cancel();
     c.bev.reset();
   }
+}
+
+Duration RpcClient::TlsSetupTimeout() const {
+  return std::min<Duration>(options_.timeout, std::chrono::seconds(30));
 }
 
 void RpcClient::Start() {
@@ -153,6 +170,7 @@ void RpcClient::OnConnEvent(int i, short what) {
       return;
     }
     c.state = Conn::State::kProbing;
+    c.setup->Arm(TlsSetupTimeout());
     c.probe_xid = next_xid_++;
     std::string probe =
         EncodeRecord(EncodeTlsProbe(c.probe_xid, options_.tls_probe_prog, options_.tls_probe_vers));
@@ -182,6 +200,7 @@ void RpcClient::OnConnEvent(int i, short what) {
 void RpcClient::ConnUp(int i) {
   Conn& c = conns_[i];
   c.state = Conn::State::kUp;
+  c.setup->Cancel();
   c.backoff = options_.reconnect_min;
   SockAddr local;
   local.len = sizeof(local.ss);
@@ -254,6 +273,7 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
     c.local_port = 0;
   }
   c.state = Conn::State::kDown;
+  c.setup->Cancel();
   AbortOnClose(c.bev.get());
   c.bev.reset();
   c.outstanding = 0;
@@ -611,6 +631,7 @@ void RpcClient::Shutdown(const Status& why) {
   sweep_.Cancel();
   for (auto& c : conns_) {
     c.retry->Cancel();
+    c.setup->Cancel();
     c.bev.reset();
     c.state = Conn::State::kDown;
   }

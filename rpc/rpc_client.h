@@ -179,6 +179,10 @@ class RpcClient : public RpcCaller {
     BuffereventPtr bev;
     std::unique_ptr<RecordReader> reader;
     std::unique_ptr<Timer> retry;
+    // Bounds the AUTH_TLS probe and the TLS handshake: a peer that accepts
+    // TCP and never answers (or a path that drops what follows) fails the
+    // connection, which is then tried again, rather than holding it for ever.
+    std::unique_ptr<Timer> setup;
     Duration backoff{};
     size_t outstanding = 0;
     uint16_t local_port = 0;  // source port of the last good connection
@@ -197,6 +201,9 @@ class RpcClient : public RpcCaller {
   void OnConnEvent(int i, short what);
   void OnConnRead(int i);
   void ConnUp(int i);
+  // How long the AUTH_TLS probe and the handshake may take together: the
+  // call timeout, at most 30 s.
+  Duration TlsSetupTimeout() const;
   // TLS steps: the probe's reply on connection `i`, then the handshake.
   void OnProbeReply(int i);
   void StartHandshake(int i);

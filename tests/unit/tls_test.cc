@@ -202,6 +202,32 @@ TEST_F(TlsLoopbackTest, ServerWithoutTlsIsNotUsedInPlaintext) {
   });
 }
 
+// A peer that accepts TCP and never answers the AUTH_TLS probe (or a path
+// that drops what follows the connect) does not hold the connection for
+// ever: the setup times out (at the call timeout, 2 s here) and the
+// connection is tried again.
+TEST_F(TlsLoopbackTest, APeerThatNeverAnswersTheProbeIsTriedAgain) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(listener, 8), 0);  // the kernel accepts; nothing ever reads
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  port_ = ntohs(a.sin_port);
+  StartClient({File("ca.pem"), "127.0.0.1", "", ""});
+  loop_.Start();
+  uint64_t reconnects = 0;
+  for (int i = 0; i < 60 && reconnects == 0; ++i) {
+    usleep(100000);
+    loop_.RunSync([&] { reconnects = client_->stats().reconnects; });
+  }
+  EXPECT_GE(reconnects, 1u) << "the connection waits for the probe's reply for ever";
+  close(listener);
+}
+
 TEST_F(TlsLoopbackTest, MutualTlsNeedsAClientCertificate) {
   StartServer(true, File("ca.pem"));
   StartClient({File("ca.pem"), "nfsedge-upstream", "", ""});
