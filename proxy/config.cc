@@ -83,6 +83,21 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
   if (u->tls && u->tls_ca_file.empty()) {
     r.Error("tls_ca_file", "required with tls = true (the CAs the upstream's certificate is checked against)");
   }
+  // TLS settings without `tls = true` would leave the WAN in plaintext
+  // while the file reads as if it were protected.
+  if (!u->tls) {
+    for (const auto& [key, value] :
+         {std::pair<const char*, const std::string*>{"tls_ca_file", &u->tls_ca_file},
+          {"tls_server_name", &u->tls_server_name},
+          {"tls_cert_file", &u->tls_cert_file},
+          {"tls_key_file", &u->tls_key_file}}) {
+      if (!value->empty()) {
+        r.Error(key, "set while tls = false: the upstream connections would be plaintext (set "
+                     "tls = true, or remove it)");
+        break;
+      }
+    }
+  }
   if (u->tls_cert_file.empty() != u->tls_key_file.empty()) {
     r.Error(u->tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
             "tls_cert_file and tls_key_file go together");

@@ -287,6 +287,14 @@ TEST(Config, TlsMistakesAreReported) {
             std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "tls = \"required\"\n").find("tls_cert_file"),
             std::string::npos);
+  // The upstream's TLS settings without tls = true: the WAN would be
+  // plaintext while the file reads as protected.
+  for (const char* key : {"tls_ca_file", "tls_server_name"}) {
+    const std::string e = ErrorOf(std::string("[upstream]\nhost = \"h\"\n") + key +
+                                  " = \"x\"\n[[export]]\npath = \"/d\"\nclients = [\"10.0.0.0/8\"]\n");
+    EXPECT_NE(e.find(key), std::string::npos) << e;
+    EXPECT_NE(e.find("tls = false"), std::string::npos) << e;
+  }
 }
 
 }  // namespace nfsedge
