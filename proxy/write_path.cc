@@ -83,20 +83,6 @@ void WritePath::FlushAll() {
   }
 }
 
-void WritePath::LearnFsinfo(std::string_view results) {
-  XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
-  if (!res.Decode(results) || res->status != NFS3_OK) return;
-  const FSINFO3resok& ok = res->FSINFO3res_u.resok;
-  if (ok.wtmax) max_write_ = std::min(ok.wtmax, options_.max_transfer);
-  if (options_.write_size != 0) {
-    write_size_ = std::min(write_size_, max_write_);
-    return;
-  }
-  uint32_t ws = ok.wtpref ? ok.wtpref : ok.wtmax;
-  if (ws == 0) return;
-  write_size_ = std::min(ws, max_write_);
-}
-
 void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred,
                       bool may_buffer, ReplyFn reply, ForwardFn forward) {
   const std::string fh(a.file.data.data_val, a.file.data.data_len);
@@ -625,9 +611,10 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
   }
   // One contiguous batch for clients waiting: one FILE_SYNC WRITE, one
   // server commit. Anything else: UNSTABLE WRITEs, then one COMMIT.
+  const uint32_t max_write = MaxWrite(), write_size = WriteSize();
   const bool sync =
-      urgent && !f.waiters.empty() && runs.size() == 1 && !written && runs[0].len <= max_write_;
-  const uint64_t limit = sync ? max_write_ : write_size_;
+      urgent && !f.waiters.empty() && runs.size() == 1 && !written && runs[0].len <= max_write;
+  const uint64_t limit = sync ? max_write : write_size;
   // A lone file's single write: writes that come while it is upstream need
   // not wait for it (Gather).
   const bool lone =
@@ -636,7 +623,7 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
       if (!urgent &&
-          ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
+          ((whole_only && len < write_size) || background_ >= options_.max_background)) {
         // Tried again after the flush delay: what is short of a whole
         // WRITE, and what found every background slot taken (under
         // pressure nothing else may come back to this file).
@@ -673,6 +660,7 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
     it->second.flight = id;
   }
   assert(wire.size() - data_at == len);  // SendDirty's runs are adjacent pieces
+  if (!fsinfo_known_ && !fsinfo_asked_) AskFsinfo(f.fh, cred);
   wire.append((4 - len % 4) % 4, '\0');
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;

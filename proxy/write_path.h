@@ -198,8 +198,12 @@ class WritePath {
   bool Unsent(std::string_view fh) const;
   // The stamp of the latest write taken, of any file.
   uint64_t last_stamp() const { return stamps_; }
-  // Learns the server's preferred and largest write sizes.
+  // Learns the server's preferred and largest write sizes. Until it has
+  // (a client's FSINFO, or the proxy's own, asked at the first upstream
+  // WRITE), upstream WRITEs are at most kUnlearnedWriteMax: after a restart
+  // no client asks again, and the server's limit is not known.
   void LearnFsinfo(std::string_view results);
+  static constexpr uint32_t kUnlearnedWriteMax = 32 << 10;
   // New buffer bounds, flush delay and background WRITEs (a reload). Writes
   // waiting for room that the new bounds admit go in at once.
   void SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
@@ -366,6 +370,16 @@ class WritePath {
   std::array<char, 8> verifier_;
   uint32_t write_size_;
   uint32_t max_write_;
+  bool fsinfo_known_ = false;  // the server's write sizes were learned
+  bool fsinfo_asked_ = false;  // the proxy's own FSINFO is on its way
+  uint32_t MaxWrite() const {
+    return fsinfo_known_ ? max_write_ : std::min(max_write_, kUnlearnedWriteMax);
+  }
+  uint32_t WriteSize() const {
+    return fsinfo_known_ ? write_size_ : std::min(write_size_, kUnlearnedWriteMax);
+  }
+  // Sends the proxy's own FSINFO upstream on `fh` as `cred`.
+  void AskFsinfo(const std::string& fh, const OpaqueAuth& cred);
   uint64_t next_id_ = 1;
   uint32_t background_ = 0;  // background WRITEs in flight
   std::unordered_map<std::string, std::unique_ptr<File>> files_;

@@ -357,4 +357,36 @@ void WritePath::RetryLater(File& f, Duration delay) {
   });
 }
 
+void WritePath::LearnFsinfo(std::string_view results) {
+  XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return;
+  fsinfo_known_ = true;
+  const FSINFO3resok& ok = res->FSINFO3res_u.resok;
+  if (ok.wtmax) max_write_ = std::min(ok.wtmax, options_.max_transfer);
+  if (options_.write_size != 0) {
+    write_size_ = std::min(write_size_, max_write_);
+    return;
+  }
+  uint32_t ws = ok.wtpref ? ok.wtpref : ok.wtmax;
+  if (ws == 0) return;
+  write_size_ = std::min(ws, max_write_);
+}
+
+void WritePath::AskFsinfo(const std::string& fh, const OpaqueAuth& cred) {
+  // The proxy's own FSINFO, on the file about to be written: clients that
+  // mounted before a restart do not ask again, and the journal is replayed
+  // before any client does.
+  std::string wire;
+  XdrWriter(&wire).WriteOpaque(fh);
+  fsinfo_asked_ = true;
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_FSINFO, cred, wire,
+                            [weak = std::weak_ptr<WritePath*>(self_)](StatusOr<RpcReply> r) {
+                              auto self = weak.lock();
+                              if (!self) return;
+                              (*self)->fsinfo_asked_ = false;
+                              if (Succeeded(r)) (*self)->LearnFsinfo(r->results());
+                            });
+  if (!s.ok()) fsinfo_asked_ = false;
+}
+
 }  // namespace nfsedge

@@ -26,6 +26,7 @@
 #include "programs_bed.h"
 #include "test_loop.h"
 #include "write_path_fixture.h"
+#include "nfs_xdr_builders.h"
 
 namespace nfsedge {
 namespace {
@@ -64,6 +65,7 @@ class CreateWriteTest : public ProgramsBed {
         [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
                const OpaqueAuth& cred) { nfs_->LearnReply(p, args, reply, exp, cred); },
         wo);
+    writes_->LearnFsinfo(FsinfoResults());  // as a client's mount tells it
     nfs_->SetWritePath(writes_.get());
     mount_up_->set_responder([](const FakeUpstream::Seen&) { return MntOk(); });
     up_->set_responder([this](const FakeUpstream::Seen& s) { return Respond(s); });

@@ -36,6 +36,19 @@ std::string Xdr(xdrproc_t proc, const T& v) {
   return out;
 }
 
+// FSINFO results with the server's largest and preferred write sizes (the
+// largest a 32-bit count allows, and 1 MiB, unless told): what a client's
+// mount tells the write path (WritePath::LearnFsinfo).
+inline std::string FsinfoResults(uint32_t wtmax = 0xffffffffu, uint32_t wtpref = 1u << 20) {
+  FSINFO3res r{};
+  r.status = NFS3_OK;
+  r.FSINFO3res_u.resok.wtmax = wtmax;
+  r.FSINFO3res_u.resok.wtpref = wtpref;
+  r.FSINFO3res_u.resok.rtmax = 1u << 20;
+  r.FSINFO3res_u.resok.rtpref = 1u << 20;
+  return Xdr(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), r);
+}
+
 }  // namespace nfsedge
 
 #endif  // NFSEDGE_TESTS_UNIT_NFS_XDR_BUILDERS_H_

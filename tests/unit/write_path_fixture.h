@@ -20,6 +20,7 @@
 #include "rpc/rpc_message.h"
 #include "rpc/xdr_codec.h"
 #include "xdr_test_util.h"
+#include "nfs_xdr_builders.h"
 
 namespace nfsedge::write_path_test {
 
@@ -258,7 +259,9 @@ class WritePathTest : public ::testing::Test {
     Make();
   }
 
-  void Make() {
+  // A write path as after a client's mount (the server's sizes learned),
+  // or, with `learned` false, as after a restart.
+  void Make(bool learned = true) {
     wp_ = std::make_unique<WritePath>(
         clock_, up_, bg_,
         [this](Duration d, std::function<void()> fn) {
@@ -268,6 +271,7 @@ class WritePathTest : public ::testing::Test {
           learned_.push_back(p.proc);
         },
         options_);
+    if (learned) wp_->LearnFsinfo(FsinfoResults());
   }
 
   // Two stable writes far apart (tags 1 and 2, at 0 and 65536) on a file

@@ -19,6 +19,7 @@
 #include "rpc/rpc_server.h"
 #include "rpc/sockaddr.h"
 #include "write_path_fixture.h"
+#include "nfs_xdr_builders.h"
 
 namespace nfsedge::write_path_test {
 namespace {
@@ -143,6 +144,7 @@ class Service {
         [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
                const OpaqueAuth& cred) { nfs_.LearnReply(p, args, reply, exp, cred); },
         wo);
+    wp_->LearnFsinfo(FsinfoResults());  // as a client's mount tells it
     nfs_.SetWritePath(wp_.get());
   }
   ~Service() { nfs_.SetWritePath(nullptr); }

@@ -20,6 +20,7 @@
 #include "rpc/rpc_server.h"
 #include "rpc/sockaddr.h"
 #include "write_path_fixture.h"
+#include "nfs_xdr_builders.h"
 
 namespace nfsedge::write_path_test {
 namespace {
@@ -78,6 +79,7 @@ class WriteServiceTest : public ::testing::Test {
         [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
                const OpaqueAuth& cred) { nfs_.LearnReply(p, args, reply, exp, cred); },
         wo);
+    wp_->LearnFsinfo(FsinfoResults());  // as a client's mount tells it
     nfs_.SetWritePath(wp_.get());
     cred_ = OpaqueAuth{kAuthSys, EncodeAuthSys(AuthSys{7, "client-a", kUid, kGid, {}})};
   }
