@@ -114,6 +114,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     return;
   }
   File& f = FileFor(fh, exp);
+  if (!fsinfo_known_ && !fsinfo_asked_) AskFsinfo(fh, cred);  // known before the first flush
   if (f.error != NFS3_OK) {
     nfsstat3 e = f.error;
     f.error = NFS3_OK;
@@ -356,6 +357,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     return;
   }
   File& f = FileFor(fh, exp);
+  if (!fsinfo_known_ && !fsinfo_asked_) AskFsinfo(fh, cred);  // known before the first flush
   if (f.error != NFS3_OK) {
     nfsstat3 e = f.error;
     f.error = NFS3_OK;
@@ -623,7 +625,7 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
       if (!urgent &&
-          ((whole_only && len < write_size) || background_ >= options_.max_background)) {
+          ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
         // Tried again after the flush delay: what is short of a whole
         // WRITE, and what found every background slot taken (under
         // pressure nothing else may come back to this file).

@@ -199,9 +199,9 @@ class WritePath {
   // The stamp of the latest write taken, of any file.
   uint64_t last_stamp() const { return stamps_; }
   // Learns the server's preferred and largest write sizes. Until it has
-  // (a client's FSINFO, or the proxy's own, asked at the first upstream
-  // WRITE), upstream WRITEs are at most kUnlearnedWriteMax: after a restart
-  // no client asks again, and the server's limit is not known.
+  // (a client's FSINFO, or the proxy's own, asked when it first takes or
+  // sends a write), upstream WRITEs are at most kUnlearnedWriteMax: after a
+  // restart no client asks again, and the server's limit is not known.
   void LearnFsinfo(std::string_view results);
   static constexpr uint32_t kUnlearnedWriteMax = 32 << 10;
   // New buffer bounds, flush delay and background WRITEs (a reload). Writes
