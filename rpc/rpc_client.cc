@@ -178,6 +178,10 @@ void RpcClient::OnConnEvent(int i, short what) {
     return;
   }
   if ((what & BEV_EVENT_CONNECTED) && c.state == Conn::State::kHandshaking) {
+    if (!AlpnAcceptable(bufferevent_openssl_get_ssl(c.bev.get()))) {
+      TlsFailed(i, "the server chose an ALPN protocol other than \"sunrpc\"");
+      return;
+    }
     ConnUp(i);
     return;
   }

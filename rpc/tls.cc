@@ -1,6 +1,7 @@
 #include "rpc/tls.h"
 
 #include <arpa/inet.h>
+#include <cstring>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -107,6 +108,23 @@ StatusOr<SslCtxPtr> NewContext(const SSL_METHOD* method) {
   return ctx;
 }
 
+// RFC 9289's ALPN identifier, in the wire form (a length byte, then the name).
+constexpr unsigned char kAlpnSunrpc[] = {6, 's', 'u', 'n', 'r', 'p', 'c'};
+
+// The server's choice: "sunrpc" if the client offers it. A client that
+// offers other protocols only is refused (no_application_protocol); one
+// that offers none goes on without ALPN.
+int SelectSunrpc(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                 unsigned int inlen, void*) {
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kAlpnSunrpc, sizeof(kAlpnSunrpc), in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  }
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 Status LoadCertAndKey(SSL_CTX* ctx, const std::string& cert, const std::string& key) {
   if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
     return InvalidArgument("cannot load certificate " + cert + ": " + TlsErrorText());
@@ -139,6 +157,10 @@ StatusOr<SslCtxPtr> MakeClientTlsContext(const TlsClientConfig& config) {
   }
   if (!s.ok()) return s;
   SSL_CTX_set_verify(ctx->get(), SSL_VERIFY_PEER, nullptr);
+  // RFC 9289: the client offers ALPN "sunrpc".
+  if (SSL_CTX_set_alpn_protos(ctx->get(), kAlpnSunrpc, sizeof(kAlpnSunrpc)) != 0) {
+    return Status(StatusCode::kInternal, "cannot set ALPN: " + TlsErrorText());
+  }
   return ctx;
 }
 
@@ -154,7 +176,18 @@ StatusOr<SslCtxPtr> MakeServerTlsContext(const TlsServerConfig& config) {
     }
   }
   if (!s.ok()) return s;
+  SSL_CTX_set_alpn_select_cb(ctx->get(), SelectSunrpc, nullptr);
   return ctx;
+}
+
+bool AlpnAcceptable(const SSL* ssl) {
+  const unsigned char* proto = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &proto, &len);
+  // None selected: a server without ALPN (tolerated); anything else than
+  // "sunrpc" is another protocol.
+  return len == 0 || (len == sizeof(kAlpnSunrpc) - 1 &&
+                      std::memcmp(proto, kAlpnSunrpc + 1, len) == 0);
 }
 
 SSL* NewClientSsl(SSL_CTX* ctx, const std::string& server_name) {

@@ -61,11 +61,17 @@ struct TlsServerConfig {
   std::string client_ca_file;  // if set, clients must present a certificate from these CAs
 };
 
-// Builds a TLS 1.3-only client context that verifies the peer. Returns an
-// error naming the file and OpenSSL's reason iff a file cannot be loaded.
+// Builds a TLS 1.3-only client context that verifies the peer and offers
+// ALPN "sunrpc" (RFC 9289). Returns an error naming the file and OpenSSL's
+// reason iff a file cannot be loaded.
 StatusOr<SslCtxPtr> MakeClientTlsContext(const TlsClientConfig& config);
-// Builds a TLS 1.3-only server context.
+// Builds a TLS 1.3-only server context that selects ALPN "sunrpc" when the
+// client offers it, refuses a client that offers only other protocols, and
+// goes on without ALPN with a client that offers none.
 StatusOr<SslCtxPtr> MakeServerTlsContext(const TlsServerConfig& config);
+// Returns true iff the handshake on `ssl` selected ALPN "sunrpc", or none (a
+// peer without ALPN): false for another protocol.
+bool AlpnAcceptable(const SSL* ssl);
 
 // Returns a new client SSL for `ctx` that checks the peer's certificate for
 // `server_name` (DNS name or IP address) and sends it as SNI when it is a
