@@ -378,6 +378,9 @@ class WritePath {
   uint32_t WriteSize() const {
     return fsinfo_known_ ? write_size_ : std::min(write_size_, kUnlearnedWriteMax);
   }
+  // Whether no piece of `f` is kept after a refusal (Piece::refused): then
+  // a WRITE or COMMIT taken ends the file's refusals in a row.
+  static bool NoneRefused(const File& f);
   // Sends the proxy's own FSINFO upstream on `fh` as `cred`.
   void AskFsinfo(const std::string& fh, const OpaqueAuth& cred);
   uint64_t next_id_ = 1;

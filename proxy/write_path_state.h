@@ -92,6 +92,9 @@ struct WritePath::Piece {
   // Answered to a client from the buffer (an UNSTABLE write buffered), or
   // overwriting such bytes: lost, it needs a new write verifier.
   bool acked = false;
+  // Kept after the upstream refused it (DropAndFail): until its bytes are
+  // taken, the file's refusals go on counting, whatever else of it is.
+  bool refused = false;
   // When its bytes came (File::seq): the oldest write it carries bytes of
   // (new bytes over older ones take the older stamp, so that a client
   // call that waits for the older ones waits for what replaced them).

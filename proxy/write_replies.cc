@@ -99,7 +99,6 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
       return;
     }
     f.no_progress = 0;
-    f.refusals = 0;
     f.refusal_counted = false;
     std::copy(ok.verf, ok.verf + 8, f.upstream_verf.begin());
     const uint64_t done = flight.off + std::min<uint64_t>(ok.count, flight.len);
@@ -111,10 +110,12 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
         Erase(f, it);
       } else {
         it->second.state = Piece::kWritten;
+        it->second.refused = false;
         it->second.commit = 0;
         std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
       }
     });
+    if (NoneRefused(f)) f.refusals = 0;
     if (ok.committed == FILE_SYNC && done == flight.off + flight.len) MarkStable(f, flight);
     WRITE3args a{};
     a.file = FhView(fh);
@@ -166,7 +167,6 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;
-    f.refusals = 0;
     f.refusal_counted = false;
     each([&](auto it) {
       if (it->second.verf == verf) {
@@ -178,6 +178,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
         it->second.commit = 0;
       }
     });
+    if (NoneRefused(f)) f.refusals = 0;
     COMMIT3args a{};
     a.file = FhView(fh);
     OpaqueAuth cred;
@@ -226,6 +227,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     if (keep && acknowledged) {
       it->second.state = Piece::kDirty;
       it->second.commit = 0;
+      it->second.refused = true;
       kept = true;
       kept_spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
       return;
@@ -387,6 +389,11 @@ void WritePath::AskFsinfo(const std::string& fh, const OpaqueAuth& cred) {
                               if (Succeeded(r)) (*self)->LearnFsinfo(r->results());
                             });
   if (!s.ok()) fsinfo_asked_ = false;
+}
+
+bool WritePath::NoneRefused(const File& f) {
+  return std::none_of(f.pieces.begin(), f.pieces.end(),
+                      [](const auto& p) { return p.second.refused; });
 }
 
 }  // namespace nfsedge

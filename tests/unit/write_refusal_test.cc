@@ -165,5 +165,51 @@ TEST_F(RefusalTest, AGetattrOfAFileWhoseJournaledDataIsRefusedIsAnswered) {
       << "a SETATTR (truncation to free the quota) waits for data the quota refuses";
 }
 
+// The same when the file's other bytes keep reaching the upstream: a
+// writer appends (refused: the disk is full) and rewrites blocks already
+// there (taken). The bound counts the rounds that refused the kept bytes,
+// whatever else of the file went through meanwhile; counted per file and
+// reset by any WRITE taken, the refused bytes were kept and sent again
+// for ever, and the held GETATTR (and every newer journal record) with them.
+TEST_F(RefusalTest, RefusedBytesAreGivenUpOnWhileOtherBytesOfTheFileGoThrough) {
+  Acknowledged(fh_, 1, 0, std::string(1000, 'q'));
+  wp_->FlushAll();
+  ASSERT_EQ(AnswerRefusing(bg_, fh_, NFS3ERR_NOSPC), 1u);
+  bool released = false;
+  const bool held = wp_->Hold(fh_, /*stable=*/false, [&released] { released = true; });
+  // Every 100 ms a rewrite of another range; WRITEs carrying the refused
+  // bytes get NOSPC, every other call is taken.
+  auto answer = [](HeldUpstream& u) {
+    size_t n = 0;
+    for (int i = u.Pending(); i >= 0; i = u.Pending(), ++n) {
+      HeldUpstream::Held& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc != NFSPROC3_WRITE) {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+        continue;
+      }
+      const SentWrite w = DecodeWriteArgs(c.args);
+      u.Answer(static_cast<size_t>(i),
+               w.data.find('q') != std::string::npos
+                   ? WriteFail(NFS3ERR_NOSPC)
+                   : WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
+    }
+    return n;
+  };
+  for (int round = 0; round < 3000 && !(held && released); ++round) {
+    Acknowledged(fh_, 100 + round, 65536, std::string(4096, 'o'));
+    Advance(std::chrono::milliseconds(100));
+    while (answer(up_) + answer(bg_) > 0) {
+    }
+  }
+  EXPECT_TRUE(!held || released) << "a GETATTR held behind refused bytes for 5 minutes";
+  size_t tries = 0;
+  for (const HeldUpstream& u : {std::cref(up_), std::cref(bg_)}) {
+    for (const HeldUpstream::Held& c : u.calls) {
+      tries += c.proc == NFSPROC3_WRITE && DecodeWriteArgs(c.args).data == std::string(1000, 'q');
+    }
+  }
+  EXPECT_LE(tries, 9u) << "the refused bytes were sent again without bound";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
