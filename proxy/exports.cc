@@ -1,6 +1,7 @@
 #include "proxy/exports.h"
 
 #include <sstream>
+#include <utility>
 
 #include "rpc/auth_sys.h"
 
@@ -72,7 +73,13 @@ const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool* port
       *port_refused = true;
       continue;
     }
-    if (!best || e.config().path.size() > best->config().path.size()) best = &e;
+    // The deepest: the export whose upstream directory is nested deepest
+    // (the handle lies in the trees of all its exports), whatever the paths
+    // clients mount it by; for the same upstream directory, the longer path.
+    const auto depth = [](const Export& x) {
+      return std::make_pair(x.config().upstream_path.size(), x.config().path.size());
+    };
+    if (!best || depth(e) > depth(*best)) best = &e;
   }
   return best;
 }

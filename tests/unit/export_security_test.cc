@@ -109,6 +109,18 @@ TEST(ExportSecurity, ChooseTakesTheDeepestExportThatAdmitsTheClient) {
   EXPECT_TRUE(port_refused);
   EXPECT_NE(t.Choose(0b100, Addr("192.168.0.1", 800), &port_refused), nullptr);
   EXPECT_FALSE(port_refused);
+  // Nesting is the upstream's: an export of /srv/data/private mounted as
+  // "/p" lies inside one of /srv/data mounted as "/data", though its path is
+  // shorter. A handle of both takes the inner one's rules (read-only here).
+  ExportConfig data = MakeExport("/data", {"10.0.0.0/8"});
+  data.upstream_path = "/srv/data";
+  ExportConfig priv = MakeExport("/p", {"10.0.0.0/8"});
+  priv.upstream_path = "/srv/data/private";
+  priv.read_only = true;
+  ExportTable nested({data, priv});
+  e = nested.Choose(0b11, Addr("10.1.2.3", 40000), &port_refused);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config().path, "/p") << "the outer export's rules applied inside the inner one";
 }
 
 TEST(ExportSecurity, ConfigKeys) {
