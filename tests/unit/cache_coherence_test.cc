@@ -87,6 +87,30 @@ class CoherenceTest : public ReadPathTest {
     meta_.Learn(*FindNfsProc(NFSPROC3_RENAME), &args, Xdr(Proc(xdr_RENAME3res), res), exp_,
                 Key());
   }
+  // A READDIRPLUS reply of dir_ with one entry, `name` -> `child`, learned;
+  // returns the call's arguments (for Answer).
+  READDIRPLUS3args MetaListing(const fattr3& dir_attr, const char* name, const std::string& child,
+                               const fattr3& child_attr, SentCall sent = {}) {
+    READDIRPLUS3args args{};
+    args.dir = Fh(dir_);
+    args.dircount = 4096;
+    args.maxcount = 32768;
+    entryplus3 entry{};
+    entry.fileid = child_attr.fileid;
+    entry.name = const_cast<char*>(name);
+    entry.cookie = 1;
+    entry.name_attributes = PostOp(child_attr);
+    entry.name_handle.handle_follows = TRUE;
+    entry.name_handle.post_op_fh3_u.handle = Fh(child);
+    READDIRPLUS3res res{};
+    res.status = NFS3_OK;
+    res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(dir_attr);
+    res.READDIRPLUS3res_u.resok.reply.entries = &entry;
+    res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
+    meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, Xdr(Proc(xdr_READDIRPLUS3res), res),
+                exp_, Key(), sent);
+    return args;
+  }
   std::optional<std::string> AnswerGetattr(const Export& e, const std::string& fh) {
     GETATTR3args args{Fh(fh)};
     return meta_.Answer(*FindNfsProc(NFSPROC3_GETATTR), &args, e, Key());
@@ -208,24 +232,9 @@ TEST_F(NestedExportCoherenceTest, ListingOnAnAlwaysRevalidateExportIsNotAnswered
   fattr3 dir_attr = DirAttr(kWall0 - 3600);
   MetaGetattr(exp_, dir_, dir_attr);
   MetaAccess(dir_, dir_attr, ACCESS3_READ | ACCESS3_LOOKUP, ACCESS3_READ | ACCESS3_LOOKUP);
-  READDIRPLUS3args args{};
-  args.dir = Fh(dir_);
-  args.dircount = 4096;
-  args.maxcount = 32768;
-  entryplus3 entry{};
-  entry.fileid = 9;
-  entry.name = const_cast<char*>("f");
-  entry.cookie = 1;
-  entry.name_attributes = PostOp(file().attr);
-  entry.name_handle.handle_follows = TRUE;
-  entry.name_handle.post_op_fh3_u.handle = Fh(other_);  // of the 60 s export alone
-  READDIRPLUS3res res{};
-  res.status = NFS3_OK;
-  res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(dir_attr);
-  res.READDIRPLUS3res_u.resok.reply.entries = &entry;
-  res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
-  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, Xdr(Proc(xdr_READDIRPLUS3res), res), exp_,
-              Key());
+  fattr3 child_attr = file().attr;
+  child_attr.fileid = 9;
+  const READDIRPLUS3args args = MetaListing(dir_attr, "f", other_, child_attr);  // 60 s export alone
   const NfsProc& p = *FindNfsProc(NFSPROC3_READDIRPLUS);
   EXPECT_TRUE(meta_.Answer(p, &args, exp_, Key())) << "answered through the 60 s export";
   EXPECT_FALSE(meta_.Answer(p, &args, zero_, Key()))
@@ -382,24 +391,8 @@ TEST_F(OvertakenNamesTest, ALookupSentTwiceAfterAChangeIsNotLearned) {
 TEST_F(OvertakenNamesTest, AListingSentBeforeARenameIsNotStored) {
   const SentCall before = SentNow();
   MetaRename(dir_, "a", "b", Wcc(d_, d_));
-  READDIRPLUS3args args{};
-  args.dir = Fh(dir_);
-  args.dircount = 4096;
-  args.maxcount = 32768;
-  entryplus3 entry{};
-  entry.fileid = f_.fileid;
-  entry.name = const_cast<char*>("a");  // the listing from before the rename
-  entry.cookie = 1;
-  entry.name_attributes = PostOp(f_);
-  entry.name_handle.handle_follows = TRUE;
-  entry.name_handle.post_op_fh3_u.handle = Fh(file_);
-  READDIRPLUS3res res{};
-  res.status = NFS3_OK;
-  res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(d_);
-  res.READDIRPLUS3res_u.resok.reply.entries = &entry;
-  res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
-  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, Xdr(Proc(xdr_READDIRPLUS3res), res), exp_,
-              Key(), before);
+  // The listing from before the rename.
+  const READDIRPLUS3args args = MetaListing(d_, "a", file_, f_, before);
   EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_READDIRPLUS), &args, exp_, Key()))
       << "a listing from before the rename was answered from cache";
   std::optional<std::string> r = AnswerLookup(dir_, "a");

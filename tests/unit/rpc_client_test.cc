@@ -114,6 +114,17 @@ class RpcClientTest : public ::testing::Test {
       handler_.held.clear();
     });
   }
+  // Answers what the server holds until `tag` has a result (a copy held on
+  // a connection since closed is not heard: the next one is), for 2.5 s at
+  // most.
+  void ReleaseUntilAnswered(int tag) {
+    bool answered = false;
+    for (int i = 0; i < 50 && !answered; ++i) {
+      ReleaseAll();
+      usleep(50000);
+      loop_.RunSync([&] { answered = results_.count(tag) != 0; });
+    }
+  }
   // Waits until `tag` has a result; returns it.
   std::string Wait(int tag) {
     for (int i = 0; i < 500; ++i) {
@@ -341,12 +352,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   });
   // The server answers (a copy on a connection just closed is not heard:
   // the next one is).
-  bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {
-    ReleaseAll();
-    usleep(50000);
-    loop_.RunSync([&] { answered = results_.count(1) != 0; });
-  }
+  ReleaseUntilAnswered(1);
   EXPECT_EQ(Wait(1), "released");
   // The server gone, a new such call is never sent, and fails.
   loop_.RunSync([&] { server_.reset(); });
@@ -372,12 +378,7 @@ TEST_F(RpcClientTest, ReopensForACallNotSafeToRepeatDoNotFailTheCallsOnTheConnec
     EXPECT_GE(handler_.seen_xids.size(), 6u) << "sent again at each reopen";
   });
   loop_.RunSync([&] { client_->HoldDeadlines(false); });
-  bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {
-    ReleaseAll();
-    usleep(50000);
-    loop_.RunSync([&] { answered = results_.count(2) != 0; });
-  }
+  ReleaseUntilAnswered(2);
   EXPECT_EQ(Wait(2), "released");
 }
 
