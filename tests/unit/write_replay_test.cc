@@ -227,5 +227,46 @@ TEST_F(ReplayTest, ARefusedAppendKeepsItsPlaceInTheFifo) {
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
 }
 
+// After a restart no client asks FSINFO again (they mounted before it), and
+// the journal is replayed before any client does: until the server's write
+// sizes are known, upstream WRITEs stay small, and the proxy asks FSINFO
+// itself, on the file it writes, at the first one.
+TEST_F(WritePathTest, UntilTheServersSizesAreKnownWritesAreSmallAndFsinfoIsAsked) {
+  options_.write_size = 0;  // the server's preferred size, once known
+  Make(/*learned=*/false);
+  const std::string a(40000, 'a');
+  Write(1, 0, a, FILE_SYNC);
+  Advance(std::chrono::milliseconds(10));  // past any gathering window
+  // Sent cut to the size known to fit, and FSINFO asked.
+  ASSERT_EQ(up_.calls.size(), 3u);
+  EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 1u);
+  size_t sent = 0;
+  for (const auto& c : up_.calls) {
+    if (c.proc != NFSPROC3_WRITE) continue;
+    const SentWrite w = DecodeWriteArgs(c.args);
+    EXPECT_LE(w.data.size(), WritePath::kUnlearnedWriteMax);
+    sent += w.data.size();
+  }
+  EXPECT_EQ(sent, a.size());
+  for (size_t i = 0; i < up_.calls.size(); ++i) {
+    if (up_.calls[i].proc == NFSPROC3_FSINFO) up_.Answer(i, FsinfoResults(1u << 20, 1u << 20));
+  }
+  EXPECT_EQ(wp_->write_size(), 1u << 20) << "the server's preferred size, learned";
+  // Learned: the next batch goes whole.
+  for (size_t i = 0; i < up_.calls.size(); ++i) {
+    if (up_.calls[i].proc == NFSPROC3_WRITE && !up_.calls[i].answered) {
+      const SentWrite w = DecodeWriteArgs(up_.calls[i].args);
+      up_.Answer(i, WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1,
+                            Attr(a.size(), 1)));
+    }
+  }
+  const size_t before = up_.calls.size();
+  const std::string b(100000, 'b');
+  Write(2, 40000, b, FILE_SYNC);
+  ASSERT_EQ(up_.calls.size(), before + 1);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls.back().args).data.size(), b.size());
+  EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 1u) << "asked once";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
