@@ -204,6 +204,8 @@ class WritePath {
   // restart no client asks again, and the server's limit is not known.
   void LearnFsinfo(std::string_view results);
   static constexpr uint32_t kUnlearnedWriteMax = 32 << 10;
+  // How long after an FSINFO that taught nothing the proxy asks again.
+  static constexpr Duration kFsinfoRetry = std::chrono::seconds(10);
   // New buffer bounds, flush delay and background WRITEs (a reload). Writes
   // waiting for room that the new bounds admit go in at once.
   void SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,

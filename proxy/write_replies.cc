@@ -378,17 +378,26 @@ void WritePath::AskFsinfo(const std::string& fh, const OpaqueAuth& cred) {
   // The proxy's own FSINFO, on the file about to be written: clients that
   // mounted before a restart do not ask again, and the journal is replayed
   // before any client does.
+  // Not answered (an error, a refusal for this credential): asked again,
+  // at the next write, only after kFsinfoRetry, not at every write.
   std::string wire;
   XdrWriter(&wire).WriteOpaque(fh);
   fsinfo_asked_ = true;
+  std::weak_ptr<WritePath*> weak(self_);
+  auto again = [weak] {
+    if (auto self = weak.lock()) (*self)->fsinfo_asked_ = false;
+  };
   Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_FSINFO, cred, wire,
-                            [weak = std::weak_ptr<WritePath*>(self_)](StatusOr<RpcReply> r) {
-                              auto self = weak.lock();
-                              if (!self) return;
-                              (*self)->fsinfo_asked_ = false;
-                              if (Succeeded(r)) (*self)->LearnFsinfo(r->results());
+                            [this, weak, again](StatusOr<RpcReply> r) {
+                              if (!weak.lock()) return;
+                              if (Succeeded(r)) LearnFsinfo(r->results());
+                              if (fsinfo_known_) {
+                                fsinfo_asked_ = false;
+                              } else {
+                                schedule_(kFsinfoRetry, again);
+                              }
                             });
-  if (!s.ok()) fsinfo_asked_ = false;
+  if (!s.ok()) schedule_(kFsinfoRetry, again);
 }
 
 bool WritePath::NoneRefused(const File& f) {

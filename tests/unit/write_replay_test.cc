@@ -268,5 +268,24 @@ TEST_F(WritePathTest, UntilTheServersSizesAreKnownWritesAreSmallAndFsinfoIsAsked
   EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 1u) << "asked once";
 }
 
+// An FSINFO that teaches nothing (refused for the writer's credential) is
+// not asked again at every write, which would double the calls: only after
+// a while.
+TEST_F(WritePathTest, AnFsinfoThatTaughtNothingIsAskedAgainOnlyAfterAWhile) {
+  Make(/*learned=*/false);
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_EQ(up_.Count(NFSPROC3_FSINFO), 1u);
+  FSINFO3res refused{};
+  refused.status = NFS3ERR_ACCES;
+  for (size_t i = 0; i < up_.calls.size(); ++i) {
+    if (up_.calls[i].proc == NFSPROC3_FSINFO) up_.Answer(i, Xdr(Proc(xdr_FSINFO3res), refused));
+  }
+  for (int i = 0; i < 5; ++i) Write(2 + i, 1000 * (i + 1), std::string(1000, 'b'), UNSTABLE);
+  EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 1u) << "asked again at every write";
+  Advance(WritePath::kFsinfoRetry);
+  Write(9, 9000, std::string(1000, 'c'), UNSTABLE);
+  EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 2u) << "never asked again";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
