@@ -233,27 +233,12 @@ void MetadataCache::Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifeti
   dirs_.InvalidateDir(Bytes(fh));  // its listing changed, even by this operation
 }
 
-void MetadataCache::NoteDirChange(std::string_view dir) {
-  // Enough for the replies in flight at any moment; beyond it, one time for
-  // all (a reply that left before the latest change dropped is not learned).
-  constexpr size_t kMaxDirChanges = 4096;
-  const auto now = std::chrono::steady_clock::now();
-  std::string key(dir);
-  if (dir_changes_.size() >= kMaxDirChanges && !dir_changes_.contains(key)) {
-    dir_changes_.clear();
-    dir_changes_floor_ = now;
-  } else {
-    dir_changes_[std::move(key)] = now;
-  }
-}
-
 bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent) const {
-  std::optional<std::chrono::steady_clock::time_point> changed = dir_changes_floor_;
-  if (auto it = dir_changes_.find(std::string(dir)); it != dir_changes_.end()) changed = it->second;
-  if (!changed) return false;
+  const ChangeMarks::Mark changed = dir_changes_.Last(dir);
+  if (changed.seq == 0) return false;
   // Sent more than once: the reply may answer a copy from before it.
   if (sent.transmissions > 1) return true;
-  return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= *changed;
+  return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= changed.at;
 }
 
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,

@@ -40,6 +40,7 @@
 
 #include "cache/access_cache.h"
 #include "cache/attr_cache.h"
+#include "cache/change_marks.h"
 #include "cache/clock.h"
 #include "cache/cred_key.h"
 #include "cache/dir_cache.h"
@@ -235,7 +236,7 @@ class MetadataCache {
   void Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifetimes& l);
   // Marks `dir` changed through the proxy now (its names, its listing, or,
   // for a moved directory, its "..").
-  void NoteDirChange(std::string_view dir);
+  void NoteDirChange(std::string_view dir) { dir_changes_.Note(dir); }
   // Whether a reply about `dir` to a call `sent` may predate a change of
   // `dir` marked by NoteDirChange.
   bool OvertakenByChange(std::string_view dir, const SentCall& sent) const;
@@ -249,10 +250,8 @@ class MetadataCache {
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in
   const OutageDetector* outage_ = nullptr;
   std::array<uint64_t, kNfsProcCount> stale_answers_{};
-  // Directory -> when it last changed through the proxy (bounded: when full,
-  // the marks are dropped and their latest time stands for every directory).
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> dir_changes_;
-  std::optional<std::chrono::steady_clock::time_point> dir_changes_floor_;
+  // Directory -> when it last changed through the proxy (bounded).
+  ChangeMarks dir_changes_{4096};
   uint64_t names_overtaken_ = 0;
   LifetimeLimit limit_;
 };

@@ -300,7 +300,7 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READ3args), &a, &wire);
   const Export* e = &exp;
   const MonoTime sent = clock_.MonoNow();
-  const uint64_t seq = write_seq_;
+  const uint64_t seq = writes_.seq();
   // The count stays whole blocks (the blocks are stored whole, and a file
   // that grew since its attributes is read to its new end); only the bytes
   // in flight count what the known size leaves.
@@ -435,21 +435,9 @@ void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
 }
 
 void ReadPath::NoteWrite(std::string_view fh) {
-  constexpr size_t kMaxWriteMarks = 4096;
-  const WriteMark mark{++write_seq_, std::chrono::steady_clock::now()};
-  if (writes_.size() >= kMaxWriteMarks && writes_.find(std::string(fh)) == writes_.end()) {
-    writes_.clear();
-    writes_floor_ = mark;
-  } else {
-    writes_[std::string(fh)] = mark;
-  }
+  writes_.Note(fh);
   blocks_.DropFile(fh);
   if (disk_) disk_->DropFile(fh);
-}
-
-ReadPath::WriteMark ReadPath::LastWrite(std::string_view fh) const {
-  auto it = writes_.find(std::string(fh));
-  return it == writes_.end() ? writes_floor_ : it->second;
 }
 
 void ReadPath::LearnFsinfo(std::string_view results) {

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "cache/block_cache.h"
+#include "cache/change_marks.h"
 #include "cache/clock.h"
 #include "cache/disk_tier.h"
 #include "cache/path_estimator.h"
@@ -163,11 +164,7 @@ class ReadPath {
                  StatusOr<RpcReply> reply);
   // When the upstream last answered a write of the file (NoteWrite's count,
   // and the transport's clock), or a floor for every file.
-  struct WriteMark {
-    uint64_t seq = 0;
-    std::chrono::steady_clock::time_point at{};
-  };
-  WriteMark LastWrite(std::string_view fh) const;
+  ChangeMarks::Mark LastWrite(std::string_view fh) const { return writes_.Last(fh); }
   // Reads block `index` of `fh` from the disk tier into memory.
   void ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version);
   // Stores `data` read at block `first` under `version` as blocks: whole
@@ -195,11 +192,8 @@ class ReadPath {
   const uint32_t block_size_;
   uint32_t read_size_;
   uint32_t background_ = 0;  // read-ahead fetches in flight
-  // NoteWrite() calls so far; per file the latest, bounded (beyond the
-  // bound every file gets the floor, which refuses more but never less).
-  uint64_t write_seq_ = 0;
-  std::unordered_map<std::string, WriteMark> writes_;
-  WriteMark writes_floor_;
+  // NoteWrite() calls: per file the latest, bounded.
+  ChangeMarks writes_{4096};
   // Block id -> closures waiting for the pending fetch or disk read.
   std::unordered_map<std::string, std::vector<std::function<void(bool)>>> pending_;
   // File handle -> ops waiting for a revalidating GETATTR.
