@@ -62,11 +62,11 @@ void WritePath::ArmWindowEnd(File& f) {
   schedule_(delay, [this, fh = f.fh, gen] { CloseWindow(fh, gen); });
 }
 
-std::array<char, 8> WritePath::ReplyVerf(const File& f) const {
+std::array<char, 8> WritePath::ReplyVerf(const File& f, const Export& exp) const {
   // The journal's: one for every file, changed by a loss, kept across
   // restarts.
-  if (f.exp->config().write_back && options_.journal) return options_.journal->verifier();
-  if (!f.exp->config().write_behind) return f.upstream_verf;
+  if (exp.config().write_back && options_.journal) return options_.journal->verifier();
+  if (!exp.config().write_behind) return f.upstream_verf;
   std::array<char, 8> v = verifier_;
   // A file that lost answered data: the shared verifier, changed by how
   // many times (never back to it: the count is at least 1).
@@ -96,7 +96,8 @@ std::string WritePath::JournaledReply(const std::array<char, 8>& v, uint32_t cou
   return out;
 }
 
-std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) const {
+std::string WritePath::WriteReply(const File& f, const Export& exp, uint32_t count,
+                                  bool stable) const {
   WRITE3res res{};
   res.status = NFS3_OK;
   WRITE3resok& ok = res.WRITE3res_u.resok;
@@ -106,14 +107,14 @@ std::string WritePath::WriteReply(const File& f, uint32_t count, bool stable) co
   }
   ok.count = count;
   ok.committed = stable ? FILE_SYNC : UNSTABLE;
-  std::array<char, 8> v = ReplyVerf(f);
+  std::array<char, 8> v = ReplyVerf(f, exp);
   std::copy(v.begin(), v.end(), ok.verf);
   std::string out;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_WRITE3res), &res, &out);
   return out;
 }
 
-std::string WritePath::CommitReply(const File& f) const {
+std::string WritePath::CommitReply(const File& f, const Export& exp) const {
   COMMIT3res res{};
   res.status = NFS3_OK;
   COMMIT3resok& ok = res.COMMIT3res_u.resok;
@@ -121,7 +122,7 @@ std::string WritePath::CommitReply(const File& f) const {
     ok.file_wcc.after.attributes_follow = TRUE;
     ok.file_wcc.after.post_op_attr_u.attributes = *attr;
   }
-  std::array<char, 8> v = ReplyVerf(f);
+  std::array<char, 8> v = ReplyVerf(f, exp);
   std::copy(v.begin(), v.end(), ok.verf);
   std::string out;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res), &res, &out);
@@ -236,10 +237,12 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   // Stamps come from one counter, so a file forgotten and made again goes
   // on from where it was (a COMMIT waiting for the journal keeps its own).
   uint64_t seq = f.seq = ++stamps_;
+  bool behind = jseq == 0 && acked;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
     kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
     acked |= it->second.acked;
+    behind |= it->second.behind;
     seq = std::min(seq, it->second.seq);
     Erase(f, it, false);
     it = next;
@@ -248,6 +251,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   p.data.assign(data);
   p.cred = cred;
   p.acked = acked;
+  p.behind = behind;
   p.seq = seq;
   if (jseq != 0) {
     RefRecord(f.fh, jseq);
@@ -341,7 +345,7 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   if (it == files_.end()) return;
   const File& f = *it->second;
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
-      !f.barriers.empty() || (f.error != NFS3_OK && f.error != NFS3ERR_STALE) || f.window ||
+      !f.barriers.empty() || !f.errors.empty() || f.window ||
       f.flush_scheduled ||
       f.retry_scheduled || f.blocked > 0 || !f.parked.empty()) {
     return;

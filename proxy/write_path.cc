@@ -115,9 +115,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   }
   File& f = FileFor(fh, exp);
   if (!fsinfo_known_ && !fsinfo_asked_) AskFsinfo(fh, cred);  // known before the first flush
-  if (f.error != NFS3_OK) {
-    nfsstat3 e = f.error;
-    f.error = NFS3_OK;
+  if (nfsstat3 e = TakeError(f, cred); e != NFS3_OK) {
     reply(WriteError(e));
     ForgetIfIdle(fh);
     return;
@@ -166,7 +164,7 @@ void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
     }
     return;
   }
-  Accept(f, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
+  Accept(f, *b->exp, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
 }
 
 void WritePath::AdmitParked(const std::string& fh) {
@@ -193,8 +191,8 @@ void WritePath::AdmitParked(const std::string& fh) {
   }
 }
 
-void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
-                       bool stable, bool journal, ReplyFn reply) {
+void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_view data,
+                       const OpaqueAuth& cred, bool stable, bool journal, ReplyFn reply) {
   const uint32_t count = static_cast<uint32_t>(data.size());
   uint64_t pending_jseq = 0;
   // On a write_back export every write is appended to the journal: one the
@@ -202,7 +200,7 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
   // it; any other is answered once stable upstream, its record there only
   // to order it after the older records of the bytes it replaces, which a
   // restart must not replay over it.
-  if (!data.empty() && options_.journal != nullptr && f.exp->config().write_back) {
+  if (!data.empty() && options_.journal != nullptr && exp.config().write_back) {
     // Insert() keeps the records this write overwrites until its append
     // is on disk (OnJournaled), or its bytes are stable upstream if the
     // journal refuses it; appended first, so that their removal reaches
@@ -215,11 +213,11 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
     const std::array<char, 8> verf = options_.journal->verifier();
     appending_.emplace(jseq, NFS3_OK);
     options_.journal->Append(
-        JournalRecord{jseq, f.fh, f.exp->config().path, cred, offset, std::string(data)},
-        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, jseq, offset, count, stable, stamp,
-         verf, answer = std::move(answer)](Status s) {
+        JournalRecord{jseq, f.fh, exp.config().path, cred, offset, std::string(data)},
+        [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, &exp, jseq, offset, count, stable,
+         stamp, verf, answer = std::move(answer)](Status s) {
           if (auto self = weak.lock()) {
-            (*self)->OnJournaled(fh, jseq, offset, count, stable, stamp, verf, s, answer);
+            (*self)->OnJournaled(fh, exp, jseq, offset, count, stable, stamp, verf, s, answer);
           }
         });
     // Answered UNSTABLE from the journal: lost, it needs a new verifier.
@@ -238,21 +236,21 @@ void WritePath::Accept(File& f, uint64_t offset, std::string_view data, const Op
   }
   if (stable) {
     SeedFromWriter(f, cred);
-    f.waiters.push_back(
-        Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq, pending_jseq});
+    f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq,
+                               pending_jseq, NFS3_OK, false, &exp});
     Gather(f);
     NoteWriter(f);
   } else {
     stats_.buffered_writes++;
-    reply(WriteReply(f, count, false));
+    reply(WriteReply(f, exp, count, false));
     ScheduleFlush(f);
   }
   Pump(f);
 }
 
-void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                            bool stable, uint64_t stamp, const std::array<char, 8>& verf,
-                            const Status& s, ReplyFn reply) {
+void WritePath::OnJournaled(const std::string& fh, const Export& exp, uint64_t jseq,
+                            uint64_t offset, uint32_t count, bool stable, uint64_t stamp,
+                            const std::array<char, 8>& verf, const Status& s, ReplyFn reply) {
   nfsstat3 dropped = NFS3_OK;
   if (auto a = appending_.find(jseq); a != appending_.end()) {
     dropped = a->second;
@@ -300,13 +298,14 @@ void WritePath::OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offse
   // a write of no bytes or a COMMIT does).
   auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
                          [stamp](const Waiter& w) { return w.stamp >= stamp; });
-  f.waiters.insert(at, Waiter{false, offset, offset + count, count, std::move(reply), stamp, 0});
+  f.waiters.insert(
+      at, Waiter{false, offset, offset + count, count, std::move(reply), stamp, 0, NFS3_OK, false,
+                 &exp});
   Pump(f);
 }
 
 void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred,
                        ReplyFn reply, ForwardFn forward) {
-  (void)cred;
   const std::string fh(a.file.data.data_val, a.file.data.data_len);
   if (exp.config().write_back && options_.journal != nullptr) {
     // Every buffered write of the file was journaled before it was
@@ -316,9 +315,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       return;
     }
     auto it = files_.find(fh);
-    if (it != files_.end() && it->second->error != NFS3_OK) {
-      nfsstat3 e = it->second->error;
-      it->second->error = NFS3_OK;
+    if (nfsstat3 e = it == files_.end() ? NFS3_OK : TakeError(*it->second, cred); e != NFS3_OK) {
       reply(CommitError(e));
       ForgetIfIdle(fh);
       return;
@@ -341,8 +338,8 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       File& f = w.FileFor(fh, exp);
       auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
                              [stamp](const Waiter& x) { return x.stamp > stamp; });
-      f.waiters.insert(
-          at, Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply), stamp, 0});
+      f.waiters.insert(at, Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply),
+                                  stamp, 0, NFS3_OK, false, &exp});
       w.Pump(f);
     });
     return;
@@ -358,9 +355,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   }
   File& f = FileFor(fh, exp);
   if (!fsinfo_known_ && !fsinfo_asked_) AskFsinfo(fh, cred);  // known before the first flush
-  if (f.error != NFS3_OK) {
-    nfsstat3 e = f.error;
-    f.error = NFS3_OK;
+  if (nfsstat3 e = TakeError(f, cred); e != NFS3_OK) {
     reply(CommitError(e));
     ForgetIfIdle(fh);
     return;
@@ -368,11 +363,12 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   const uint64_t end = RangeEnd(a.offset, a.count);
   if (f.waiters.empty() && !Holds(f, a.offset, end)) {
     stats_.client_commits++;
-    reply(CommitReply(f));
+    reply(CommitReply(f, exp));
     ForgetIfIdle(fh);
     return;
   }
-  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, 0});
+  f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, 0, NFS3_OK, false,
+                             &exp});
   Pump(f);
 }
 
@@ -481,12 +477,12 @@ size_t WritePath::AnswerWaiters(File& f) {
       r = w.commit ? CommitError(w.error) : WriteError(w.error);
     } else if (w.commit) {
       stats_.client_commits++;
-      r = CommitReply(f);
+      r = CommitReply(f, *w.exp);
     } else {
       stats_.stable_writes++;
       stats_.gathered++;
       answered++;
-      r = WriteReply(f, w.count, true);
+      r = WriteReply(f, *w.exp, w.count, true);
     }
     f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
     f.waiters.pop_front();
@@ -774,14 +770,12 @@ void WritePath::AdmitBlocked() {
       Park(f, std::move(taken));
       continue;
     }
-    if (f.error != NFS3_OK) {
-      nfsstat3 e = f.error;
-      f.error = NFS3_OK;
+    if (nfsstat3 e = TakeError(f, taken->cred); e != NFS3_OK) {
       taken->reply(WriteError(e));
       ForgetIfIdle(taken->fh);
       continue;
     }
-    Accept(f, taken->offset, taken->data, taken->cred, taken->stable, taken->journal,
+    Accept(f, *taken->exp, taken->offset, taken->data, taken->cred, taken->stable, taken->journal,
            std::move(taken->reply));
   }
 }

@@ -67,7 +67,13 @@
 //
 // An upstream error on a write or commit made for nobody waiting (NOSPC,
 // DQUOT, IO, STALE, ...) is kept and answered to the next client WRITE or
-// COMMIT of that file; with clients waiting, they get it.
+// COMMIT of that file by each writer (credential) whose bytes were refused;
+// with clients waiting, they get it. (A refusal of one user's bytes, over
+// quota, is not another's.) Lost bytes answered from the buffer also change
+// the file's write verifier, so that every client that wrote them resends.
+// A file written through nested exports of different settings: each
+// reply carries its own export's verifier, and each piece's loss is
+// handled by how it was answered.
 //
 // Thread-safety: single-threaded, on the event loop.
 #ifndef NFSEDGE_PROXY_WRITE_PATH_H_
@@ -234,15 +240,17 @@ class WritePath {
   struct Blocked;
 
   File& FileFor(const std::string& fh, const Export& exp);
-  // Takes a write into the buffer (room is there) and answers or queues it.
-  // `journal`: append it to the journal and answer once it is there.
-  void Accept(File& f, uint64_t offset, std::string_view data, const OpaqueAuth& cred,
-              bool stable, bool journal, ReplyFn reply);
+  // Takes a write through `exp` into the buffer (room is there) and
+  // answers or queues it. `journal`: append it to the journal and answer
+  // once it is there.
+  void Accept(File& f, const Export& exp, uint64_t offset, std::string_view data,
+              const OpaqueAuth& cred, bool stable, bool journal, ReplyFn reply);
   // The journal's answer `s` to the append of record `jseq`, written when
   // the file's write stamp became `stamp` and its verifier was `verf`;
-  // `reply`: to answer (null if the write waits for the upstream anyway).
-  void OnJournaled(const std::string& fh, uint64_t jseq, uint64_t offset, uint32_t count,
-                   bool stable, uint64_t stamp, const std::array<char, 8>& verf,
+  // `reply`: to answer (null if the write waits for the upstream anyway);
+  // `exp`: the export the write came through.
+  void OnJournaled(const std::string& fh, const Export& exp, uint64_t jseq, uint64_t offset,
+                   uint32_t count, bool stable, uint64_t stamp, const std::array<char, 8>& verf,
                    const Status& s, ReplyFn reply);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
   // journal record `jseq` holds (0 = none). The records of the bytes
@@ -303,21 +311,28 @@ class WritePath {
   // whose bytes it carried are stable (Waiter::stable).
   void MarkStable(File& f, const Flight& flight);
   // Drops the pieces `which` selects, which the upstream refused with
-  // `status` (Failed). On a write_back export, those that hold bytes
-  // acknowledged from the journal, or that replaced such bytes
-  // (KeepsAcknowledged), are kept instead, unless the file is gone
-  // (STALE), and sent again after a delay that doubles with each refusal
-  // in a row, for up to kMaxKeptRefusals refusals.
+  // `status` (Failed). Those that hold bytes acknowledged from the journal,
+  // or that replaced such bytes (KeepsAcknowledged), are kept instead,
+  // unless the file is gone (STALE), and sent again after a delay that
+  // doubles with each refusal in a row, for up to kMaxKeptRefusals
+  // refusals. Each piece by how its bytes were answered, not by the export
+  // the file was last written through (nested exports may differ).
   // The clients waiting whose bytes were refused get `status` in their
   // turn: those over a piece dropped, and (`flight`: a refused WRITE) those
   // whose bytes it carried, unless kept; a refusal of one writer's bytes is
-  // not another's. Nobody waiting told: the file's next WRITE or COMMIT is.
+  // not another's. Nobody waiting told: the next WRITE or COMMIT of the
+  // file by each writer whose bytes were refused is.
   void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which,
                    const Flight* flight = nullptr);
-  // The upstream refused the file's data with `status`; `acknowledged`:
-  // some of the data dropped had been answered from the buffer; `kept`:
-  // some was kept for another try; `told`: clients waiting were given it.
-  void Failed(File& f, nfsstat3 status, bool acknowledged, bool kept, bool told);
+  // The upstream refused the file's data of `writers` (WriterKey) with
+  // `status`; `acknowledged`: some of the data dropped had been answered
+  // from the buffer; `kept`: some was kept for another try; `told`: clients
+  // waiting were given it.
+  void Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
+              bool acknowledged, bool kept, bool told);
+  // Takes the error kept for `cred`'s next WRITE or COMMIT of the file
+  // (NFS3_OK: none).
+  static nfsstat3 TakeError(File& f, const OpaqueAuth& cred);
   // Sends nothing of the file for `delay` (by default kRetryDelay); then
   // what is dirty goes as it would have.
   void RetryLater(File& f);
@@ -328,17 +343,20 @@ class WritePath {
   // `solo`: the reply's call was sent with nothing else of the file
   // upstream, so its attributes are the latest.
   void LearnAttr(File& f, const wcc_data& w, bool solo);
-  std::string WriteReply(const File& f, uint32_t count, bool stable) const;
+  // Replies to a client call through `exp`.
+  std::string WriteReply(const File& f, const Export& exp, uint32_t count, bool stable) const;
   // The reply to a journaled write or COMMIT: the journal's verifier, no
   // attributes.
   std::string JournaledReply(const std::array<char, 8>& verf, uint32_t count, bool stable,
                              bool commit) const;
-  std::string CommitReply(const File& f) const;
+  std::string CommitReply(const File& f, const Export& exp) const;
   // The post-op attributes of a reply the write path makes for the file:
   // none unless the upstream's latest for it are known, and the upstream
   // has every byte of it the proxy answered (DESIGN rule 4).
   std::optional<fattr3> ReplyAttr(const File& f) const;
-  std::array<char, 8> ReplyVerf(const File& f) const;
+  // The write verifier answered through `exp`: the journal's (write_back),
+  // the proxy's (write_behind) or the upstream's.
+  std::array<char, 8> ReplyVerf(const File& f, const Export& exp) const;
   // Returns true iff any piece intersects [off, end).
   // Returns true iff [off, end) holds a piece with bytes of a write up to
   // `stamp` (Piece::seq); by default, of any write.

@@ -92,6 +92,10 @@ struct WritePath::Piece {
   // Answered to a client from the buffer (an UNSTABLE write buffered), or
   // overwriting such bytes: lost, it needs a new write verifier.
   bool acked = false;
+  // ... answered from the buffer alone (write-behind, the proxy's
+  // verifier), not from the journal, or overwriting such bytes: lost, it
+  // needs a new verifier of the file's (WritePath::lost_).
+  bool behind = false;
   // Kept after the upstream refused it (DropAndFail): until its bytes are
   // taken, the file's refusals go on counting, whatever else of it is.
   bool refused = false;
@@ -126,6 +130,9 @@ struct WritePath::Waiter {
   // A FILE_SYNC WRITE carried all of its bytes (or newer ones over them)
   // and the upstream took it: stable, whatever later bytes over them meet.
   bool stable = false;
+  // The export it came through: its reply's verifier is that export's
+  // (the file may be written through nested exports of other settings).
+  const Export* exp = nullptr;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came
@@ -187,7 +194,9 @@ struct WritePath::File {
   std::vector<Barrier> barriers;
   uint64_t seq = 0;  // the stamp of the latest write buffered (Piece::seq)
   std::vector<std::function<void()>> ready;  // to run at the end of Pump
-  nfsstat3 error = NFS3_OK;  // kept for the next WRITE or COMMIT
+  // Upstream errors kept for writers' next WRITE or COMMIT of the file, by
+  // writer (WriterKey): a refusal of one writer's bytes is not another's.
+  std::vector<std::pair<std::string, nfsstat3>> errors;
   // Gathering.
   bool window = false;
   uint64_t window_gen = 0;

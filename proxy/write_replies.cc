@@ -196,20 +196,29 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   // refusal that lasts longer (quota, a full disk) must not hold the
   // file's reads and attributes (and the journal's older records) for as
   // long, and is an error as it is without the journal.
-  const bool write_back = f.exp->config().write_back && options_.journal != nullptr;
+  // Each piece by how its bytes were answered, whatever the export the file
+  // was last written through: through nested exports, one file may hold
+  // journaled bytes and bytes answered from the buffer alone.
+  const bool journaled = options_.journal != nullptr;
   // Given up on once the refusals reach the bound, for every call of that
   // round (and after, until the file's data is all gone or the upstream
   // takes some).
   const uint32_t before = f.refusal_counted ? f.refusals - 1 : f.refusals;
   const bool give_up = before >= kMaxKeptRefusals;
-  const bool keep = status != NFS3ERR_STALE && write_back && !give_up;
+  const bool keep = status != NFS3ERR_STALE && journaled && !give_up;
   bool acked = false, kept = false, lost = false;
+  std::vector<std::string> writers;  // whose bytes were refused
+  auto refused = [&writers](const OpaqueAuth& cred) {
+    std::string w = write_path_internal::WriterKey(cred);
+    if (std::find(writers.begin(), writers.end(), w) == writers.end()) writers.push_back(w);
+  };
+  if (flight != nullptr) refused(flight->cred);
   // Whose bytes were refused: the pieces dropped, and what the refused
   // WRITE carried (bytes newer writes replaced since included) but for the
   // pieces kept for another try. (A write that came after the WRITE was
   // sent had none of its bytes in it.)
   std::vector<Span> dropped, kept_spans;  // in offset order
-  if (write_back && !keep && status != NFS3ERR_STALE) {
+  if (journaled && !keep && status != NFS3ERR_STALE) {
     // Data answered UNSTABLE from the journal is about to be lost: the
     // journal's new verifier is queued before the removal of its records,
     // so that no disk holds the one without the other.
@@ -223,7 +232,8 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     }
   }
   EachOf(f.pieces, which, [&](auto it) {
-    const bool acknowledged = write_back && KeepsAcknowledged(it->second);
+    refused(it->second.cred);
+    const bool acknowledged = journaled && KeepsAcknowledged(it->second);
     if (keep && acknowledged) {
       it->second.state = Piece::kDirty;
       it->second.commit = 0;
@@ -233,9 +243,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       return;
     }
     lost |= acknowledged;
-    // On a write_back export, bytes answered from the buffer are those
-    // answered from the journal (see above).
-    acked |= it->second.acked && !write_back;
+    // Bytes answered from the journal change the journal's verifier (see
+    // above); those answered from the buffer alone, the file's.
+    acked |= it->second.behind;
     for (uint64_t r : it->second.records) {
       if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
     }
@@ -277,7 +287,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     f.refusals = 0;
     f.refusal_counted = false;
   }
-  Failed(f, status, acked, kept, told);
+  Failed(f, status, writers, acked, kept, told);
   if (kept) {
     // Counted once a round (several WRITEs of the file may be refused).
     if (!f.refusal_counted) {
@@ -289,15 +299,31 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   }
 }
 
-void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept, bool told) {
+void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
+                       bool acknowledged, bool kept, bool told) {
   stats_.errors++;
-  if (!told) f.error = status;
-  // (On a write_back export, DropAndFail changes the journal's verifier:
-  // it is kept across restarts, which a change per file could not be.)
+  // Kept for each writer whose bytes were refused (a file gone answers
+  // STALE to all: stale_). Bounded: a writer crowded out still sees the
+  // file's new verifier, below, if its data was answered from the buffer.
+  constexpr size_t kMaxErrors = 64;
+  for (const std::string& w : writers) {
+    if (told || status == NFS3ERR_STALE) break;
+    auto it = std::find_if(f.errors.begin(), f.errors.end(),
+                           [&w](const auto& e) { return e.first == w; });
+    if (it != f.errors.end()) {
+      it->second = status;
+      continue;
+    }
+    if (f.errors.size() >= kMaxErrors) f.errors.erase(f.errors.begin());
+    f.errors.emplace_back(w, status);
+  }
+  // (For bytes answered from the journal, DropAndFail changes the
+  // journal's verifier: it is kept across restarts, which a change per file
+  // could not be.)
   if (acknowledged && status != NFS3ERR_STALE) {
     // Data answered from the buffer is lost, and the error reaches only the
-    // next WRITE or COMMIT of the file: every other client that wrote it
-    // must learn it too. A new write verifier for the file does that, as a
+    // next WRITE or COMMIT of the file by its writers: every other client
+    // that wrote it must learn it too. A new write verifier for the file does that, as a
     // server restart would: their COMMITs show it, and they send again what
     // they had not committed (and meet the error themselves, if it lasts).
     // Other files keep theirs (a writer over its quota must not have every
@@ -332,6 +358,17 @@ void WritePath::Failed(File& f, nfsstat3 status, bool acknowledged, bool kept, b
   }
   NFSEDGE_LOG(kWarn) << "write path: upstream error " << status
                      << " on a buffered write; answered to the file's next WRITE or COMMIT";
+}
+
+nfsstat3 WritePath::TakeError(File& f, const OpaqueAuth& cred) {
+  if (f.errors.empty()) return NFS3_OK;
+  const std::string w = write_path_internal::WriterKey(cred);
+  auto it = std::find_if(f.errors.begin(), f.errors.end(),
+                         [&w](const auto& e) { return e.first == w; });
+  if (it == f.errors.end()) return NFS3_OK;
+  const nfsstat3 e = it->second;
+  f.errors.erase(it);
+  return e;
 }
 
 void WritePath::RetryLater(File& f) { RetryLater(f, kRetryDelay); }

@@ -319,6 +319,55 @@ class WritePathTest : public ::testing::Test {
         },
         [this, tag] { forwarded_.push_back(tag); });
   }
+  // Answers every call `u` holds, and those its answers bring: every WRITE
+  // UNSTABLE with kV1, every COMMIT with kV1. Returns true iff it answered
+  // any.
+  bool AnswerAll(HeldUpstream& u) {
+    bool any = false;
+    for (int i = u.Pending(); i >= 0; i = u.Pending()) {
+      any = true;
+      const auto& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        u.Answer(static_cast<size_t>(i),
+                 WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+    return any;
+  }
+  // Answers every pending call of `u`: WRITEs whose data is all `refused`
+  // bytes with `refusal`, other WRITEs UNSTABLE with kV1, COMMITs with kV1.
+  // Returns how many it answered.
+  size_t AnswerAllBut(HeldUpstream& u, char refused, nfsstat3 refusal) {
+    size_t n = 0;
+    for (int i = u.Pending(); i >= 0; i = u.Pending(), ++n) {
+      const auto& c = u.calls[static_cast<size_t>(i)];
+      if (c.proc == NFSPROC3_WRITE) {
+        SentWrite w = DecodeWriteArgs(c.args);
+        const bool theirs = !w.data.empty() && w.data == std::string(w.data.size(), refused);
+        u.Answer(static_cast<size_t>(i),
+                 theirs ? WriteFail(refusal)
+                        : WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1,
+                                  Attr(0, 9)));
+      } else {
+        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
+      }
+    }
+    return n;
+  }
+  // Flushes and answers both upstreams until nothing is left to answer or
+  // to run.
+  void Settle() {
+    for (int round = 0; round < 100; ++round) {
+      Advance(options_.flush_delay);
+      const bool up = AnswerAll(up_);
+      const bool bg = AnswerAll(bg_);
+      if (!up && !bg && timers_.empty()) return;
+    }
+    ADD_FAILURE() << "the write path keeps calling the upstream";
+  }
   std::vector<int> Tags() const {
     std::vector<int> t;
     for (const auto& [tag, r] : replies_) t.push_back(tag);
@@ -364,24 +413,6 @@ class JournalTest : public WritePathTest {
         [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
         [this, tag] { forwarded_.push_back(tag); });
   }
-  // Answers every call `u` holds, and those its answers bring: every WRITE
-  // UNSTABLE with kV1, every COMMIT with kV1. Returns true iff it answered
-  // any.
-  bool AnswerAll(HeldUpstream& u) {
-    bool any = false;
-    for (int i = u.Pending(); i >= 0; i = u.Pending()) {
-      any = true;
-      const auto& c = u.calls[static_cast<size_t>(i)];
-      if (c.proc == NFSPROC3_WRITE) {
-        SentWrite w = DecodeWriteArgs(c.args);
-        u.Answer(static_cast<size_t>(i),
-                 WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
-      } else {
-        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
-      }
-    }
-    return any;
-  }
   // The reply to the client call tagged `tag`, or null.
   const ClientReply* ReplyOf(int tag) const {
     for (const auto& [t, r] : replies_) {
@@ -403,37 +434,6 @@ class JournalTest : public WritePathTest {
   void FlushAndAnswer() {
     Advance(options_.flush_delay);
     AnswerAll(bg_);
-  }
-  // Flushes and answers both upstreams until nothing is left to answer or
-  // to run.
-  // Answers every pending call of `u`: WRITEs whose data is all `refused`
-  // bytes with `refusal`, other WRITEs UNSTABLE with kV1, COMMITs with kV1.
-  // Returns how many it answered.
-  size_t AnswerAllBut(HeldUpstream& u, char refused, nfsstat3 refusal) {
-    size_t n = 0;
-    for (int i = u.Pending(); i >= 0; i = u.Pending(), ++n) {
-      const auto& c = u.calls[static_cast<size_t>(i)];
-      if (c.proc == NFSPROC3_WRITE) {
-        SentWrite w = DecodeWriteArgs(c.args);
-        const bool theirs = !w.data.empty() && w.data == std::string(w.data.size(), refused);
-        u.Answer(static_cast<size_t>(i),
-                 theirs ? WriteFail(refusal)
-                        : WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1,
-                                  Attr(0, 9)));
-      } else {
-        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
-      }
-    }
-    return n;
-  }
-  void Settle() {
-    for (int round = 0; round < 100; ++round) {
-      Advance(options_.flush_delay);
-      const bool up = AnswerAll(up_);
-      const bool bg = AnswerAll(bg_);
-      if (!up && !bg && timers_.empty()) return;
-    }
-    ADD_FAILURE() << "the write path keeps calling the upstream";
   }
 
   FakeJournal journal_;

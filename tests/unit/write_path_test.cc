@@ -557,12 +557,14 @@ TEST_F(WritePathTest, CommitVerifierIsComparedWithEachWritesOwn) {
 }
 
 // DESIGN rules 1, 2: a flush error is kept for the next WRITE or COMMIT of
-// the file, whoever sends it. Writer A's buffered bytes fail upstream
-// (NOSPC) and are dropped; writer B's next WRITE takes the error; A's
-// COMMIT must not then be answered OK with the verifier A's WRITE got (A
-// would believe bytes that never reached the server stable): the write
-// verifier changes, and A sends its bytes again.
-TEST_F(WritePathTest, AFlushErrorTakenByAnotherWriterChangesTheVerifierForTheFirst) {
+// the file by the writer whose bytes were refused; another writer does not
+// get it (over quota, A's EDQUOT is not B's). Writer A's buffered bytes
+// fail upstream (NOSPC) and are dropped; B's next WRITE goes through, with
+// a new verifier for the file (had B written before, it would resend); A's
+// COMMIT gets the error, and its next one the new verifier, not the one
+// A's WRITE got (A would believe bytes that never reached the server
+// stable); A sends its bytes again.
+TEST_F(WritePathTest, AFlushErrorGoesToItsWriterAndChangesTheVerifierForTheOthers) {
   cred_ = Cred("writer-a");
   Write(1, 0, std::string(1000, 'a'), UNSTABLE);
   ASSERT_EQ(replies_.size(), 1u);
@@ -573,23 +575,28 @@ TEST_F(WritePathTest, AFlushErrorTakenByAnotherWriterChangesTheVerifierForTheFir
   cred_ = Cred("writer-b");
   Write(2, 5000, std::string(10, 'b'), UNSTABLE);
   ASSERT_EQ(replies_.size(), 2u);
-  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
+  EXPECT_EQ(replies_[1].second.status, NFS3_OK) << "B got A's error";
+  const Verf renewed = replies_[1].second.verf;
+  EXPECT_NE(renewed, told_a);
+  EXPECT_EQ(wp_->stats().verifier_changes, 1u);
   cred_ = Cred("writer-a");
   Commit(3);
   ASSERT_EQ(replies_.size(), 3u);
-  const ClientReply& c = replies_[2].second;
-  EXPECT_FALSE(c.status == NFS3_OK && c.verf == told_a)
-      << "A's COMMIT claims its lost bytes are stable (same verifier, NFS3_OK)";
-  EXPECT_EQ(wp_->stats().verifier_changes, 1u);
-  // A sends its bytes again, under the new verifier, and they get there.
-  Write(4, 0, std::string(1000, 'a'), UNSTABLE);
+  EXPECT_EQ(replies_[2].second.status, NFS3ERR_NOSPC) << "A's error was not kept for A";
+  Commit(4);  // B's bytes are still buffered: answered once they are stable
+  Settle();
   ASSERT_EQ(replies_.size(), 4u);
-  EXPECT_EQ(replies_[3].second.verf, c.verf);
+  EXPECT_EQ(replies_[3].second.status, NFS3_OK);
+  EXPECT_EQ(replies_[3].second.verf, renewed);
+  // A sends its bytes again, under the new verifier, and they get there.
+  Write(5, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 5u);
+  EXPECT_EQ(replies_[4].second.verf, renewed);
   // Another file keeps the verifier: its writers need not send again.
   fh_ = "other-file";
-  Write(5, 0, std::string(10, 'o'), UNSTABLE);
-  ASSERT_EQ(replies_.size(), 5u);
-  EXPECT_EQ(replies_[4].second.verf, told_a);
+  Write(6, 0, std::string(10, 'o'), UNSTABLE);
+  ASSERT_EQ(replies_.size(), 6u);
+  EXPECT_EQ(replies_[5].second.verf, told_a);
 }
 
 // The upstream denying the credential at the RPC level (MSG_DENIED) is an

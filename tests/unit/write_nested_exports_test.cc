@@ -1,0 +1,104 @@
+// One file written through two nested exports of different settings (a
+// write_behind export and a write_back one inside or around it): each
+// reply carries the verifier of the export it came through, and a loss is
+// handled by how each piece of the buffer was answered, not by the export
+// the file was last written through.
+#include <chrono>
+#include <string>
+
+#include "write_path_fixture.h"
+
+namespace nfsedge::write_path_test {
+namespace {
+
+class NestedExportsTest : public JournalTest {
+ protected:
+  NestedExportsTest() {
+    options_.lone_after = 0;
+    Make();
+  }
+  // WRITEs the background upstream was sent whose data is all `c`.
+  size_t WritesOf(char c) const {
+    size_t n = 0;
+    for (const auto& call : bg_.calls) {
+      if (call.proc != NFSPROC3_WRITE) continue;
+      const SentWrite w = DecodeWriteArgs(call.args);
+      n += !w.data.empty() && w.data == std::string(w.data.size(), c);
+    }
+    return n;
+  }
+};
+
+// (rule 2) Writer A's UNSTABLE write through the write_behind export is
+// answered from the buffer with the proxy's verifier; then B writes the
+// file through the write_back export. The upstream refuses A's bytes: A's
+// next COMMIT gets the error, and the one after a new verifier, never the
+// one A's WRITE got with OK (A would take its lost bytes for stable).
+TEST_F(NestedExportsTest, BytesAnsweredFromTheBufferLostAfterAJournaledWriteChangeTheVerifier) {
+  cred_ = Cred("writer-a");
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_NE(ReplyOf(1), nullptr);
+  const Verf told_a = ReplyOf(1)->verf;
+  cred_ = Cred("writer-b");
+  WriteBack(2, 65536, std::string(10, 'b'), UNSTABLE);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(2), nullptr);
+  ASSERT_EQ(ReplyOf(2)->status, NFS3_OK);
+  Advance(options_.flush_delay);
+  AnswerAllBut(bg_, 'a', NFS3ERR_NOSPC);
+  cred_ = Cred("writer-a");
+  Commit(3);
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3ERR_NOSPC);
+  Commit(4);
+  Settle();
+  ASSERT_NE(ReplyOf(4), nullptr);
+  EXPECT_EQ(ReplyOf(4)->status, NFS3_OK);
+  EXPECT_NE(ReplyOf(4)->verf, told_a) << "A's lost bytes answered stable";
+}
+
+// A COMMIT through the write_behind export that waits for the upstream is
+// answered with that export's verifier (the proxy's), which A's WRITE got,
+// though a write through the write_back export came meanwhile: else A would
+// send again what it had no reason to.
+TEST_F(NestedExportsTest, AWaitingCommitIsAnsweredWithItsOwnExportsVerifier) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_NE(ReplyOf(1), nullptr);
+  const Verf proxy = ReplyOf(1)->verf;
+  ASSERT_NE(proxy, journal_.verifier());
+  Commit(2);
+  ASSERT_EQ(ReplyOf(2), nullptr);
+  WriteBack(3, 65536, std::string(10, 'b'), UNSTABLE);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->verf, journal_.verifier());
+  Settle();
+  ASSERT_NE(ReplyOf(2), nullptr);
+  EXPECT_EQ(ReplyOf(2)->status, NFS3_OK);
+  EXPECT_EQ(ReplyOf(2)->verf, proxy);
+}
+
+// (rule 1) A FILE_SYNC write acknowledged from the journal is stable by the
+// proxy's promise, though the file was written through the write_behind
+// export since: a refusal of its bytes keeps them and sends them again, and
+// its record stays in the journal until the upstream takes them.
+TEST_F(NestedExportsTest, JournaledBytesAreKeptAfterAWriteThroughTheOtherExport) {
+  WriteBack(1, 0, std::string(100, 'j'), FILE_SYNC);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(1), nullptr);
+  ASSERT_EQ(ReplyOf(1)->status, NFS3_OK);
+  Write(2, 65536, std::string(10, 'w'), UNSTABLE);
+  ASSERT_NE(ReplyOf(2), nullptr);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(WritesOf('j'), 1u);
+  AnswerAllBut(bg_, 'j', NFS3ERR_NOSPC);
+  EXPECT_GE(wp_->stats().buffered_bytes, 100u) << "acknowledged bytes dropped at a refusal";
+  EXPECT_TRUE(journal_.removed.empty());
+  Settle();
+  EXPECT_EQ(WritesOf('j'), 2u);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+}
+
+}  // namespace
+}  // namespace nfsedge::write_path_test
