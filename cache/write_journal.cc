@@ -130,7 +130,8 @@ class WriteJournal::Store {
     std::function<void(Status)> done;  // may be empty
   };
 
-  explicit Store(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {
+  Store(rocksdb::Options options, std::string dir, std::unique_ptr<rocksdb::DB> db)
+      : options_(std::move(options)), dir_(std::move(dir)), db_(std::move(db)) {
     thread_ = std::thread([this] { Run(); });
   }
   ~Store() {
@@ -141,8 +142,6 @@ class WriteJournal::Store {
     cv_.notify_one();
     thread_.join();
   }
-
-  rocksdb::DB* db() { return db_.get(); }
 
   void Queue(Op op) {
     {
@@ -178,21 +177,40 @@ class WriteJournal::Store {
       }
       rocksdb::WriteOptions w;
       w.sync = true;
-      rocksdb::Status s =
-          batch.Count() > 0 ? db_->Write(w, &batch) : db_->FlushWAL(/*sync=*/true);
+      rocksdb::Status s = Reopen();
+      if (s.ok()) s = batch.Count() > 0 ? db_->Write(w, &batch) : db_->FlushWAL(/*sync=*/true);
       Status st = s.ok() ? Status::Ok()
                          : Status(StatusCode::kIoError, "write journal: " + s.ToString());
       on_batch(std::move(st), std::move(done));
-      if (!s.ok()) RequeueRemovals(ops);
+      if (!s.ok()) Recover(ops);
     }
   }
 
-  // A removal lost with a failed batch would leave its record on disk, to
-  // be replayed at the next start over newer data: the batch's removals go
-  // again, first in the next batch, after a pause (a disk that keeps
-  // failing is not retried in a loop). Not once stopping: the record then
-  // stays, as after a crash.
-  void RequeueRemovals(std::deque<Op>& ops) {
+  // Opens the database again if a failed write closed it.
+  rocksdb::Status Reopen() {
+    if (db_) return rocksdb::Status::OK();
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(options_, dir_, &raw);
+    if (!s.ok()) {
+      return rocksdb::Status::IOError("closed after a disk error and cannot be opened again",
+                                      s.ToString());
+    }
+    db_.reset(raw);
+    return s;
+  }
+
+  // After a failed write to its log RocksDB refuses every later one, and
+  // Resume() does not clear such an error: the database is closed, and
+  // opened again by the next batch (what was written before the error is
+  // read back from the log). Its removals, lost with the failed batch,
+  // would leave their records on disk, to be replayed at the next start
+  // over newer data: they go again, first in the next batch, after a pause
+  // (a disk that keeps failing is not retried in a loop). Not once
+  // stopping: the records then stay, as after a crash. If the disk still
+  // fails, the next batch fails too, and this comes again. A record whose
+  // append failed keeps its place (sizes_) and is removed as any other, in
+  // case part of it reached the disk.
+  void Recover(std::deque<Op>& ops) {
     std::deque<Op> again;
     for (Op& op : ops) {
       // The verifier's new value too: lost data must not come back to the
@@ -201,16 +219,21 @@ class WriteJournal::Store {
         again.push_back(Op{std::move(op.key), std::move(op.value), op.remove, {}});
       }
     }
-    if (again.empty()) return;
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, kRetryPause, [this] { return stopping_; });
-    if (stopping_) return;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, kRetryPause, [this] { return stopping_; });
+      if (stopping_) return;
+    }
+    db_.reset();
+    std::lock_guard<std::mutex> l(mu_);
     for (auto it = again.rbegin(); it != again.rend(); ++it) queue_.push_front(std::move(*it));
   }
 
   static constexpr auto kRetryPause = std::chrono::milliseconds(100);
 
-  std::unique_ptr<rocksdb::DB> db_;
+  const rocksdb::Options options_;
+  const std::string dir_;
+  std::unique_ptr<rocksdb::DB> db_;  // null after a failed write, until reopened
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> queue_;
@@ -219,7 +242,7 @@ class WriteJournal::Store {
 };
 
 StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& dir,
-                                                           PostFunction post) {
+                                                           PostFunction post, rocksdb::Env* env) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status(StatusCode::kIoError, "write journal " + dir + ": " + ec.message());
@@ -227,6 +250,7 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
   rocksdb::Options o;
   o.create_if_missing = empty_dir;
   o.paranoid_checks = true;
+  if (env != nullptr) o.env = env;
   o.max_background_jobs = 1;
   o.keep_log_file_num = 2;
   o.compression = rocksdb::kNoCompression;
@@ -290,7 +314,7 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
   it.reset();
 
   std::unique_ptr<WriteJournal> j(
-      new WriteJournal(std::make_unique<Store>(std::move(db)), std::move(post)));
+      new WriteJournal(std::make_unique<Store>(o, dir, std::move(db)), std::move(post)));
   j->verifier_ = verifier;
   for (const JournalRecord& r : records) {
     j->next_seq_ = std::max(j->next_seq_, r.seq + 1);

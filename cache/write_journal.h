@@ -34,6 +34,10 @@
 #include "rpc/rpc_message.h"
 #include "rpc/status.h"
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace nfsedge {
 
 struct JournalRecord {
@@ -86,7 +90,10 @@ class WriteJournal : public JournalSink {
   // else than a journal of this format, or an unreadable record, is an
   // error: the journal holds data clients were told is stable, so it is
   // never rebuilt or ignored. REQUIRES: `post` outlives the journal.
-  static StatusOr<std::unique_ptr<WriteJournal>> Open(const std::string& dir, PostFunction post);
+  // `env`: the file system RocksDB uses (tests inject faults); null: the
+  // default. REQUIRES: a non-null `env` outlives the journal.
+  static StatusOr<std::unique_ptr<WriteJournal>> Open(const std::string& dir, PostFunction post,
+                                                      rocksdb::Env* env = nullptr);
   // Writes what is queued, stops the thread and closes the database.
   ~WriteJournal() override;
   WriteJournal(const WriteJournal&) = delete;

@@ -1,14 +1,18 @@
 // WriteJournal on a real RocksDB in a temporary directory, its callbacks
 // posted to a real event loop: records come back after a reopen in order,
-// removed ones do not, the verifier stays, and a directory that is not a
-// journal of this format stops the open.
+// removed ones do not, the verifier stays, a directory that is not a
+// journal of this format stops the open, and a failed disk write does not
+// stop the journal for good.
 #include "cache/write_journal.h"
 
 #include <event2/event.h>
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -19,6 +23,54 @@ namespace nfsedge {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A file system whose write-ahead log files refuse appends and syncs while
+// `failing` is set, as a disk with an I/O error does.
+class FailingWalFs : public rocksdb::FileSystemWrapper {
+ public:
+  explicit FailingWalFs(std::shared_ptr<rocksdb::FileSystem> base)
+      : rocksdb::FileSystemWrapper(std::move(base)) {}
+  const char* Name() const override { return "FailingWalFs"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* out,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(name, o, out, dbg);
+    if (s.ok() && name.ends_with(".log")) {
+      *out = std::make_unique<File>(std::move(*out), failing);
+    }
+    return s;
+  }
+  std::atomic<bool> failing{false};
+
+ private:
+  class File : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> f, const std::atomic<bool>& failing)
+        : rocksdb::FSWritableFileOwnerWrapper(std::move(f)), failing_(failing) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      if (failing_) return rocksdb::IOStatus::IOError("injected");
+      return FSWritableFileOwnerWrapper::Append(d, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& d, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& v,
+                             rocksdb::IODebugContext* dbg) override {
+      if (failing_) return rocksdb::IOStatus::IOError("injected");
+      return FSWritableFileOwnerWrapper::Append(d, o, v, dbg);
+    }
+    rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (failing_) return rocksdb::IOStatus::IOError("injected");
+      return FSWritableFileOwnerWrapper::Sync(o, dbg);
+    }
+    rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+      if (failing_) return rocksdb::IOStatus::IOError("injected");
+      return FSWritableFileOwnerWrapper::Fsync(o, dbg);
+    }
+
+   private:
+    const std::atomic<bool>& failing_;
+  };
+};
 
 class WriteJournalTest : public ::testing::Test {
  protected:
@@ -205,6 +257,36 @@ TEST_F(WriteJournalTest, UnreadableRecordStopsTheOpen) {
   ASSERT_FALSE(j.ok());
   EXPECT_NE(j.status().message().find("record 2 is unreadable"), std::string::npos)
       << j.status().message();
+}
+
+// A disk write that fails (an I/O error on the write-ahead log) puts
+// RocksDB in a state where it refuses every later write. The journal closes
+// and opens it again: once the disk works again, appends are taken again,
+// and a removal lost with the failed batch reaches the disk (else its
+// record would be replayed at the next start over newer data).
+TEST_F(WriteJournalTest, AFailedDiskWriteDoesNotStopTheJournalForGood) {
+  auto fs = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  auto j = WriteJournal::Open(dir_, poster_->AsFunction(), env.get());
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  journal_ = std::move(*j);
+  AppendDurably(Record("a", 0));
+  fs->failing = true;
+  journal_->Remove(1);
+  bool failed = false;
+  journal_->Append(Record("b", 1), [&](Status s) {
+    EXPECT_FALSE(s.ok());
+    failed = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return failed; }));
+  fs->failing = false;
+  AppendDurably(Record("c", 2));
+  journal_.reset();
+  RunLoop();
+  Reopen();
+  std::vector<JournalRecord> r = journal_->TakeRecovered();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].data, "c");
 }
 
 }  // namespace
