@@ -212,13 +212,52 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
       const uint64_t oldest = *records.begin();
       auto it = journal_refs_.find(oldest);
       if (it != journal_refs_.end() && it->second.count > 0) break;
-      if (options_.journal) options_.journal->Remove(oldest);
+      if (options_.journal) {
+        options_.journal->Remove(oldest);
+        NoteRemoval(fh);
+      }
       unacknowledged_.erase(oldest);
       if (it != journal_refs_.end()) journal_refs_.erase(it);
       records.erase(records.begin());
     }
     if (records.empty()) file_records_.erase(fit);
   }
+}
+
+void WritePath::NoteRemoval(const std::string& fh) {
+  auto [it, added] = removing_.try_emplace(fh);
+  if (added) {
+    SyncRemovals(fh);
+  } else {
+    it->second.again = true;  // queued after the sync on its way
+  }
+}
+
+void WritePath::SyncRemovals(const std::string& fh) {
+  options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh](Status s) {
+    auto self = weak.lock();
+    if (!self) return;
+    WritePath& w = **self;
+    auto it = w.removing_.find(fh);
+    if (it == w.removing_.end()) return;
+    // A failed batch's removals are queued again (first): a new sync, after
+    // them, tells when they are on disk.
+    if (it->second.again || !s.ok()) {
+      it->second.again = false;
+      w.SyncRemovals(fh);
+      return;
+    }
+    std::vector<std::function<void()>> then = std::move(it->second.then);
+    w.removing_.erase(it);
+    for (auto& t : then) t();
+  });
+}
+
+bool WritePath::AfterRemovals(const std::string& fh, std::function<void()>& then) {
+  auto it = removing_.find(fh);
+  if (it == removing_.end()) return false;
+  it->second.then.push_back(std::move(then));
+  return true;
 }
 
 void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,

@@ -375,10 +375,11 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
 bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> then,
                      uint64_t before) {
   auto it = files_.find(std::string(fh));
-  if (it == files_.end()) return false;
   // It waits for the writes that came before it, not for those after.
+  if (it == files_.end() || BarrierMet(*it->second, stable, std::min(it->second->seq, before))) {
+    return stable && AfterRemovals(std::string(fh), then);
+  }
   const uint64_t stamp = std::min(it->second->seq, before);
-  if (BarrierMet(*it->second, stable, stamp)) return false;
   stats_.barriers++;
   it->second->barriers.push_back(Barrier{stable, stamp, std::move(then)});
   Pump(*it->second);
@@ -489,7 +490,7 @@ size_t WritePath::AnswerWaiters(File& f) {
   }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {
     if (BarrierMet(f, it->stable, it->stamp)) {
-      f.ready.push_back(std::move(it->then));
+      if (!it->stable || !AfterRemovals(f.fh, it->then)) f.ready.push_back(std::move(it->then));
       it = f.barriers.erase(it);
     } else {
       ++it;

@@ -273,6 +273,15 @@ class WritePath {
   void UnrefRecords(std::vector<uint64_t> jseqs);
   // Record `jseq` is on disk: lets go of the records it replaced.
   void ReleaseOverwritten(uint64_t jseq);
+  // A SETATTR (or a truncating CREATE) changes what a replay of the
+  // file's records would write over: it goes upstream only once the
+  // removals of the records of bytes now stable there are on disk, lest a
+  // restart replay them over it. NoteRemoval: a removal of `fh` queued.
+  // AfterRemovals: false if none of `fh` waits for the disk; else keeps
+  // `then` (moved from) and runs it once they are on disk.
+  void NoteRemoval(const std::string& fh);
+  void SyncRemovals(const std::string& fh);
+  bool AfterRemovals(const std::string& fh, std::function<void()>& then);
   // Returns true iff `p` holds bytes acknowledged from the journal, or
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).
@@ -437,6 +446,14 @@ class WritePath {
   // journal: without ACCESS evidence, or whose append the journal refused
   // (answered once stable upstream instead).
   std::unordered_set<uint64_t> unacknowledged_;
+  // Files with record removals queued and not known to be on disk yet:
+  // the calls waiting for them (AfterRemovals), and whether more were
+  // queued after the journal sync on its way.
+  struct Removals {
+    bool again = false;
+    std::vector<std::function<void()>> then;
+  };
+  std::unordered_map<std::string, Removals> removing_;
   // The last write stamp given (File::seq, Piece::seq).
   uint64_t stamps_ = 0;
   // Records whose append the journal has not answered yet -> NFS3_OK, or

@@ -248,5 +248,59 @@ TEST_F(JournalTest, AWriteWithoutEvidenceRefusedUpstreamIsDropped) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
 }
 
+// A SETATTR (a truncation) goes upstream once the removals of the records
+// of the bytes it waited for are on disk: a restart in between would
+// replay them over it (the file would grow back). Also when the file is
+// gone from the buffer by the time the SETATTR comes.
+TEST_F(JournalTest, ASetattrWaitsUntilTheRemovalsOfTheRecordsBeforeItAreOnDisk) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
+  AnswerAll(up_);  // the WRITE, then the COMMIT: stable upstream
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(ran, 0) << "record 1's removal is not on disk yet";
+  EXPECT_TRUE(wp_->Hold(fh_, true, [&] { ran++; })) << "nor for a SETATTR that comes now";
+  EXPECT_FALSE(wp_->Hold(fh_, false, [&] { ran++; })) << "a READ need not wait";
+  journal_.Complete();
+  EXPECT_EQ(ran, 2);
+  EXPECT_FALSE(wp_->Hold(fh_, true, [&] { ran++; }));
+  EXPECT_EQ(ran, 2);
+}
+
+// A removal queued after the journal's sync was asked for is not on disk
+// when that sync answers: the SETATTR waits for the next one.
+TEST_F(JournalTest, ASetattrWaitsForRemovalsQueuedAfterTheSyncOnItsWay) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  WriteBack(2, 4096, std::string(1000, 'b'), UNSTABLE);
+  journal_.Complete();
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 2u) << "not contiguous: two WRITEs";
+  bg_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 1)));
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));  // and a sync asked for
+  bg_.Answer(1, WriteOk(1000, FILE_SYNC, kV1, Attr(5096, 2)));
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
+  journal_.Complete();  // the first sync: record 2's removal may be after it
+  EXPECT_EQ(ran, 0);
+  journal_.Complete();
+  EXPECT_EQ(ran, 1);
+}
+
+// A journal sync that fails leaves the removals for the next batch: the
+// SETATTR waits for a sync that succeeds.
+TEST_F(JournalTest, ASetattrWaitsForTheRemovalsOfAFailedBatch) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
+  AnswerAll(up_);
+  journal_.Complete(kDiskError);
+  EXPECT_EQ(ran, 0);
+  journal_.Complete();
+  EXPECT_EQ(ran, 1);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

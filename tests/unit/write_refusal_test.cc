@@ -61,6 +61,7 @@ class RefusalTest : public JournalTest {
       while (AnswerRefusing(up_, refused_fh, refusal) + AnswerRefusing(bg_, refused_fh, refusal) >
              0) {
       }
+      journal_.Complete();  // the edge's disk works: only the upstream refuses
     }
   }
   // Journaled write `tag` to `fh`, acknowledged from the journal.
