@@ -277,12 +277,14 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   // on from where it was (a COMMIT waiting for the journal keeps its own).
   uint64_t seq = f.seq = ++stamps_;
   bool behind = jseq == 0 && acked;
+  bool extended = false;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);
     kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
     acked |= it->second.acked;
     behind |= it->second.behind;
     seq = std::min(seq, it->second.seq);
+    extended |= it->second.state != Piece::kDirty || it->second.extended;
     Erase(f, it, false);
     it = next;
   }
@@ -292,6 +294,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   p.acked = acked;
   p.behind = behind;
   p.seq = seq;
+  p.extended = extended;
   if (jseq != 0) {
     RefRecord(f.fh, jseq);
     p.records.push_back(jseq);
@@ -346,6 +349,29 @@ bool WritePath::Holds(const File& f, uint64_t off, uint64_t end, uint64_t stamp)
   if (stamp >= f.seq) return it != f.pieces.end() && it->first < end;
   for (; it != f.pieces.end() && it->first < end; ++it) {
     if (it->second.seq <= stamp) return true;
+  }
+  return false;
+}
+
+bool WritePath::SentAndWaitedFor(const File& f, uint64_t off, uint64_t end) {
+  if (f.waiters.empty() && f.barriers.empty()) return false;
+  auto it = f.pieces.upper_bound(off);
+  if (it != f.pieces.begin()) --it;
+  for (; it != f.pieces.end() && it->first < end; ++it) {
+    const Piece& p = it->second;
+    const uint64_t p_end = it->first + p.data.size();
+    // The first bytes over them are taken: the call waits a round longer.
+    if (p_end <= off || p.state == Piece::kDirty || !p.extended) continue;
+    for (const Waiter& w : f.waiters) {
+      if (!w.stable && w.error == NFS3_OK && w.stamp >= p.seq && w.off < p_end &&
+          it->first < w.end) {
+        return true;
+      }
+    }
+    // A READ or GETATTR waits for bytes sent, not for a COMMIT.
+    for (const Barrier& b : f.barriers) {
+      if (b.stamp >= p.seq && (b.stable || p.state == Piece::kSending)) return true;
+    }
   }
   return false;
 }

@@ -130,8 +130,10 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   // evidence that it may write), and a refusal reaches only its writer. A
   // write over another caller's bytes waits, behind the file's writes
   // already waiting so, until those have left the buffer (stable upstream,
-  // or refused); they go upstream at once.
-  if (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred)) {
+  // or refused); they go upstream at once. So does a write over bytes on
+  // their way upstream that a waiting call needs (SentAndWaitedFor).
+  if (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred) ||
+      SentAndWaitedFor(f, a.offset, a.offset + n)) {
     Park(f, std::move(b));
     return;
   }
@@ -174,7 +176,9 @@ void WritePath::AdmitParked(const std::string& fh) {
     File& f = *it->second;
     if (f.parked.empty() || f.admitting) return;
     const Blocked& b = *f.parked.front();
-    if (stale_.Peek(fh) == nullptr && OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred)) {
+    if (stale_.Peek(fh) == nullptr &&
+        (OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred) ||
+         SentAndWaitedFor(f, b.offset, b.offset + b.data.size()))) {
       return;
     }
     std::unique_ptr<Blocked> taken = std::move(f.parked.front());

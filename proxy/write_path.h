@@ -380,6 +380,13 @@ class WritePath {
   static bool BarrierMet(const File& f, bool stable, uint64_t stamp);
   // Returns true iff [off, end) holds bytes of another caller than `cred`.
   static bool OthersHeld(const File& f, uint64_t off, uint64_t end, const OpaqueAuth& cred);
+  // Returns true iff [off, end) holds bytes on their way upstream (sent, or
+  // written and not committed) that a waiting client call needs there, and
+  // that replaced such bytes already (Piece::extended): new bytes over them
+  // would take their stamp, and a writer rewriting them faster than a
+  // round trip would keep that call waiting for as long as it rewrites.
+  // Such a write waits (parked) until they are stable.
+  static bool SentAndWaitedFor(const File& f, uint64_t off, uint64_t end);
   // Takes write `b` into the buffer, or makes it wait for room.
   void Enter(File& f, std::unique_ptr<Blocked> b);
   // Makes write `b` wait in `f`'s queue for other callers' bytes

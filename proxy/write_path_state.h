@@ -103,6 +103,11 @@ struct WritePath::Piece {
   // (new bytes over older ones take the older stamp, so that a client
   // call that waits for the older ones waits for what replaced them).
   uint64_t seq = 0;
+  // Its stamp came from bytes that were on their way upstream when it
+  // replaced them (or from a piece that had): a call waiting for them
+  // already waits for it too. Bytes over it while it is on its way wait
+  // (WritePath::SentAndWaitedFor), lest rewrites keep that call waiting.
+  bool extended = false;
   // Journal records this piece keeps: the one holding its bytes, or, for
   // bytes not journaled, those of the journaled bytes they overwrote (an
   // acknowledged write stays in the journal until what replaced it is

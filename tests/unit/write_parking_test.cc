@@ -155,5 +155,41 @@ TEST_F(ParkingTest, AWriteParkedOverAFileFoundStaleIsNotAnsweredOk) {
       << r->committed << ")";
 }
 
+// Liveness of a COMMIT. A writer that rewrites the same bytes faster than
+// a round trip (a status block, a database header) while its COMMIT waits:
+// new bytes over older ones take the older ones' stamp, so were they taken
+// while the older ones are on their way upstream, the COMMIT would wait for
+// the newer, then for the ones after, for as long as the rewrites go on.
+// A rewrite of bytes on their way that a waiting call needs stable waits
+// (parked) until they are, and the COMMIT is answered within a few rounds.
+// So for a SETATTR (a stable barrier).
+TEST_F(ParkingTest, RewritesOfBytesOnTheirWayDoNotKeepACommitWaiting) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Commit(2);
+  int tag = 3;
+  for (int round = 0; round < 10 && ReplyOf(2) == nullptr; ++round) {
+    // The upstream's call in flight (a WRITE or the COMMIT) is answered
+    // only after the next rewrite came.
+    const int pending = up_.Pending();
+    Write(tag++, 0, std::string(1000, static_cast<char>('b' + round)), UNSTABLE);
+    if (pending >= 0) AnswerOne(up_, static_cast<size_t>(pending));
+  }
+  ASSERT_NE(ReplyOf(2), nullptr) << "the COMMIT is still waiting after 10 rounds of rewrites";
+  EXPECT_EQ(ReplyOf(2)->status, NFS3_OK);
+  Settle();
+  for (int t = 3; t < tag; ++t) EXPECT_NE(ReplyOf(t), nullptr) << "rewrite " << t;
+
+  int ran = 0;
+  Write(tag++, 0, std::string(1000, 'x'), UNSTABLE);
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
+  for (int round = 0; round < 10 && ran == 0; ++round) {
+    const int pending = up_.Pending();
+    Write(tag++, 0, std::string(1000, static_cast<char>('b' + round)), UNSTABLE);
+    if (pending >= 0) AnswerOne(up_, static_cast<size_t>(pending));
+  }
+  EXPECT_EQ(ran, 1) << "the SETATTR is still waiting after 10 rounds of rewrites";
+  Settle();
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

@@ -326,16 +326,19 @@ class WritePathTest : public ::testing::Test {
     bool any = false;
     for (int i = u.Pending(); i >= 0; i = u.Pending()) {
       any = true;
-      const auto& c = u.calls[static_cast<size_t>(i)];
-      if (c.proc == NFSPROC3_WRITE) {
-        SentWrite w = DecodeWriteArgs(c.args);
-        u.Answer(static_cast<size_t>(i),
-                 WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
-      } else {
-        u.Answer(static_cast<size_t>(i), CommitOk(kV1, Attr(0, 10)));
-      }
+      AnswerOne(u, static_cast<size_t>(i));
     }
     return any;
+  }
+  // Answers call `i` of `u`: a WRITE UNSTABLE with kV1, a COMMIT with kV1.
+  void AnswerOne(HeldUpstream& u, size_t i) {
+    const auto& c = u.calls[i];
+    if (c.proc == NFSPROC3_WRITE) {
+      SentWrite w = DecodeWriteArgs(c.args);
+      u.Answer(i, WriteOk(static_cast<uint32_t>(w.data.size()), UNSTABLE, kV1, Attr(0, 9)));
+    } else {
+      u.Answer(i, CommitOk(kV1, Attr(0, 10)));
+    }
   }
   // Answers every pending call of `u`: WRITEs whose data is all `refused`
   // bytes with `refusal`, other WRITEs UNSTABLE with kV1, COMMITs with kV1.
