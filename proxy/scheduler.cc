@@ -263,7 +263,8 @@ void UpstreamScheduler::Pump() {
         background_credit_ = queues_[0].size > 0 ? background_credit_ - call.bytes : 0;
       } else if (queues_[1].size > 0) {
         const double share = std::min(options_.background_share_percent, 99u) / 100.0;
-        background_credit_ += call.bytes * share / (1 - share);
+        background_credit_ =
+            std::min(background_credit_ + call.bytes * share / (1 - share), kMaxBackgroundCredit);
       } else {
         background_credit_ = 0;
       }
@@ -282,9 +283,14 @@ void UpstreamScheduler::Pump() {
         submit_status_ = s;  // refused to Submit's caller
         continue;
       }
-      // Back to the head of its client's queue, for the next Pump.
+      // Back to the head of its client's queue, for the next Pump, with
+      // the bytes it was counted for given back (its client's place among
+      // the others as before it was taken).
       call.done = std::move(done);
-      ClientQueue& cq = q->clients[ClientKey(call.cred)];
+      auto [cit, fresh] = q->clients.try_emplace(ClientKey(call.cred));
+      ClientQueue& cq = cit->second;
+      if (fresh) cq.served = q->vtime;  // what it had: q->vtime was set to it
+      cq.served -= std::min(cq.served, call.bytes);
       cq.calls.push_front(std::move(call));
       q->size++;
       queued_++;

@@ -19,9 +19,10 @@
 // Client data and background calls go on the bulk lane when the congestion
 // window (proxy/congestion.h) has room, client data first, except that
 // background keeps `background_share_percent` of the bytes sent while both
-// wait. Within a class, clients (told apart by the AUTH_SYS machine name of
-// the call's credential) share the bytes fairly: the next call is the one of
-// the client that has been sent the fewest bytes while it had calls waiting.
+// wait (what it could not use, held back, is kept up to 256 KiB). Within a
+// class, clients (told apart by the AUTH_SYS machine name of the call's
+// credential) share the bytes fairly: the next call is the one of the
+// client that has been sent the fewest bytes while it had calls waiting.
 // WRITEs in flight never exceed `max_writes_in_flight`, whatever the window.
 //
 // Every reply is a round-trip sample for the controller (from the moment
@@ -175,8 +176,12 @@ class UpstreamScheduler {
   std::array<ClassQueue, 2> queues_;
   size_t queued_ = 0;
   uint64_t writes_in_flight_ = 0;
-  // Bytes background may send ahead of waiting client data.
+  // Bytes background may send ahead of waiting client data. Earned while
+  // client data goes and background waits, at most kMaxBackgroundCredit: a
+  // background held back (its WRITEs by the write cap) banks no more, else
+  // it would then go ahead of client data for as long as it had banked.
   double background_credit_ = 0;
+  static constexpr double kMaxBackgroundCredit = 256 << 10;
   // Smallest round trip seen per NFS procedure, to normalize samples.
   std::array<Duration, 32> proc_min_rtt_{};
   // A data procedure's server time (its least round trip less the base

@@ -217,6 +217,36 @@ TEST_F(SchedulerTest, SmallClientCallsThatFitDoNotStarveALargerBackgroundCall) {
   Drain();
 }
 
+// Background whose WRITE the write cap holds earns its share while client
+// READs go, but banks at most 256 KiB of it: once the cap lets the WRITE go,
+// the background calls behind it do not go ahead of client data for as
+// long as the READs went (here 16 MiB of them: 4 MiB of share at 20%, the
+// 40 background calls' 1.6 MB many times over).
+TEST_F(SchedulerTest, BackgroundHeldByTheWriteCapBanksABoundedShare) {
+  SchedulerOptions o = OneAtATime();
+  o.background_share_percent = 20;
+  o.max_writes_in_flight = 1;
+  // Room for the WRITE held and one call more.
+  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w", "a").ok());  // takes the cap
+  ASSERT_TRUE(Submit(CallClass::kBackground, kWrite, "flush", "b").ok());
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
+    clock_.Advance(std::chrono::milliseconds(10));
+    bulk_.Answer(bulk_.held.size() - 1);  // the READ; the WRITE stays
+  }
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d2", "a").ok());
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "b").ok());
+  bulk_.sent.clear();
+  bulk_.Answer(0);  // the client's WRITE: the cap lets the flush go
+  std::vector<std::string> order = Drain();
+  ASSERT_EQ(order.size(), 80u);  // (one d2 went before)
+  const auto first = std::find(order.begin(), order.end(), "d2");
+  EXPECT_LE(first - order.begin(), 10)
+      << "client data waited behind the share banked while the flush was held";
+}
+
 TEST_F(SchedulerTest, WritesInFlightNeverExceedTheCap) {
   SchedulerOptions o;
   o.max_writes_in_flight = 2;
