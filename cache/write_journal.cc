@@ -371,14 +371,17 @@ void WriteJournal::ChangeVerifier() {
                           {}});
 }
 
-void WriteJournal::Remove(uint64_t seq) {
+void WriteJournal::Remove(uint64_t seq, std::function<void(Status)> done) {
   auto it = sizes_.find(seq);
-  if (it == sizes_.end()) return;
+  if (it == sizes_.end()) {
+    if (done) Sync(std::move(done));
+    return;
+  }
   stats_.removes++;
   stats_.records--;
   stats_.bytes -= it->second;
   sizes_.erase(it);
-  store_->Queue(Store::Op{RecordKey(seq), std::string(), true, {}});
+  store_->Queue(Store::Op{RecordKey(seq), std::string(), true, std::move(done)});
 }
 
 }  // namespace nfsedge

@@ -63,7 +63,10 @@ class JournalSink {
   // Runs `done` once everything appended before is on disk (or failed).
   virtual void Sync(std::function<void(Status)> done) = 0;
   // Removes record `seq` (its bytes are stable upstream, or superseded).
-  virtual void Remove(uint64_t seq) = 0;
+  // `done` (may be empty) runs on the loop once the removal is on disk, or
+  // with the error of the write that failed (the removal then goes again
+  // with the next one: a Sync() after it tells when it is on disk).
+  virtual void Remove(uint64_t seq, std::function<void(Status)> done) = 0;
   // Makes a new verifier (kept across restarts from then on): data a
   // client was answered from the journal is lost, and every client of
   // journaled exports must see a change at its next COMMIT and resend.
@@ -106,7 +109,7 @@ class WriteJournal : public JournalSink {
   uint64_t NextSeq() override { return next_seq_++; }
   void Append(JournalRecord r, std::function<void(Status)> done) override;
   void Sync(std::function<void(Status)> done) override;
-  void Remove(uint64_t seq) override;
+  void Remove(uint64_t seq, std::function<void(Status)> done) override;
   void ChangeVerifier() override;
 
   const WriteJournalStats& stats() const { return stats_; }

@@ -213,8 +213,7 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
       auto it = journal_refs_.find(oldest);
       if (it != journal_refs_.end() && it->second.count > 0) break;
       if (options_.journal) {
-        options_.journal->Remove(oldest);
-        NoteRemoval(fh);
+        options_.journal->Remove(oldest, RemovalDone(fh));
       }
       unacknowledged_.erase(oldest);
       if (it != journal_refs_.end()) journal_refs_.erase(it);
@@ -224,33 +223,21 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
   }
 }
 
-void WritePath::NoteRemoval(const std::string& fh) {
-  auto [it, added] = removing_.try_emplace(fh);
-  if (added) {
-    SyncRemovals(fh);
-  } else {
-    it->second.again = true;  // queued after the sync on its way
-  }
-}
-
-void WritePath::SyncRemovals(const std::string& fh) {
-  options_.journal->Sync([weak = std::weak_ptr<WritePath*>(self_), fh](Status s) {
+std::function<void(Status)> WritePath::RemovalDone(const std::string& fh) {
+  removing_[fh].pending++;
+  return [weak = std::weak_ptr<WritePath*>(self_), fh](Status s) {
     auto self = weak.lock();
     if (!self) return;
     WritePath& w = **self;
+    // A failed batch's removals are queued again (first): a sync after
+    // them tells when they are on disk.
+    if (!s.ok()) w.options_.journal->Sync(w.RemovalDone(fh));
     auto it = w.removing_.find(fh);
-    if (it == w.removing_.end()) return;
-    // A failed batch's removals are queued again (first): a new sync, after
-    // them, tells when they are on disk.
-    if (it->second.again || !s.ok()) {
-      it->second.again = false;
-      w.SyncRemovals(fh);
-      return;
-    }
+    if (it == w.removing_.end() || --it->second.pending > 0) return;
     std::vector<std::function<void()>> then = std::move(it->second.then);
     w.removing_.erase(it);
     for (auto& t : then) t();
-  });
+  };
 }
 
 bool WritePath::AfterRemovals(const std::string& fh, std::function<void()>& then) {

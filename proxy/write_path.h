@@ -276,11 +276,10 @@ class WritePath {
   // A SETATTR (or a truncating CREATE) changes what a replay of the
   // file's records would write over: it goes upstream only once the
   // removals of the records of bytes now stable there are on disk, lest a
-  // restart replay them over it. NoteRemoval: a removal of `fh` queued.
-  // AfterRemovals: false if none of `fh` waits for the disk; else keeps
-  // `then` (moved from) and runs it once they are on disk.
-  void NoteRemoval(const std::string& fh);
-  void SyncRemovals(const std::string& fh);
+  // restart replay them over it. RemovalDone: the callback of a removal of
+  // `fh` queued. AfterRemovals: false if none of `fh` waits for the disk;
+  // else keeps `then` (moved from) and runs it once they are on disk.
+  std::function<void(Status)> RemovalDone(const std::string& fh);
   bool AfterRemovals(const std::string& fh, std::function<void()>& then);
   // Returns true iff `p` holds bytes acknowledged from the journal, or
   // bytes that replaced such bytes: an upstream error does not drop it at
@@ -454,10 +453,9 @@ class WritePath {
   // (answered once stable upstream instead).
   std::unordered_set<uint64_t> unacknowledged_;
   // Files with record removals queued and not known to be on disk yet:
-  // the calls waiting for them (AfterRemovals), and whether more were
-  // queued after the journal sync on its way.
+  // how many, and the calls waiting for them (AfterRemovals).
   struct Removals {
-    bool again = false;
+    uint32_t pending = 0;
     std::vector<std::function<void()>> then;
   };
   std::unordered_map<std::string, Removals> removing_;

@@ -191,7 +191,7 @@ TEST_F(WriteJournalTest, RemovedRecordsDoNotComeBack) {
   Reopen();
   AppendDurably(Record("a", 0));
   AppendDurably(Record("bb", 1));
-  journal_->Remove(1);
+  journal_->Remove(1, nullptr);
   bool synced = false;
   journal_->Sync([&](Status s) {
     EXPECT_TRUE(s.ok());
@@ -272,13 +272,15 @@ TEST_F(WriteJournalTest, AFailedDiskWriteDoesNotStopTheJournalForGood) {
   journal_ = std::move(*j);
   AppendDurably(Record("a", 0));
   fs->failing = true;
-  journal_->Remove(1);
+  bool removal_failed = false;
+  journal_->Remove(1, [&](Status s) { removal_failed = !s.ok(); });
   bool failed = false;
   journal_->Append(Record("b", 1), [&](Status s) {
     EXPECT_FALSE(s.ok());
     failed = true;
   });
   ASSERT_TRUE(RunUntil([&] { return failed; }));
+  EXPECT_TRUE(removal_failed) << "the removal's callback is told its batch failed";
   fs->failing = false;
   AppendDurably(Record("c", 2));
   journal_.reset();

@@ -224,9 +224,10 @@ class FakeJournal : public JournalSink {
     records.push_back(std::move(r));
   }
   void Sync(std::function<void(Status)> done) override { pending_.push_back({0, std::move(done)}); }
-  void Remove(uint64_t seq) override {
+  void Remove(uint64_t seq, std::function<void(Status)> done) override {
     removed.push_back(seq);
     events.push_back("-" + std::to_string(seq));
+    if (done) pending_.push_back({0, std::move(done)});
   }
   void ChangeVerifier() override { verf_[7]++; }
   // The disk answers every pending append and sync, in order, with `s`.

@@ -268,28 +268,28 @@ TEST_F(JournalTest, ASetattrWaitsUntilTheRemovalsOfTheRecordsBeforeItAreOnDisk) 
   EXPECT_EQ(ran, 2);
 }
 
-// A removal queued after the journal's sync was asked for is not on disk
-// when that sync answers: the SETATTR waits for the next one.
-TEST_F(JournalTest, ASetattrWaitsForRemovalsQueuedAfterTheSyncOnItsWay) {
+// Every removal of the file's records queued before it counts: one on disk
+// already does not let the SETATTR go while another is not.
+TEST_F(JournalTest, ASetattrWaitsForEveryRemovalOfTheFileQueuedBeforeIt) {
   WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
   WriteBack(2, 4096, std::string(1000, 'b'), UNSTABLE);
   journal_.Complete();
   Advance(options_.flush_delay);
   ASSERT_EQ(bg_.calls.size(), 2u) << "not contiguous: two WRITEs";
   bg_.Answer(0, WriteOk(1000, FILE_SYNC, kV1, Attr(1000, 1)));
-  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));  // and a sync asked for
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  journal_.Complete();  // record 1's removal is on disk
   bg_.Answer(1, WriteOk(1000, FILE_SYNC, kV1, Attr(5096, 2)));
   ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
   int ran = 0;
   ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
-  journal_.Complete();  // the first sync: record 2's removal may be after it
-  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(ran, 0) << "record 2's removal is not on disk yet";
   journal_.Complete();
   EXPECT_EQ(ran, 1);
 }
 
-// A journal sync that fails leaves the removals for the next batch: the
-// SETATTR waits for a sync that succeeds.
+// A journal write that fails leaves the removals for the next batch: the
+// SETATTR waits for a sync after them that succeeds.
 TEST_F(JournalTest, ASetattrWaitsForTheRemovalsOfAFailedBatch) {
   WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
   journal_.Complete();
