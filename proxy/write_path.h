@@ -148,7 +148,7 @@ struct WritePathStats {
   uint64_t errors = 0;            // upstream errors kept for the file's clients
   uint64_t verifier_changes = 0;  // new write verifiers: acknowledged data was lost
   uint64_t blocked = 0;           // writes that waited for buffer room
-  uint64_t parked = 0;            // writes that waited for another caller's bytes to leave
+  uint64_t parked = 0;            // writes that waited for bytes to leave (Write, SentAndWaitedFor)
   uint64_t barriers = 0;          // READ/GETATTR/SETATTR held for a flush
   uint64_t journaled = 0;         // client writes answered once in the journal
   uint64_t journal_failed = 0;    // ... that the journal could not take
