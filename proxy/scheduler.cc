@@ -259,6 +259,7 @@ void UpstreamScheduler::Pump() {
       if (client->second.calls.empty()) q->clients.erase(client);
       q->size--;
       queued_--;
+      const double credit_before = background_credit_;
       if (call.cls == CallClass::kBackground) {
         background_credit_ = queues_[0].size > 0 ? background_credit_ - call.bytes : 0;
       } else if (queues_[1].size > 0) {
@@ -285,7 +286,8 @@ void UpstreamScheduler::Pump() {
       }
       // Back to the head of its client's queue, for the next Pump, with
       // the bytes it was counted for given back (its client's place among
-      // the others as before it was taken).
+      // the others, and the background's credit, as before it was taken).
+      background_credit_ = credit_before;
       call.done = std::move(done);
       auto [cit, fresh] = q->clients.try_emplace(ClientKey(call.cred));
       ClientQueue& cq = cit->second;

@@ -4,6 +4,7 @@
 
 #include "proxy/write_path.h"
 #include "proxy/write_path_state.h"
+#include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
 namespace nfsedge {
@@ -160,7 +161,7 @@ void WritePath::Split(File& f, uint64_t at) {
   Piece tail = p;
   tail.data = p.data.substr(at - start);
   p.data.resize(at - start);
-  for (uint64_t r : tail.records) RefRecord(f.fh, r);
+  for (uint64_t r : tail.records) RefRecord(f.fh, r, 0);
   f.pieces.emplace(at, std::move(tail));
 }
 
@@ -173,10 +174,11 @@ void WritePath::Erase(File& f, std::map<uint64_t, Piece>::iterator it, bool rele
   if (release) UnrefRecords(std::move(records));
 }
 
-void WritePath::RefRecord(const std::string& fh, uint64_t jseq) {
+void WritePath::RefRecord(const std::string& fh, uint64_t jseq, uint64_t stamp) {
   auto [it, added] = journal_refs_.try_emplace(jseq);
   if (added) {
     it->second.fh = fh;
+    it->second.stamp = stamp;
     file_records_[fh].insert(jseq);
   }
   it->second.count++;
@@ -213,7 +215,9 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
       auto it = journal_refs_.find(oldest);
       if (it != journal_refs_.end() && it->second.count > 0) break;
       if (options_.journal) {
-        options_.journal->Remove(oldest, RemovalDone(fh));
+        // (A record no piece ever held: counted as of the oldest write.)
+        options_.journal->Remove(
+            oldest, RemovalDone(fh, it != journal_refs_.end() ? it->second.stamp : 0));
       }
       unacknowledged_.erase(oldest);
       if (it != journal_refs_.end()) journal_refs_.erase(it);
@@ -223,27 +227,49 @@ void WritePath::UnrefRecords(std::vector<uint64_t> jseqs) {
   }
 }
 
-std::function<void(Status)> WritePath::RemovalDone(const std::string& fh) {
-  removing_[fh].pending++;
-  return [weak = std::weak_ptr<WritePath*>(self_), fh](Status s) {
+std::function<void(Status)> WritePath::RemovalDone(const std::string& fh, uint64_t stamp,
+                                                   uint32_t failures) {
+  removing_[fh].open.insert(stamp);
+  return [weak = std::weak_ptr<WritePath*>(self_), fh, stamp, failures](Status s) {
     auto self = weak.lock();
     if (!self) return;
     WritePath& w = **self;
-    // A failed batch's removals are queued again (first): a sync after
-    // them tells when they are on disk.
-    if (!s.ok()) w.options_.journal->Sync(w.RemovalDone(fh));
     auto it = w.removing_.find(fh);
-    if (it == w.removing_.end() || --it->second.pending > 0) return;
-    std::vector<std::function<void()>> then = std::move(it->second.then);
-    w.removing_.erase(it);
-    for (auto& t : then) t();
+    if (it == w.removing_.end()) return;
+    Removals& r = it->second;
+    r.open.erase(r.open.find(stamp));
+    if (!s.ok() && failures + 1 < kMaxRemovalFailures) {
+      // A failed batch's removals are queued again (first): a sync after
+      // them tells when they are on disk.
+      w.options_.journal->Sync(w.RemovalDone(fh, stamp, failures + 1));
+      return;
+    }
+    if (!s.ok() && !r.then.empty()) {
+      NFSEDGE_LOG(kError) << "write journal: a removal of records stable upstream cannot be "
+                             "written; a SETATTR of their file goes upstream without it (a "
+                             "restart before the journal's disk is back replays them over it)";
+    }
+    const uint64_t oldest = r.open.empty() ? UINT64_MAX : *r.open.begin();
+    std::vector<std::function<void()>> ready;
+    for (auto t = r.then.begin(); t != r.then.end();) {
+      if (t->first < oldest) {
+        ready.push_back(std::move(t->second));
+        t = r.then.erase(t);
+      } else {
+        ++t;
+      }
+    }
+    if (r.open.empty()) w.removing_.erase(it);
+    for (auto& t : ready) t();
   };
 }
 
-bool WritePath::AfterRemovals(const std::string& fh, std::function<void()>& then) {
+bool WritePath::AfterRemovals(const std::string& fh, uint64_t upto, std::function<void()>& then) {
   auto it = removing_.find(fh);
-  if (it == removing_.end()) return false;
-  it->second.then.push_back(std::move(then));
+  if (it == removing_.end() || it->second.open.empty() || *it->second.open.begin() > upto) {
+    return false;
+  }
+  it->second.then.emplace_back(upto, std::move(then));
   return true;
 }
 
@@ -283,7 +309,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   p.seq = seq;
   p.extended = extended;
   if (jseq != 0) {
-    RefRecord(f.fh, jseq);
+    RefRecord(f.fh, jseq, f.seq);
     p.records.push_back(jseq);
     if (!kept.empty()) {
       std::vector<uint64_t>& held = overwritten_[jseq];

@@ -381,7 +381,7 @@ bool WritePath::Hold(std::string_view fh, bool stable, std::function<void()> the
   auto it = files_.find(std::string(fh));
   // It waits for the writes that came before it, not for those after.
   if (it == files_.end() || BarrierMet(*it->second, stable, std::min(it->second->seq, before))) {
-    return stable && AfterRemovals(std::string(fh), then);
+    return stable && AfterRemovals(std::string(fh), std::min(stamps_, before), then);
   }
   const uint64_t stamp = std::min(it->second->seq, before);
   stats_.barriers++;
@@ -494,7 +494,9 @@ size_t WritePath::AnswerWaiters(File& f) {
   }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {
     if (BarrierMet(f, it->stable, it->stamp)) {
-      if (!it->stable || !AfterRemovals(f.fh, it->then)) f.ready.push_back(std::move(it->then));
+      if (!it->stable || !AfterRemovals(f.fh, it->stamp, it->then)) {
+        f.ready.push_back(std::move(it->then));
+      }
       it = f.barriers.erase(it);
     } else {
       ++it;

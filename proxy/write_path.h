@@ -212,6 +212,9 @@ class WritePath {
   static constexpr uint32_t kUnlearnedWriteMax = 32 << 10;
   // How long after an FSINFO that taught nothing the proxy asks again.
   static constexpr Duration kFsinfoRetry = std::chrono::seconds(10);
+  // Failed journal writes a SETATTR waits through for the removals it
+  // needs on disk (AfterRemovals), 100 ms apart, before it goes without.
+  static constexpr uint32_t kMaxRemovalFailures = 20;
   // New buffer bounds, flush delay and background WRITEs (a reload). Writes
   // waiting for room that the new bounds admit go in at once.
   void SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
@@ -267,7 +270,8 @@ class WritePath {
   // journaled that replaced them, and (overwritten_) by the newer record
   // that replaced them until that one is on disk or referred to no more.
   // Adds a reference to record `jseq` of file `fh`.
-  void RefRecord(const std::string& fh, uint64_t jseq);
+  // `stamp`: the stamp of the record's write (when it is new).
+  void RefRecord(const std::string& fh, uint64_t jseq, uint64_t stamp);
   // Lets go of one reference to each of `jseqs` (a record may come more
   // than once: one reference each time).
   void UnrefRecords(std::vector<uint64_t> jseqs);
@@ -276,11 +280,18 @@ class WritePath {
   // A SETATTR (or a truncating CREATE) changes what a replay of the
   // file's records would write over: it goes upstream only once the
   // removals of the records of bytes now stable there are on disk, lest a
-  // restart replay them over it. RemovalDone: the callback of a removal of
-  // `fh` queued. AfterRemovals: false if none of `fh` waits for the disk;
-  // else keeps `then` (moved from) and runs it once they are on disk.
-  std::function<void(Status)> RemovalDone(const std::string& fh);
-  bool AfterRemovals(const std::string& fh, std::function<void()>& then);
+  // restart replay them over it; removals of records of later writes are
+  // not waited for (a writer that goes on would hold it for ever).
+  // RemovalDone: the callback of a removal, queued, of a record of `fh`
+  // whose write had stamp `stamp`. AfterRemovals: false if no removal of a
+  // record of `fh` of a write up to stamp `upto` waits for the disk; else
+  // keeps `then` (moved from) and runs it once they are on disk. A journal
+  // that keeps failing holds it kMaxRemovalFailures syncs at most (then it
+  // goes, logged: a restart before the disk is back may replay them).
+  // `failures`: failed journal writes so far for this removal.
+  std::function<void(Status)> RemovalDone(const std::string& fh, uint64_t stamp,
+                                          uint32_t failures = 0);
+  bool AfterRemovals(const std::string& fh, uint64_t upto, std::function<void()>& then);
   // Returns true iff `p` holds bytes acknowledged from the journal, or
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).
@@ -437,6 +448,7 @@ class WritePath {
   struct RecordRef {
     uint32_t count = 0;
     std::string fh;
+    uint64_t stamp = 0;  // of its write
   };
   std::unordered_map<uint64_t, RecordRef> journal_refs_;
   // File -> its records in journal_refs_, in sequence order.
@@ -453,10 +465,11 @@ class WritePath {
   // (answered once stable upstream instead).
   std::unordered_set<uint64_t> unacknowledged_;
   // Files with record removals queued and not known to be on disk yet:
-  // how many, and the calls waiting for them (AfterRemovals).
+  // the stamps of their records' writes, and the calls waiting for them
+  // with the last stamp each waits for (AfterRemovals).
   struct Removals {
-    uint32_t pending = 0;
-    std::vector<std::function<void()>> then;
+    std::multiset<uint64_t> open;
+    std::vector<std::pair<uint64_t, std::function<void()>>> then;
   };
   std::unordered_map<std::string, Removals> removing_;
   // The last write stamp given (File::seq, Piece::seq).

@@ -302,5 +302,44 @@ TEST_F(JournalTest, ASetattrWaitsForTheRemovalsOfAFailedBatch) {
   EXPECT_EQ(ran, 1);
 }
 
+// Served again once its wait is over (with the stamp it was held at), the
+// SETATTR does not wait for removals of records of writes that came after
+// it: a writer that goes on would hold it for as long as it writes. A new
+// SETATTR does.
+TEST_F(JournalTest, ASetattrDoesNotWaitForRemovalsOfLaterWrites) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  const uint64_t before = wp_->last_stamp();
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }, before));
+  AnswerAll(up_);
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  WriteBack(2, 4096, std::string(1000, 'b'), UNSTABLE);
+  journal_.Complete();  // record 2's append, and record 1's removal
+  ASSERT_EQ(ran, 1);
+  Advance(options_.flush_delay);
+  AnswerAll(bg_);
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2}));
+  EXPECT_FALSE(wp_->Hold(fh_, true, [&] { ran++; }, before))
+      << "record 2 is of a write after the SETATTR";
+  EXPECT_TRUE(wp_->Hold(fh_, true, [&] { ran++; })) << "a new SETATTR waits for it";
+  journal_.Complete();
+  EXPECT_EQ(ran, 2);
+}
+
+// A journal disk that keeps failing holds the SETATTR a bounded number of
+// tries, not for ever.
+TEST_F(JournalTest, AJournalThatKeepsFailingHoldsASetattrOnlySoLong) {
+  WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  int ran = 0;
+  ASSERT_TRUE(wp_->Hold(fh_, /*stable=*/true, [&] { ran++; }));
+  AnswerAll(up_);
+  journal_.Complete(kDiskError);
+  EXPECT_EQ(ran, 0) << "one failure: tried again";
+  for (uint32_t i = 1; i < WritePath::kMaxRemovalFailures; ++i) journal_.Complete(kDiskError);
+  EXPECT_EQ(ran, 1);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
