@@ -280,6 +280,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("flush_delay_ms", 1, 60000, &c.write.flush_delay_ms);
     r.Uint("max_background", 1, 1024, &c.write.max_background);
     r.String("journal_dir", &c.write.journal_dir);
+    r.Uint("journal_give_up_s", 0, 7 * 24 * 3600, &c.write.journal_give_up_s);
     if (!c.write.journal_dir.empty() && c.write.journal_dir[0] != '/') {
       r.Error("journal_dir", "must be an absolute path");
     }

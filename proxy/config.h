@@ -175,6 +175,9 @@ struct WriteConfig {
   uint32_t max_background = 16;              // write-behind WRITEs in flight
   // The edge journal of write_back exports (cache/write_journal.h).
   std::string journal_dir = "/var/lib/nfsedge/journal";
+  // Journaled data the upstream keeps refusing is given up this long after
+  // the first refusal in a row; 0 = never.
+  uint32_t journal_give_up_s = 25;
 };
 
 // Metrics endpoint for Prometheus (proxy/metrics_http.h).

@@ -88,6 +88,7 @@ std::vector<ReloadKey> MakeReloadKeys() {
       NFSEDGE_KEY("write.flush_delay_ms", kLive, write.flush_delay_ms),
       NFSEDGE_KEY("write.max_background", kLive, write.max_background),
       NFSEDGE_KEY("write.journal_dir", kRestart, write.journal_dir),
+      NFSEDGE_KEY("write.journal_give_up_s", kLive, write.journal_give_up_s),
 
       NFSEDGE_KEY("log.level", kLive, log_level),
       NFSEDGE_KEY("log.format", kLive, log.format),
@@ -194,6 +195,17 @@ SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c) {
   so.background_share_percent = c.background_share_percent;
   so.max_queued = c.max_queued;
   return so;
+}
+
+WritePathOptions WritePathOptionsOf(const WriteConfig& w) {
+  WritePathOptions o;
+  o.max_bytes = w.buffer_bytes;
+  o.max_file_bytes = w.file_buffer_bytes;
+  o.write_size = static_cast<uint32_t>(w.write_size);
+  o.flush_delay = std::chrono::milliseconds(w.flush_delay_ms);
+  o.max_background = w.max_background;
+  o.journal_give_up = std::chrono::seconds(w.journal_give_up_s);
+  return o;
 }
 
 Duration OutagePollOf(const UpstreamConfig& u) {

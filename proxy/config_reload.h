@@ -18,6 +18,7 @@
 
 #include "proxy/config.h"
 #include "proxy/scheduler.h"
+#include "proxy/write_path.h"
 #include "rpc/rpc_client.h"
 #include "rpc/rpc_server.h"
 
@@ -59,6 +60,9 @@ ReloadPlan PlanReload(const Config& in_force, const Config& loaded, bool journal
 ServerOptions ServerLimitsOf(const ServerConfig& s);
 ClientOptions ClientLimitsOf(const UpstreamConfig& u);
 SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c);
+// The buffer bounds and timings of [write] (no journal, verifier or
+// transfer size: the daemon adds those at start).
+WritePathOptions WritePathOptionsOf(const WriteConfig& w);
 // How often the outage detector is polled: a fifth of outage_after_ms,
 // within 10 ms..1 s.
 Duration OutagePollOf(const UpstreamConfig& u);

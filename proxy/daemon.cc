@@ -239,14 +239,9 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
     if (!j.ok()) return Status(j.status().code(), "[write] journal_dir: " + j.status().message());
     journal_ = std::move(*j);
   }
-  WritePathOptions wo;
+  WritePathOptions wo = WritePathOptionsOf(w);
   wo.journal = journal_.get();
-  wo.max_bytes = w.buffer_bytes;
-  wo.max_file_bytes = w.file_buffer_bytes;
-  wo.write_size = static_cast<uint32_t>(w.write_size);
   wo.max_transfer = max_transfer;
-  wo.flush_delay = std::chrono::milliseconds(w.flush_delay_ms);
-  wo.max_background = w.max_background;
   auto schedule = [this](Duration delay, std::function<void()> fn) {
     RunLater(delay, std::move(fn));
   };

@@ -514,9 +514,7 @@ void Daemon::ApplyLimits() {
   if (disk_) disk_->SetMaxBytes(c.cache.disk_bytes);
   refresher_->SetWindow(std::chrono::milliseconds(c.cache.refresh_ahead_ms));
   if (write_path_) {
-    write_path_->SetLimits(c.write.buffer_bytes, c.write.file_buffer_bytes,
-                           std::chrono::milliseconds(c.write.flush_delay_ms),
-                           c.write.max_background);
+    write_path_->SetLimits(WritePathOptionsOf(c.write));
   }
 }
 

@@ -53,12 +53,12 @@ void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   stats_.recovered++;
 }
 
-void WritePath::SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
-                          uint32_t max_background) {
-  options_.max_bytes = max_bytes;
-  options_.max_file_bytes = max_file_bytes;
-  options_.flush_delay = flush_delay;
-  options_.max_background = max_background;
+void WritePath::SetLimits(const WritePathOptions& o) {
+  options_.max_bytes = o.max_bytes;
+  options_.max_file_bytes = o.max_file_bytes;
+  options_.flush_delay = o.flush_delay;
+  options_.max_background = o.max_background;
+  options_.journal_give_up = o.journal_give_up;
   AdmitBlocked();
 }
 

@@ -127,6 +127,10 @@ struct WritePathOptions {
   // The edge journal for exports with write_back; null = none (such exports
   // then behave as write_behind ones).
   JournalSink* journal = nullptr;
+  // Data acknowledged from the journal that the upstream keeps refusing is
+  // sent again until a try starts this long after the first refusal in a
+  // row, then given up on (DropAndFail). Zero = for as long as it lasts.
+  Duration journal_give_up = std::chrono::seconds(25);
 };
 
 struct WritePathStats {
@@ -215,10 +219,10 @@ class WritePath {
   // Failed journal writes a SETATTR waits through for the removals it
   // needs on disk (AfterRemovals), 100 ms apart, before it goes without.
   static constexpr uint32_t kMaxRemovalFailures = 20;
-  // New buffer bounds, flush delay and background WRITEs (a reload). Writes
-  // waiting for room that the new bounds admit go in at once.
-  void SetLimits(uint64_t max_bytes, uint64_t max_file_bytes, Duration flush_delay,
-                 uint32_t max_background);
+  // New buffer bounds, flush delay, background WRITEs and journal give-up
+  // time (a reload; the rest of `o` is not used). Writes waiting for room
+  // that the new bounds admit go in at once.
+  void SetLimits(const WritePathOptions& o);
   // Puts journal record `r`, found at start, back into the buffer of its
   // file on `exp`, to be sent upstream like write-behind data; reads and
   // attributes of the file wait for it (Hold).
@@ -333,8 +337,8 @@ class WritePath {
   // `status` (Failed). Those that hold bytes acknowledged from the journal,
   // or that replaced such bytes (KeepsAcknowledged), are kept instead,
   // unless the file is gone (STALE), and sent again after a delay that
-  // doubles with each refusal in a row, for up to kMaxKeptRefusals
-  // refusals. Each piece by how its bytes were answered, not by the export
+  // doubles with each refusal in a row (at most 30 s), until a round
+  // starts options_.journal_give_up after the first. Each piece by how its bytes were answered, not by the export
   // the file was last written through (nested exports may differ).
   // The clients waiting whose bytes were refused get `status` in their
   // turn: those over a piece dropped, and (`flight`: a refused WRITE) those

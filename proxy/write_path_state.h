@@ -224,6 +224,7 @@ struct WritePath::File {
   uint32_t no_progress = 0;  // upstream WRITEs in a row that wrote nothing
   uint32_t refusals = 0;     // rounds in a row whose errors kept journaled data (DropAndFail)
   bool refusal_counted = false;  // ... this round's counted
+  MonoTime refused_since{};       // ... the first of them
   uint32_t blocked = 0;  // client writes waiting for room
   // Client writes waiting, in arrival order, for another caller's bytes
   // they would replace to leave the buffer (stable upstream, or dropped):

@@ -25,9 +25,6 @@ constexpr uint32_t kMaxNoProgress = 10;
 // The longest wait between tries of data acknowledged from the edge journal
 // that the upstream keeps refusing (DropAndFail).
 constexpr Duration kMaxKeptDelay = std::chrono::seconds(30);
-// Refusals in a row after which such data is given up on: tries 100 ms,
-// 200 ms, ..., 12.8 s apart, about 25 s in all.
-constexpr uint32_t kMaxKeptRefusals = 8;
 
 // An RPC-level refusal (the upstream denied the credential) is an answer,
 // not a transport failure: tried again, it would be refused for ever.
@@ -192,19 +189,22 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
                             const std::function<bool(const Piece&)>& which, const Flight* flight) {
   // Bytes acknowledged from the edge journal are stable by the proxy's
   // promise: they stay (in the buffer and the journal) and go again later,
-  // unless the file is gone, for kMaxKeptRefusals refusals in a row: a
-  // refusal that lasts longer (quota, a full disk) must not hold the
-  // file's reads and attributes (and the journal's older records) for as
-  // long, and is an error as it is without the journal.
+  // unless the file is gone, for WritePathOptions::journal_give_up after
+  // the first refusal in a row: by default a refusal that lasts longer
+  // (quota, a full disk) must not hold the file's reads and attributes
+  // (and the journal's newer records) for as long, and is an error as it
+  // is without the journal.
   // Each piece by how its bytes were answered, whatever the export the file
   // was last written through: through nested exports, one file may hold
   // journaled bytes and bytes answered from the buffer alone.
   const bool journaled = options_.journal != nullptr;
-  // Given up on once the refusals reach the bound, for every call of that
-  // round (and after, until the file's data is all gone or the upstream
-  // takes some).
-  const uint32_t before = f.refusal_counted ? f.refusals - 1 : f.refusals;
-  const bool give_up = before >= kMaxKeptRefusals;
+  // Given up on once a round starts that long after the first refusal in a
+  // row, for every call of that round (and after, until the file's data is
+  // all gone or the upstream takes some). A round that kept its first
+  // refusal keeps the others.
+  const Duration bound = options_.journal_give_up;
+  const bool give_up = !f.refusal_counted && f.refusals > 0 && bound > Duration::zero() &&
+                       clock_.MonoNow() - f.refused_since >= bound;
   const bool keep = status != NFS3ERR_STALE && journaled && !give_up;
   bool acked = false, kept = false, lost = false;
   std::vector<std::string> writers;  // whose bytes were refused
@@ -291,6 +291,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   if (kept) {
     // Counted once a round (several WRITEs of the file may be refused).
     if (!f.refusal_counted) {
+      if (f.refusals == 0) f.refused_since = clock_.MonoNow();
       f.refusals++;
       f.refusal_counted = true;
     }

@@ -85,6 +85,34 @@ TEST(ConfigReference, DocumentsEveryKeyTheParserAcceptsAndNoOther) {
   }
 }
 
+// The example config shows every key the parser accepts, set or commented
+// out ("# key = value"), under its table.
+TEST(ConfigReference, TheExampleConfigShowsEveryKey) {
+  std::ifstream in(std::string(NFSEDGE_SOURCE_DIR) + "/conf/nfsedge.example.toml");
+  ASSERT_TRUE(in);
+  std::regex table(R"(^#? *\[+([a-z_]+)\]+ *(#.*)?$)");
+  std::regex key(R"(^#? *([a-z][a-z_0-9]*) = )");
+  std::map<std::string, std::set<std::string>> shown;
+  std::string t, line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, table)) {
+      t = m[1];
+      shown[""].insert(t);
+    } else if (std::regex_search(line, m, key)) {
+      shown[t].insert(m[1]);
+    }
+  }
+  for (const auto& [tab, keys] : ConfigKeys()) {
+    std::set<std::string> missing;
+    for (const auto& k : keys) {
+      if (!shown[tab].count(k)) missing.insert(k);
+    }
+    EXPECT_TRUE(missing.empty()) << (tab.empty() ? "tables" : "[" + tab + "]")
+                                 << ": not in conf/nfsedge.example.toml: " << Join(missing);
+  }
+}
+
 TEST(ConfigReference, KeyCatalogIsEmptyOutsideAScope) {
   EXPECT_EQ(KeyCatalogScope::Current(), nullptr);
   EXPECT_TRUE(ConfigKeys()["metrics"].count("listen"));

@@ -104,12 +104,11 @@ TEST_F(JournalEdgeTest, UnevidencedStableWriteIsNotAnsweredBeforeItsRecordIsOnDi
   }
 }
 
-// (rule 8 / docs "Refusals are counted per retry round") the
-// give-up is decided per refused WRITE, against a count kept per round. In
-// the round where the count reaches kMaxKeptRefusals, the first refused
-// WRITE of the file is kept (and the count reset to 0 by the second),
-// the second is given up: part of the file's acknowledged data is lost
-// after 8 tries, the rest held for 8 more rounds (about 50 s in all).
+// (rule 8 / docs "Refusals are counted per retry round") the give-up is
+// decided per retry round: the round whose first refused WRITE is kept
+// keeps the others; one that gives up the first gives up the rest. Were it
+// decided per refused WRITE, part of the file's acknowledged data would be
+// lost in one round and the rest held for another give-up time.
 TEST_F(JournalEdgeTest, GiveUpIsDecidedForTheWholeRound) {
   const uint64_t kChunk = 64 << 10;  // write_size: each chunk is a WRITE
   WriteBack(1, 0, std::string(kChunk, 'a'), UNSTABLE);

@@ -326,10 +326,12 @@ TEST_F(WritePathTest, RaisedLimitsAdmitWaitingWriters) {
   Write(1, 0, std::string(8192, 'a'), UNSTABLE);
   Write(2, 8192, std::string(8192, 'b'), UNSTABLE);
   EXPECT_EQ(Tags(), (std::vector<int>{1}));
-  wp_->SetLimits(1 << 20, 1 << 20, options_.flush_delay, options_.max_background);
+  WritePathOptions raised = options_;
+  raised.max_bytes = raised.max_file_bytes = 1 << 20;
+  wp_->SetLimits(raised);
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2})) << "room now: the waiting write goes in";
   // A lower bound makes the next write wait.
-  wp_->SetLimits(16384, 8192, options_.flush_delay, options_.max_background);
+  wp_->SetLimits(options_);
   Write(3, 16384, std::string(100, 'c'), UNSTABLE);
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
 }

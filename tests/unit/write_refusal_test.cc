@@ -1,6 +1,7 @@
 // Refusals of written data by the upstream on a write_back export (edge
 // journal): what was acknowledged from the journal, or replaced such bytes,
-// is kept and tried again, for a bounded number of tries; a write the
+// is kept and tried again, for a bounded time ([write] journal_give_up_s;
+// 0: until the upstream takes it); a write the
 // journal refused, answered with the upstream's error, is not sent again;
 // calls held for the file are answered once the data is given up on.
 #include <algorithm>
@@ -210,6 +211,68 @@ TEST_F(RefusalTest, RefusedBytesAreGivenUpOnWhileOtherBytesOfTheFileGoThrough) {
     }
   }
   EXPECT_LE(tries, 9u) << "the refused bytes were sent again without bound";
+}
+
+// An admin who sets journal_give_up_s = 0 keeps acknowledged data for as
+// long as the upstream refuses it: nothing is lost, nothing is answered as
+// an error meanwhile to a call that does not write the file, and once the
+// quota is raised the data lands, the journal empties and the held GETATTR
+// is answered. A give-up time set by reload applies to the refusal under way.
+TEST_F(RefusalTest, WithNoGiveUpTimeRefusedDataIsKeptUntilTheUpstreamTakesIt) {
+  WritePathOptions never = options_;
+  never.journal_give_up = Duration::zero();
+  wp_->SetLimits(never);
+  Acknowledged(fh_, 1, 0, std::string(1000, 'q'));
+  wp_->FlushAll();
+  ASSERT_EQ(AnswerRefusing(bg_, fh_, NFS3ERR_DQUOT), 1u);
+  bool released = false;
+  const bool held = wp_->Hold(fh_, /*stable=*/false, [&released] { released = true; });
+  ASSERT_TRUE(held);
+  RunRefusing(std::chrono::minutes(10), fh_, NFS3ERR_DQUOT);
+  auto tries = [this] {
+    size_t n = 0;
+    for (const HeldUpstream& u : {std::cref(up_), std::cref(bg_)}) {
+      for (const HeldUpstream::Held& c : u.calls) {
+        n += c.proc == NFSPROC3_WRITE && DecodeWriteArgs(c.args).data == std::string(1000, 'q');
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(wp_->stats().buffered_bytes, 1000u) << "acknowledged data given up on";
+  EXPECT_FALSE(released) << "the GETATTR was answered before the data reached the upstream";
+  // 100 ms, 200 ms, ... doubling to 30 s apart: 9 tries in the first
+  // 25.5 s, then one every 30 s (19 more in the 9.5 minutes left).
+  EXPECT_GE(tries(), 25u) << "not sent again every 30 s at most";
+  EXPECT_TRUE(journal_.removed.empty()) << "the refused record left the journal";
+  // The quota is raised: the next try lands.
+  RunRefusing(std::chrono::seconds(31), "FH-NONE", NFS3ERR_DQUOT);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  EXPECT_TRUE(released) << "the GETATTR is still held after the data landed";
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  // The writer's next COMMIT hears of the refusal (as it would have during
+  // it: its user may free space); the one after, that all is stable.
+  CommitBack(2);
+  CommitBack(3);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(2), nullptr);
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(2)->status, NFS3ERR_DQUOT);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3_OK) << "the data landed: nothing more to report";
+
+  // A give-up time set by a reload during a refusal applies to it, counted
+  // from its first refusal.
+  const std::string other = "FH-OTHER";
+  Acknowledged(other, 4, 0, std::string(1000, 'r'));
+  wp_->FlushAll();
+  ASSERT_EQ(AnswerRefusing(bg_, other, NFS3ERR_NOSPC), 1u);
+  RunRefusing(std::chrono::minutes(2), other, NFS3ERR_NOSPC);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 1000u);
+  WritePathOptions minute = options_;
+  minute.journal_give_up = std::chrono::seconds(60);
+  wp_->SetLimits(minute);
+  RunRefusing(std::chrono::seconds(31), other, NFS3ERR_NOSPC);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u)
+      << "refused for over 2 minutes, with a give-up time of 60 s, and still kept";
 }
 
 }  // namespace

@@ -111,8 +111,9 @@ TEST_F(ReplayTest, RejournaledStableWriteIsNotReplayedOverANewerJournaledWrite) 
 }
 
 // Refusals are counted per retry round, not per refused WRITE: data
-// acknowledged from the journal spanning more than kMaxKeptRefusals
-// upstream WRITEs is not given up on at the first refusal round.
+// acknowledged from the journal spanning more upstream WRITEs than the
+// 8 retries of the default give-up time is not given up on at the first
+// refusal round.
 TEST_F(ReplayTest, RefusalsAreCountedPerRoundNotPerRefusedWrite) {
   const uint64_t kChunk = 64 << 10;  // write_size
   for (int i = 0; i < 9; ++i) {
