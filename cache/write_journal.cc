@@ -177,7 +177,11 @@ class WriteJournal::Store {
       }
       rocksdb::WriteOptions w;
       w.sync = true;
-      rocksdb::Status s = Reopen();
+      // A failed batch dropped at stop leaves records on disk that later
+      // removals must not overtake (a newer record of a file gone, an older
+      // one left to be replayed over it): nothing more is written.
+      rocksdb::Status s = dropped_ ? rocksdb::Status::Aborted("stopped after a failed write")
+                                   : Reopen();
       if (s.ok()) s = batch.Count() > 0 ? db_->Write(w, &batch) : db_->FlushWAL(/*sync=*/true);
       Status st = s.ok() ? Status::Ok()
                          : Status(StatusCode::kIoError, "write journal: " + s.ToString());
@@ -189,8 +193,12 @@ class WriteJournal::Store {
   // Opens the database again if a failed write closed it.
   rocksdb::Status Reopen() {
     if (db_) return rocksdb::Status::OK();
+    // Never made anew: a journal directory lost with the disk's error must
+    // not become an empty journal that takes writes under the old verifier.
+    rocksdb::Options o = options_;
+    o.create_if_missing = false;
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(options_, dir_, &raw);
+    rocksdb::Status s = rocksdb::DB::Open(o, dir_, &raw);
     if (!s.ok()) {
       return rocksdb::Status::IOError("closed after a disk error and cannot be opened again",
                                       s.ToString());
@@ -207,7 +215,8 @@ class WriteJournal::Store {
   // over newer data: they go again, first in the next batch, after a pause
   // (a disk that keeps failing is not retried in a loop). Not once
   // stopping: the records then stay, as after a crash. If the disk still
-  // fails, the next batch fails too, and this comes again. A record whose
+  // fails, the next batch fails too, and this comes again. (Nor is any
+  // later batch written then: dropped_.) A record whose
   // append failed keeps its place (sizes_) and is removed as any other, in
   // case part of it reached the disk.
   void Recover(std::deque<Op>& ops) {
@@ -222,7 +231,10 @@ class WriteJournal::Store {
     {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait_for(l, kRetryPause, [this] { return stopping_; });
-      if (stopping_) return;
+      if (stopping_) {
+        dropped_ = true;
+        return;
+      }
     }
     db_.reset();
     std::lock_guard<std::mutex> l(mu_);
@@ -238,6 +250,7 @@ class WriteJournal::Store {
   std::condition_variable cv_;
   std::deque<Op> queue_;
   bool stopping_ = false;
+  bool dropped_ = false;  // writer thread only
   std::thread thread_;
 };
 

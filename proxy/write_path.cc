@@ -90,9 +90,12 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   const bool write_behind = exp.config().write_behind || write_back;
   if (a.stable == UNSTABLE && !write_behind) {
     // Write-behind off: UNSTABLE writes and COMMITs pass as sent, after
-    // what the proxy holds of the file.
+    // what the proxy holds of the file. Stable: bytes written upstream but
+    // not committed may go again (another COMMIT verifier, a refusal kept)
+    // and land over this write; so may journal records not yet removed
+    // from the disk, replayed by a restart.
     stats_.forwarded++;
-    if (!Hold(fh, false, forward)) forward();
+    if (!Hold(fh, true, forward)) forward();
     return;
   }
   if (stale_.Peek(fh) != nullptr) {

@@ -12,10 +12,12 @@
 #include <rocksdb/file_system.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "rpc/loop_poster.h"
 
@@ -34,6 +36,7 @@ class FailingWalFs : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* out,
                                     rocksdb::IODebugContext* dbg) override {
+    if (failing_open) return rocksdb::IOStatus::IOError("injected at open");
     rocksdb::IOStatus s = target()->NewWritableFile(name, o, out, dbg);
     if (s.ok() && name.ends_with(".log")) {
       *out = std::make_unique<File>(std::move(*out), failing);
@@ -41,6 +44,7 @@ class FailingWalFs : public rocksdb::FileSystemWrapper {
     return s;
   }
   std::atomic<bool> failing{false};
+  std::atomic<bool> failing_open{false};  // no file can be made (the database cannot open)
 
  private:
   class File : public rocksdb::FSWritableFileOwnerWrapper {
@@ -289,6 +293,72 @@ TEST_F(WriteJournalTest, AFailedDiskWriteDoesNotStopTheJournalForGood) {
   std::vector<JournalRecord> r = journal_->TakeRecovered();
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].data, "c");
+}
+
+// A journal directory lost with the disk's error (a file system gone,
+// leaving an empty mount point) is not made anew when the journal opens its
+// database again: an empty journal would take writes under the old verifier
+// and be refused at the next start as not nfsedge's.
+TEST_F(WriteJournalTest, AJournalLostWithADiskErrorIsNotMadeAnew) {
+  auto fs = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  ASSERT_FALSE(std::filesystem::exists(dir_)) << "a new journal";
+  auto j = WriteJournal::Open(dir_, poster_->AsFunction(), env.get());
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  journal_ = std::move(*j);
+  AppendDurably(Record("a", 0));
+  fs->failing = true;
+  bool failed = false;
+  journal_->Append(Record("b", 1), [&](Status s) { failed = !s.ok(); });
+  ASSERT_TRUE(RunUntil([&] { return failed; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // closed meanwhile
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    std::filesystem::remove_all(e.path());
+  }
+  fs->failing = false;
+  bool done = false, ok = true;
+  journal_->Append(Record("c", 2), [&](Status s) {
+    done = true;
+    ok = s.ok();
+  });
+  ASSERT_TRUE(RunUntil([&] { return done; }));
+  EXPECT_FALSE(ok) << "an append taken by a journal made anew in the emptied directory";
+}
+
+// A batch that fails while the journal stops is not tried again; nor is
+// any batch after it written: with the failed batch's removal of an older
+// record lost and a newer record's removal written, a restart would replay
+// the older record over the newer data. (The disk fails, the database
+// cannot be opened again; it comes back just as the proxy stops.)
+TEST_F(WriteJournalTest, NothingIsWrittenAfterABatchDroppedAtStop) {
+  auto fs = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  {
+    auto j = WriteJournal::Open(dir_, poster_->AsFunction(), env.get());
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    journal_ = std::move(*j);
+  }
+  AppendDurably(Record("old", 0));
+  AppendDurably(Record("new", 0));
+  fs->failing = true;
+  fs->failing_open = true;
+  bool failed = false;
+  journal_->Remove(1, [&](Status s) { failed = !s.ok(); });
+  ASSERT_TRUE(RunUntil([&] { return failed; }));
+  // The writer closes the database and fails to open it again, 100 ms
+  // apart; meanwhile the disk comes back, the newer record's removal is
+  // queued, and the journal stops.
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  fs->failing = false;
+  fs->failing_open = false;
+  journal_->Remove(2, nullptr);
+  journal_.reset();
+  RunLoop();
+  Reopen();
+  std::vector<JournalRecord> r = journal_->TakeRecovered();
+  const bool old_left = std::any_of(r.begin(), r.end(), [](const auto& x) { return x.seq == 1; });
+  const bool new_left = std::any_of(r.begin(), r.end(), [](const auto& x) { return x.seq == 2; });
+  EXPECT_TRUE(!old_left || new_left) << "record 1 left on disk, record 2 (newer) removed";
 }
 
 }  // namespace

@@ -100,5 +100,46 @@ TEST_F(NestedExportsTest, JournaledBytesAreKeptAfterAWriteThroughTheOtherExport)
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
 }
 
+// (rules 2 and 4) Bytes answered from the buffer and written upstream
+// UNSTABLE, not yet committed, may have to go again: a COMMIT with another
+// verifier (the server restarted). An UNSTABLE write through an export
+// without write-behind goes upstream as sent; sent before those bytes are
+// committed, their resend lands over it, and its client, whose COMMIT the
+// upstream then answers with the verifier its WRITE got, never sends it
+// again: the file keeps the older bytes.
+TEST_F(NestedExportsTest, AForwardedWriteWaitsUntilOlderBufferedBytesAreCommitted) {
+  ExportConfig off = MakeExport(5);
+  off.write_behind = false;
+  const Export plain(3, off);
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  ASSERT_NE(ReplyOf(1), nullptr);
+  Advance(options_.flush_delay);
+  int i = bg_.Pending();
+  ASSERT_GE(i, 0);
+  ASSERT_EQ(bg_.calls[static_cast<size_t>(i)].proc, NFSPROC3_WRITE);
+  bg_.Answer(static_cast<size_t>(i), WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  Write(2, 0, std::string(1000, 'b'), UNSTABLE, /*may_buffer=*/true, &plain);
+  EXPECT_TRUE(forwarded_.empty()) << "sent upstream while older bytes of its range may go again";
+  // The upstream restarted: every COMMIT and WRITE is answered with kV2.
+  size_t resent = 0;
+  for (int round = 0; round < 20 && forwarded_.empty(); ++round) {
+    Advance(options_.flush_delay);
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      for (int k = u->Pending(); k >= 0; k = u->Pending()) {
+        HeldUpstream::Held& c = u->calls[static_cast<size_t>(k)];
+        if (c.proc == NFSPROC3_WRITE) {
+          resent++;
+          u->Answer(static_cast<size_t>(k), WriteOk(1000, UNSTABLE, kV2, Attr(1000, 2)));
+        } else {
+          u->Answer(static_cast<size_t>(k), CommitOk(kV2, Attr(1000, 3)));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(resent, 1u) << "the bytes of write 1 go again once, after the verifier changed";
+  EXPECT_EQ(forwarded_, (std::vector<int>{2})) << "not sent once write 1's bytes are stable";
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
