@@ -258,7 +258,7 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   // What the last run acknowledged and had not made stable upstream goes
   // upstream first: the files' reads and attributes wait for it.
   std::vector<JournalRecord> recovered = journal_->TakeRecovered();
-  for (const JournalRecord& r : recovered) {
+  for (JournalRecord& r : recovered) {
     const Export* exp = nullptr;
     for (const Export& e : exports_.all()) {
       if (e.config().path == r.export_path) exp = &e;
@@ -270,6 +270,7 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
                          << exp->config().path;
     }
     write_path_->Recover(r, *exp);
+    std::string().swap(r.data);  // in the buffer now: not held twice
   }
   write_path_->FlushAll();
   if (recovered.empty()) {
