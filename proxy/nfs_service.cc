@@ -672,7 +672,10 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
         return false;
       }
       const std::string child = cache_->KnownChild(a->where);
-      return !child.empty() && write_path_->Hold(child, /*stable=*/true, again, before);
+      // A name the cache does not know may be a file whose journal records
+      // a restart is replaying: the truncation waits for the replay.
+      if (child.empty()) return write_path_->HoldRecovered(again);
+      return write_path_->Hold(child, /*stable=*/true, again, before);
     }
     case NFSPROC3_COMMIT:
       write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, reply,

@@ -208,6 +208,13 @@ class WritePath {
   bool Unsent(std::string_view fh) const;
   // The stamp of the latest write taken, of any file.
   uint64_t last_stamp() const { return stamps_; }
+  // Returns false iff every file Recover() put back is stable upstream and
+  // its records removed from the journal's disk; else holds the caller's
+  // call as Hold(stable) does for the first file that is not, and runs
+  // `then` once it is (`then` asks again). For a call that may change a
+  // file the proxy cannot name (a truncating CREATE of a name the cache
+  // does not know, after a restart): it must not go before the replay.
+  bool HoldRecovered(const std::function<void()>& then);
   // Learns the server's preferred and largest write sizes. Until it has
   // (a client's FSINFO, or the proxy's own, asked when it first takes or
   // sends a write), upstream WRITEs are at most kUnlearnedWriteMax: after a
@@ -478,6 +485,10 @@ class WritePath {
   std::unordered_map<std::string, Removals> removing_;
   // The last write stamp given (File::seq, Piece::seq).
   uint64_t stamps_ = 0;
+  // Files Recover() put back (HoldRecovered), and the last stamp of their
+  // recovered writes.
+  std::vector<std::string> recovered_;
+  uint64_t recovered_upto_ = 0;
   // Records whose append the journal has not answered yet -> NFS3_OK, or
   // the upstream's error if their bytes were dropped meanwhile (the write
   // is then answered with it). A write not answered from the journal waits

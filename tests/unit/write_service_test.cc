@@ -71,6 +71,7 @@ class WriteServiceTest : public ::testing::Test {
     wo.write_size = 64 << 10;
     wo.flush_delay = std::chrono::milliseconds(50);
     wo.verifier = Verf{'p', 'r', 'o', 'x', 'y'};
+    wo.journal = &journal_;  // opened, as at a start that finds records
     wp_ = std::make_unique<WritePath>(
         clock_, up_, bg_,
         [this](Duration d, std::function<void()> fn) {
@@ -205,6 +206,7 @@ class WriteServiceTest : public ::testing::Test {
   MetadataCache cache_;
   HeldUpstream up_, bg_;
   NfsService nfs_;
+  FakeJournal journal_;
   std::unique_ptr<WritePath> wp_;
   std::multimap<MonoTime, std::function<void()>> timers_;
   std::vector<std::shared_ptr<IncomingCall>> calls_;
@@ -439,6 +441,55 @@ TEST_F(WriteServiceTest, HeldLookupIsNotHeldAgainBehindWritesThatCameAfterIt) {
   }
   EXPECT_TRUE(results_[lookup].has_value())
       << "LOOKUPs sent upstream: " << up_.Count(NFSPROC3_LOOKUP);
+}
+
+// After a restart the journal's records are replayed upstream; the name
+// cache is empty. A client that believes the name free sends an UNCHECKED
+// CREATE with size 0 for a file whose records are being replayed (O_TRUNC):
+// sent at once, it truncates the file, and the replay's WRITEs then put the
+// old bytes back into it. It waits until the replayed data is stable and
+// its records are out of the journal.
+TEST_F(WriteServiceTest, ATruncatingCreateOfAnUnknownNameWaitsForTheReplay) {
+  JournalRecord r;
+  r.seq = journal_.NextSeq();
+  r.fh = file_;
+  r.export_path = "/e";
+  r.cred = cred_;
+  r.offset = 0;
+  r.data = std::string(4096, 'r');
+  wp_->Recover(r, exports_.all().front());
+  wp_->FlushAll();
+
+  CREATE3args ca{};
+  ca.where.dir = Fh(dir_);
+  ca.where.name = const_cast<char*>("log");
+  ca.how.mode = UNCHECKED;
+  ca.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+  ca.how.createhow3_u.obj_attributes.size.set_size3_u.size = 0;
+  Send(NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), ca));
+  EXPECT_EQ(Last(up_, NFSPROC3_CREATE), -1) << "the truncation went before the replayed data";
+  // The replayed data is written and committed; its record's removal
+  // reaches the disk.
+  for (int round = 0; round < 10 && Last(up_, NFSPROC3_CREATE) < 0; ++round) {
+    Advance(std::chrono::milliseconds(50));
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      for (int i = u->Pending(); i >= 0; i = u->Pending()) {
+        const HeldUpstream::Held& c = u->calls[static_cast<size_t>(i)];
+        if (c.proc == NFSPROC3_CREATE) break;
+        if (c.proc == NFSPROC3_WRITE) {
+          u->Answer(static_cast<size_t>(i), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+        } else {
+          ASSERT_EQ(c.proc, NFSPROC3_COMMIT);
+          u->Answer(static_cast<size_t>(i), CommitOk(kV1, FileAttr(4096, 3)));
+        }
+      }
+    }
+    EXPECT_EQ(Last(up_, NFSPROC3_CREATE) >= 0 && journal_.removed.empty(), false)
+        << "the truncation went before the replayed record left the journal's disk";
+    journal_.Complete();
+  }
+  EXPECT_GE(Last(up_, NFSPROC3_CREATE), 0) << "the CREATE is never sent";
+  EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
 }
 
 }  // namespace
