@@ -140,6 +140,12 @@ class MetadataCache {
 
   // Returns the attributes of `fh` iff fresh (marks them used).
   std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }
+  // The same, for an answer through `exp`: not older than its lifetime's
+  // max either (as for GETATTR; an export nested in another, or a reload,
+  // may allow less than the entry was learned under).
+  std::optional<fattr3> FreshAttributes(std::string_view fh, const Export& exp) {
+    return Attrs(fh, false, exp);
+  }
   // The same, also from an entry whose size and times are ambiguous (two
   // replies in one server clock tick): its type, owner and mode are sure.
   std::optional<fattr3> FreshPermissions(std::string_view fh) { return attrs_.Get(fh, true); }

@@ -83,7 +83,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     Forward(op);
     return;
   }
-  std::optional<fattr3> attr = meta_.FreshAttributes(op->fh);
+  std::optional<fattr3> attr = meta_.FreshAttributes(op->fh, *op->exp);
   // The upstream is out: expired attributes and ACCESS results answer, from
   // blocks already here (memory or disk), nothing fetched.
   op->stale = !attr && meta_.ServeStale(*op->exp);
@@ -177,9 +177,10 @@ void ReadPath::Revalidate(const OpPtr& op) {
   const std::string fh = op->fh;
   const Export* exp = op->exp;
   const CredKey key = op->key;
+  const uint64_t write_seq = LastWrite(fh).seq;
   Status s = upstream_.Call(
       kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, op->cred, wire,
-      [this, fh, exp, key](StatusOr<RpcReply> r) {
+      [this, fh, exp, key, write_seq](StatusOr<RpcReply> r) {
         std::vector<OpPtr> ops;
         if (auto it = revalidating_.find(fh); it != revalidating_.end()) {
           ops = std::move(it->second);
@@ -194,6 +195,13 @@ void ReadPath::Revalidate(const OpPtr& op) {
           if (res.Decode(r->results()) && res->status == NFS3_OK) {
             validated = res->GETATTR3res_u.resok.obj_attributes;
           }
+        }
+        // A write through the proxy answered since the GETATTR left: its
+        // reply may show the file before it (the ops that joined it came
+        // after that write). Only fresh attributes then, else the upstream.
+        if (validated && LastWrite(fh).seq > write_seq) {
+          validated.reset();
+          stats_.overtaken++;
         }
         for (const OpPtr& o : ops) {
           o->revalidated = true;

@@ -84,5 +84,66 @@ TEST_F(ReadPathTest, ForwardedReplyOfAReadSentTwiceIsNotLearned) {
 
 // 5. Upstream READ sizes follow FSINFO, whatever the client asks.
 
+// 4g. A GETATTR sent to revalidate before a write through the proxy, and
+// answered after it, shows the file before the write: a READ that joined it
+// (the write acknowledged, the file's lifetime 0 so nothing fresh) must not
+// take its size for the file's. Here the write grew the file: answered from
+// that GETATTR, the READ past the old end would get no data and EOF.
+TEST_F(ReadPathTest, RevalidationOvertakenByAWriteIsNotTheFilesVersion) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome out;
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 10000;
+  a.count = 100;
+  rp_->Serve(
+      a, zero_, user_,
+      [&out](std::string results) {
+        out.replies++;
+        out.results = std::move(results);
+      },
+      [&out] { out.forwards++; });
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  ASSERT_EQ(up_.calls[0].proc, NFSPROC3_GETATTR);
+  const std::string before = Respond(up_.calls[0]);  // executed before the write
+  SetFile(Content(12000, 8), file().attr.mtime.seconds + 1);
+  LearnGetattr(zero_);  // the write's reply: its attributes
+  rp_->NoteWrite(file_);
+  hold_ = false;
+  up_.Answer(0, before);
+  Drain();
+  ASSERT_EQ(out.replies + out.forwards, 1);
+  if (out.replies == 1) {
+    ExpectData(out, 10000, 100);
+  }
+}
+
+// (rule 5) The attributes a READ is answered under are fresh for the export
+// it came through: learned through an export whose lifetime is 60 s, they
+// do not answer a READ through one (nested, or after a reload) whose
+// lifetime is 0, any more than they answer its GETATTR.
+TEST_F(ReadPathTest, AttributesAreFreshForTheReadsOwnExport) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);  // attributes through exp_ (60 s)
+  ExpectData(ReadNow(0, 100), 0, 100);
+  const size_t getattrs = CallsOf(NFSPROC3_GETATTR);
+  Outcome out;
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 0;
+  a.count = 100;
+  rp_->Serve(
+      a, zero_, user_,
+      [&out](std::string results) {
+        out.replies++;
+        out.results = std::move(results);
+      },
+      [&out] { out.forwards++; });
+  Drain();
+  EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), getattrs + 1)
+      << "a READ through an export of lifetime 0 answered without asking the upstream";
+}
+
 }  // namespace
 }  // namespace nfsedge
