@@ -300,6 +300,10 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
                      const Export& exp, const OpaqueAuth& cred, bool prefetch,
                      std::function<void()> done) {
+  // A server that reads less than a block at a time answers every fetch
+  // short: nothing could be stored, and the client's READ would pay a
+  // second round trip.
+  if (server_rtmax_ != 0 && server_rtmax_ < block_size_) return false;
   READ3args a{};
   a.file = FhView(fh);
   a.offset = first * block_size_;
@@ -449,10 +453,20 @@ void ReadPath::NoteWrite(std::string_view fh) {
 }
 
 void ReadPath::LearnFsinfo(std::string_view results) {
-  if (options_.read_size != 0) return;
   XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return;
   const FSINFO3resok& ok = res->FSINFO3res_u.resok;
+  if (ok.rtmax != 0 && ok.rtmax != server_rtmax_) {
+    server_rtmax_ = ok.rtmax;
+    if (server_rtmax_ < block_size_) {
+      NFSEDGE_LOG(kWarn) << "data cache: the upstream reads at most " << server_rtmax_
+                         << " bytes at a time (FSINFO rtmax), less than cache.block_size ("
+                         << block_size_ << "): READs go upstream as they are; set "
+                            "cache.block_size to at most "
+                         << server_rtmax_;
+    }
+  }
+  if (options_.read_size != 0) return;
   uint32_t rs = ok.rtpref ? ok.rtpref : ok.rtmax;
   if (ok.rtmax) rs = std::min(rs, ok.rtmax);
   rs = std::min(rs, options_.max_transfer);

@@ -191,6 +191,7 @@ class ReadPath {
   const ReadPathOptions options_;
   const uint32_t block_size_;
   uint32_t read_size_;
+  uint32_t server_rtmax_ = 0;  // FSINFO rtmax; 0 = not known yet
   uint32_t background_ = 0;  // read-ahead fetches in flight
   // NoteWrite() calls: per file the latest, bounded.
   ChangeMarks writes_{4096};

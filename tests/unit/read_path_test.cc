@@ -293,6 +293,20 @@ TEST_F(ReadPathTest, FetchErrorForwards) {
   ExpectData(ReadNow(0, 100), 0, 100);
 }
 
+// 6a'. A server whose READs carry less than a block (FSINFO rtmax below
+// cache.block_size) would answer every fetch short, nothing stored: the
+// READ goes upstream as it is at once, not after a useless fetch.
+TEST_F(ReadPathTest, AServerReadingLessThanABlockIsNotFetchedFrom) {
+  LearnFsinfo(kBlock / 2, kBlock / 2);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  Outcome out = ReadNow(0, 100);
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(out.replies, 0);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 0u) << "a fetch the server can only answer short";
+  LearnFsinfo(kBlock * 4, kBlock * 4);  // the server's limit raised
+  ExpectData(ReadNow(0, 100), 0, 100);
+}
+
 // 6b. A failed revalidation forwards too.
 TEST_F(ReadPathTest, FailedRevalidationForwards) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
