@@ -141,7 +141,9 @@ void ReadPath::Attempt(const OpPtr& op) {
     }
   }
   if (op->stale && !missing.empty()) {
-    Forward(op);  // waits for the upstream like any uncached READ
+    // Waits for the upstream like any uncached READ; once the disk reads
+    // under way are done (Attempt runs again then), not twice.
+    if (!waiting) Forward(op);
     return;
   }
   // Missing blocks go upstream in runs of consecutive blocks, each at most

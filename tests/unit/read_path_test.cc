@@ -442,5 +442,62 @@ TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
   std::filesystem::remove_all(dir);
 }
 
+// During an outage (serve_stale_on_outage) a READ whose blocks are partly on
+// disk and partly nowhere is forwarded once: not at once and again when the
+// disk read it started comes back.
+TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
+  char tmpl[] = "/tmp/nfsedge-read-path-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  PostQueue posted;
+  {
+    DiskTierOptions d;
+    d.dir = dir + "/store";
+    d.block_size = kBlock;
+    d.threads = 1;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
+    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+    ReadPathOptions o;
+    o.readahead_max = 0;
+    MakeReadPath(o, disk->get());
+    ExportConfig c = MakeExportConfig(60);
+    c.serve_stale_on_outage = true;
+    const Export stale(2, c);
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(0, kBlock), 0, kBlock);  // block 0 only
+    ASSERT_TRUE(posted.RunUntil([&] { return (*disk)->MayContain(file_, 0); }, [&] { Drain(); }));
+    blocks_.DropFile(file_);  // on disk only
+
+    OutageDetector outage(clock_, std::chrono::seconds(5));
+    meta_.SetOutage(&outage);
+    clock_.Advance(std::chrono::seconds(61));  // the attributes' lifetime is over
+    outage.CallStarted();
+    clock_.Advance(std::chrono::seconds(5));
+    ASSERT_TRUE(outage.Poll());
+    ASSERT_TRUE(meta_.ServeStale(stale));
+
+    Outcome out;
+    READ3args a{};
+    a.file = Fh(file_);
+    a.offset = 0;
+    a.count = 10000;  // blocks 0 (on disk), 1 and 2 (nowhere)
+    rp_->Serve(
+        a, stale, user_,
+        [&out](std::string results) {
+          out.replies++;
+          out.results = std::move(results);
+        },
+        [&out] { out.forwards++; });
+    Drain();
+    ASSERT_TRUE(posted.RunUntil([&] { return rp_->stats().disk_hits > 0; }, [&] { Drain(); }));
+    Drain();  // the READ attempted again with block 0 back in memory
+    EXPECT_EQ(out.forwards, 1);
+    EXPECT_EQ(out.replies, 0);
+    meta_.SetOutage(nullptr);
+    rp_.reset();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace nfsedge
