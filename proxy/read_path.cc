@@ -353,18 +353,23 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
   if (Succeeded(reply)) {
     XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
     std::string_view results = reply->results();
-    if (res.Decode(results) && res->status == NFS3_OK) {
+    READ3args a{};
+    a.file = FhView(fh);
+    a.offset = first * block_size_;
+    a.count = static_cast<count3>(count * block_size_);
+    const bool decoded = res.Decode(results);
+    // An error's post-op attributes (or a STALE file) teach the caches too,
+    // as a forwarded READ's do.
+    if (decoded && res->status != NFS3ERR_JUKEBOX) {
+      meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));
+    }
+    if (decoded && res->status == NFS3_OK) {
       const READ3resok& ok = res->READ3res_u.resok;
       const MonoTime now = clock_.MonoNow();
       // A READ sent more than once times no round trip (Karn's rule).
       if (reply->transmissions <= 1) {
         path_.OnSample(PathSample{PathSent(sent, *reply, now), now, ok.data.data_len});
       }
-      READ3args a{};
-      a.file = FhView(fh);
-      a.offset = first * block_size_;
-      a.count = static_cast<count3>(count * block_size_);
-      meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));
       if (ok.file_attributes.attributes_follow) {
         blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
                        ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes),

@@ -75,6 +75,11 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
     DropAndFail(f, res->status, sent_in_it, &flight);
+    // A refused WRITE may have written part of its bytes: its wcc data
+    // reaches the caches too, and the file's cached blocks go.
+    WRITE3args a{};
+    a.file = FhView(fh);
+    learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
     LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
@@ -158,6 +163,9 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
     DropAndFail(f, res->status, covered);
+    COMMIT3args a{};
+    a.file = FhView(fh);
+    learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, OpaqueAuth());
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
     LearnAttr(f, ok.file_wcc, solo);

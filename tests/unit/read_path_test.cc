@@ -293,6 +293,31 @@ TEST_F(ReadPathTest, FetchErrorForwards) {
   ExpectData(ReadNow(0, 100), 0, 100);
 }
 
+// (rule 5) A fetch the upstream refuses still teaches the caches the
+// attributes its reply carries: here the file changed (its size) and the
+// READ failed (IO); the attributes cached are the new ones, not the old
+// ones left fresh.
+TEST_F(ReadPathTest, AFetchErrorsAttributesAreLearned) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome out;
+  Read(0, 100, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  ASSERT_EQ(up_.calls[0].proc, NFSPROC3_READ);
+  SetFile(Content(20000, 5), file().attr.mtime.seconds + 10);
+  READ3res res{};
+  res.status = NFS3ERR_IO;
+  res.READ3res_u.resfail.file_attributes = PostOp(file().attr);
+  up_.Answer(0, Xdr(Proc(xdr_READ3res), res));
+  hold_ = false;
+  Drain();
+  EXPECT_EQ(out.forwards, 1);
+  std::optional<fattr3> now = meta_.FreshAttributes(file_);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->size, 20000u) << "the attributes the refused READ brought were not learned";
+}
+
 // 6a'. A server whose READs carry less than a block (FSINFO rtmax below
 // cache.block_size) would answer every fetch short, nothing stored: the
 // READ goes upstream as it is at once, not after a useless fetch.

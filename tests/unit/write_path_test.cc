@@ -341,6 +341,9 @@ TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
   Advance(options_.flush_delay);
   ASSERT_EQ(bg_.calls.size(), 1u);
   bg_.Answer(0, WriteFail(NFS3ERR_NOSPC));
+  ASSERT_FALSE(learned_.empty());
+  EXPECT_EQ(learned_.back(), static_cast<uint32_t>(NFSPROC3_WRITE))
+      << "the caches learn a refused WRITE's wcc data (it may have written part)";
   Write(2, 1000, std::string(10, 'b'), UNSTABLE);
   ASSERT_EQ(replies_.size(), 2u);
   EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
@@ -379,6 +382,8 @@ TEST_F(WritePathTest, CommitErrorReachesTheWaitingClient) {
   ASSERT_EQ(replies_.size(), 2u);
   EXPECT_EQ(replies_[1].first, 2);
   EXPECT_EQ(replies_[1].second.status, NFS3ERR_IO);
+  EXPECT_EQ(learned_.back(), static_cast<uint32_t>(NFSPROC3_COMMIT))
+      << "the caches learn a refused COMMIT's wcc data";
 }
 
 TEST_F(WritePathTest, ReadsAreHeldUntilBufferedDataIsUpstream) {
