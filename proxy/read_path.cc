@@ -292,8 +292,13 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
       (disk_ && disk_->MayContain(fh, 0, version))) {
     return false;
   }
-  const uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,
-                                             read_size_ / block_size_);
+  uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,
+                                       read_size_ / block_size_);
+  // Up to the first block already here or on its way (a client's READ of
+  // the file may have started a fetch of it): not fetched twice.
+  for (uint64_t i = 1; i < blocks; ++i) {
+    if (blocks_.Contains(fh, i, version) || Pending(fh, i)) blocks = i;
+  }
   if (!Fetch(fh, 0, blocks, size, exp, cred, true, std::move(done))) return false;
   stats_.tree_fetches++;
   return true;

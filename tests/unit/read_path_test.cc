@@ -431,6 +431,26 @@ TEST_F(ReadPathTest, PrefetchFileFillsTheCache) {
   EXPECT_EQ(blocks_.stats().readahead_used, 3u);
 }
 
+// A file prefetch after a client's READ started fetching a block past the
+// first one does not fetch that block again: it stops before it.
+TEST_F(ReadPathTest, PrefetchFileDoesNotFetchBlocksOnTheirWay) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome out;
+  Read(2 * kBlock, 100, &out);  // block 2 on its way
+  Drain();
+  ASSERT_EQ(Reads().size(), 1u);
+  ASSERT_TRUE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr), exp_,
+                                user_, [] {}));
+  ASSERT_EQ(Reads().size(), 2u);
+  EXPECT_EQ(Reads()[1].offset, 0u);
+  EXPECT_EQ(Reads()[1].count, 2 * kBlock) << "blocks 0 and 1, not block 2 again";
+  hold_ = false;
+  for (size_t i = 0; i < up_.calls.size(); ++i) up_.Answer(i, Respond(up_.calls[i]));
+  Drain();
+  ExpectData(out, 2 * kBlock, 100);
+}
+
 // With a disk tier, blocks written through to disk answer a READ after the
 // memory tier lost them, without the upstream.
 TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
