@@ -663,17 +663,15 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
     case NFSPROC3_CREATE: {
       // An UNCHECKED CREATE that sets the size truncates a file of that
       // name that exists: its buffered writes go upstream first, as for a
-      // SETATTR, lest they land after the truncation. (Any other CREATE
-      // that answers such a file answers it without attributes:
-      // HideUnsentWrites.)
+      // SETATTR, lest they land after the truncation; for a name the cache
+      // does not know, the journal's replay after a restart. (Any other
+      // CREATE answering such a file answers no attributes: HideUnsentWrites.)
       const auto* a = static_cast<const CREATE3args*>(args->get());
       if (!cache_ || a->how.mode != UNCHECKED ||
           !a->how.createhow3_u.obj_attributes.size.set_it) {
         return false;
       }
       const std::string child = cache_->KnownChild(a->where);
-      // A name the cache does not know may be a file whose journal records
-      // a restart is replaying: the truncation waits for the replay.
       if (child.empty()) return write_path_->HoldRecovered(again);
       return write_path_->Hold(child, /*stable=*/true, again, before);
     }

@@ -433,4 +433,25 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   files_.erase(it);
 }
 
+void WritePath::Recover(const JournalRecord& r, const Export& exp) {
+  File& f = FileFor(r.fh, exp);
+  // Answered from the journal before the restart (UNSTABLE, for all it
+  // knows: lost, it needs a new verifier).
+  Insert(f, r.offset, r.data, r.cred, r.seq, /*acked=*/true);
+  ReleaseOverwritten(r.seq);  // on disk already
+  stats_.recovered++;
+  if (std::find(recovered_.begin(), recovered_.end(), r.fh) == recovered_.end()) {
+    recovered_.push_back(r.fh);
+  }
+  recovered_upto_ = stamps_;
+}
+
+bool WritePath::HoldRecovered(const std::function<void()>& then) {
+  while (!recovered_.empty()) {
+    if (Hold(recovered_.back(), /*stable=*/true, then, recovered_upto_)) return true;
+    recovered_.pop_back();  // stable and out of the journal
+  }
+  return false;
+}
+
 }  // namespace nfsedge

@@ -149,6 +149,24 @@ class ReadPathTest : public ::testing::Test {
   void MakeReadPath(const ReadPathOptions& o, DiskTier* disk = nullptr) {
     rp_ = std::make_unique<ReadPath>(clock_, meta_, blocks_, disk, readahead_, path_, up_, o);
   }
+  // Opens a disk tier of kBlock blocks under `dir` (one thread, its
+  // callbacks through `post`) and makes the read path with it, without
+  // read-ahead. Null (a test failure added) if it cannot be opened.
+  std::unique_ptr<DiskTier> MakeReadPathWithDisk(const std::string& dir, PostFunction post) {
+    DiskTierOptions d;
+    d.dir = dir + "/store";
+    d.block_size = kBlock;
+    d.threads = 1;
+    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, std::move(post));
+    if (!disk.ok()) {
+      ADD_FAILURE() << disk.status().ToString();
+      return nullptr;
+    }
+    ReadPathOptions o;
+    o.readahead_max = 0;
+    MakeReadPath(o, disk->get());
+    return std::move(*disk);
+  }
 
   // Runs what the loop has to run (replies delivered by the FakeUpstream)
   // until nothing is left.
@@ -254,13 +272,14 @@ class ReadPathTest : public ::testing::Test {
   }
 
   void Read(uint64_t offset, uint32_t count, Outcome* out) { Read(offset, count, user_, out); }
-  void Read(uint64_t offset, uint32_t count, const OpaqueAuth& cred, Outcome* out) {
+  void Read(uint64_t offset, uint32_t count, const OpaqueAuth& cred, Outcome* out,
+            const Export* through = nullptr) {
     READ3args a{};
     a.file = Fh(file_);
     a.offset = offset;
     a.count = count;
     rp_->Serve(
-        a, exp_, cred,
+        a, through ? *through : exp_, cred,
         [out](std::string results) {
           out->replies++;
           out->results = std::move(results);

@@ -459,20 +459,13 @@ TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
   const std::string dir = tmpl;
   PostQueue posted;
   {
-    DiskTierOptions d;
-    d.dir = dir + "/store";
-    d.block_size = kBlock;
-    d.threads = 1;
-    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
-    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
-    ReadPathOptions o;
-    o.readahead_max = 0;
-    MakeReadPath(o, disk->get());
+    std::unique_ptr<DiskTier> disk = MakeReadPathWithDisk(dir, posted.AsFunction());
+    ASSERT_TRUE(disk);
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     ExpectData(ReadNow(0, 10000), 0, 10000);
     const size_t calls = up_.calls.size();
-    EXPECT_TRUE((*disk)->MayContain(file_, 0));
-    EXPECT_TRUE((*disk)->MayContain(file_, 2));
+    EXPECT_TRUE(disk->MayContain(file_, 0));
+    EXPECT_TRUE(disk->MayContain(file_, 2));
 
     blocks_.DropFile(file_);
     Outcome out;
@@ -496,21 +489,14 @@ TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
   const std::string dir = tmpl;
   PostQueue posted;
   {
-    DiskTierOptions d;
-    d.dir = dir + "/store";
-    d.block_size = kBlock;
-    d.threads = 1;
-    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
-    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
-    ReadPathOptions o;
-    o.readahead_max = 0;
-    MakeReadPath(o, disk->get());
+    std::unique_ptr<DiskTier> disk = MakeReadPathWithDisk(dir, posted.AsFunction());
+    ASSERT_TRUE(disk);
     ExportConfig c = MakeExportConfig(60);
     c.serve_stale_on_outage = true;
     const Export stale(2, c);
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     ExpectData(ReadNow(0, kBlock), 0, kBlock);  // block 0 only
-    ASSERT_TRUE(posted.RunUntil([&] { return (*disk)->MayContain(file_, 0); }, [&] { Drain(); }));
+    ASSERT_TRUE(posted.RunUntil([&] { return disk->MayContain(file_, 0); }, [&] { Drain(); }));
     blocks_.DropFile(file_);  // on disk only
 
     OutageDetector outage(clock_, std::chrono::seconds(5));
@@ -522,17 +508,7 @@ TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
     ASSERT_TRUE(meta_.ServeStale(stale));
 
     Outcome out;
-    READ3args a{};
-    a.file = Fh(file_);
-    a.offset = 0;
-    a.count = 10000;  // blocks 0 (on disk), 1 and 2 (nowhere)
-    rp_->Serve(
-        a, stale, user_,
-        [&out](std::string results) {
-          out.replies++;
-          out.results = std::move(results);
-        },
-        [&out] { out.forwards++; });
+    Read(0, 10000, user_, &out, &stale);  // blocks 0 (on disk), 1 and 2 (nowhere)
     Drain();
     ASSERT_TRUE(posted.RunUntil([&] { return rp_->stats().disk_hits > 0; }, [&] { Drain(); }));
     Drain();  // the READ attempted again with block 0 back in memory

@@ -93,17 +93,7 @@ TEST_F(ReadPathTest, RevalidationOvertakenByAWriteIsNotTheFilesVersion) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
   hold_ = true;
   Outcome out;
-  READ3args a{};
-  a.file = Fh(file_);
-  a.offset = 10000;
-  a.count = 100;
-  rp_->Serve(
-      a, zero_, user_,
-      [&out](std::string results) {
-        out.replies++;
-        out.results = std::move(results);
-      },
-      [&out] { out.forwards++; });
+  Read(10000, 100, user_, &out, &zero_);
   Drain();
   ASSERT_EQ(up_.calls.size(), 1u);
   ASSERT_EQ(up_.calls[0].proc, NFSPROC3_GETATTR);
@@ -129,17 +119,7 @@ TEST_F(ReadPathTest, AttributesAreFreshForTheReadsOwnExport) {
   ExpectData(ReadNow(0, 100), 0, 100);
   const size_t getattrs = CallsOf(NFSPROC3_GETATTR);
   Outcome out;
-  READ3args a{};
-  a.file = Fh(file_);
-  a.offset = 0;
-  a.count = 100;
-  rp_->Serve(
-      a, zero_, user_,
-      [&out](std::string results) {
-        out.replies++;
-        out.results = std::move(results);
-      },
-      [&out] { out.forwards++; });
+  Read(0, 100, user_, &out, &zero_);
   Drain();
   EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), getattrs + 1)
       << "a READ through an export of lifetime 0 answered without asking the upstream";
