@@ -69,10 +69,6 @@ const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool* port
   *port_refused = false;
   for (const Export& e : exports_) {
     if (e.id() >= 64 || ((ids >> e.id()) & 1) == 0 || !e.AllowsClient(peer)) continue;
-    if (!e.AllowsPort(peer)) {
-      *port_refused = true;
-      continue;
-    }
     // The deepest: the export whose upstream directory is nested deepest
     // (the handle lies in the trees of all its exports), whatever the paths
     // clients mount it by; for the same upstream directory, the longer path.
@@ -80,6 +76,13 @@ const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool* port
       return std::make_pair(x.config().upstream_path.size(), x.config().path.size());
     };
     if (!best || depth(e) > depth(*best)) best = &e;
+  }
+  // A `secure` export refuses an unprivileged port; not by falling back to
+  // an export around it, whose rules (squashing, read-only) may be weaker
+  // than the ones a privileged caller gets.
+  if (best != nullptr && !best->AllowsPort(peer)) {
+    *port_refused = true;
+    return nullptr;
   }
   return best;
 }

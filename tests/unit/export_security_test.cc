@@ -109,6 +109,22 @@ TEST(ExportSecurity, ChooseTakesTheDeepestExportThatAdmitsTheClient) {
   EXPECT_TRUE(port_refused);
   EXPECT_NE(t.Choose(0b100, Addr("192.168.0.1", 800), &port_refused), nullptr);
   EXPECT_FALSE(port_refused);
+  // A secure nested export (root squashed inside it) is not left for the
+  // export around it (root not squashed) by a caller from an unprivileged
+  // port: refused, as a privileged caller would get the stricter rules.
+  ExportConfig open_outer = MakeExport("/data", {"10.0.0.0/8"});
+  open_outer.root_squash = false;
+  ExportConfig secure_inner = MakeExport("/data/proj", {"10.0.0.0/8"});
+  secure_inner.secure = true;
+  ExportTable guarded({open_outer, secure_inner});
+  EXPECT_EQ(guarded.Choose(0b11, Addr("10.1.2.3", 40000), &port_refused), nullptr);
+  EXPECT_TRUE(port_refused);
+  e = guarded.Choose(0b11, Addr("10.1.2.3", 800), &port_refused);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config().path, "/data/proj");
+  e = guarded.Choose(0b01, Addr("10.1.2.3", 40000), &port_refused);
+  ASSERT_NE(e, nullptr) << "a handle of the outer export alone is the outer export's";
+  EXPECT_EQ(e->config().path, "/data");
   // Nesting is the upstream's: an export of /srv/data/private mounted as
   // "/p" lies inside one of /srv/data mounted as "/data", though its path is
   // shorter. A handle of both takes the inner one's rules (read-only here).
