@@ -440,16 +440,15 @@ void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   Insert(f, r.offset, r.data, r.cred, r.seq, /*acked=*/true);
   ReleaseOverwritten(r.seq);  // on disk already
   stats_.recovered++;
-  if (std::find(recovered_.begin(), recovered_.end(), r.fh) == recovered_.end()) {
-    recovered_.push_back(r.fh);
-  }
+  recovered_.insert(r.fh);
   recovered_upto_ = stamps_;
 }
 
 bool WritePath::HoldRecovered(const std::function<void()>& then) {
   while (!recovered_.empty()) {
-    if (Hold(recovered_.back(), /*stable=*/true, then, recovered_upto_)) return true;
-    recovered_.pop_back();  // stable and out of the journal
+    const auto it = recovered_.begin();
+    if (Hold(*it, /*stable=*/true, then, recovered_upto_)) return true;
+    recovered_.erase(it);  // stable and out of the journal
   }
   return false;
 }

@@ -487,7 +487,7 @@ class WritePath {
   uint64_t stamps_ = 0;
   // Files Recover() put back (HoldRecovered), and the last stamp of their
   // recovered writes.
-  std::vector<std::string> recovered_;
+  std::unordered_set<std::string> recovered_;
   uint64_t recovered_upto_ = 0;
   // Records whose append the journal has not answered yet -> NFS3_OK, or
   // the upstream's error if their bytes were dropped meanwhile (the write

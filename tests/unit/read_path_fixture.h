@@ -117,6 +117,41 @@ inline fattr3 FileAttr(uint64_t size, uint32_t changed_at) {
   return a;
 }
 
+// The disk tier's `post`: closures from its pool threads, run on the test's
+// thread when it asks.
+class PostQueue {
+ public:
+  PostFunction AsFunction() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(std::move(fn));
+      cv_.notify_all();
+    };
+  }
+  // Runs posted closures until `done` holds; false after 10 s without one.
+  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
+    while (!done()) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
+          return false;
+        }
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+      between();
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
 class ReadPathTest : public ::testing::Test {
  protected:
   ReadPathTest()
@@ -149,23 +184,32 @@ class ReadPathTest : public ::testing::Test {
   void MakeReadPath(const ReadPathOptions& o, DiskTier* disk = nullptr) {
     rp_ = std::make_unique<ReadPath>(clock_, meta_, blocks_, disk, readahead_, path_, up_, o);
   }
-  // Opens a disk tier of kBlock blocks under `dir` (one thread, its
-  // callbacks through `post`) and makes the read path with it, without
-  // read-ahead. Null (a test failure added) if it cannot be opened.
-  std::unique_ptr<DiskTier> MakeReadPathWithDisk(const std::string& dir, PostFunction post) {
-    DiskTierOptions d;
-    d.dir = dir + "/store";
-    d.block_size = kBlock;
-    d.threads = 1;
-    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, std::move(post));
-    if (!disk.ok()) {
-      ADD_FAILURE() << disk.status().ToString();
-      return nullptr;
+  // Runs `body` with a read path (no read-ahead) whose blocks also go to a
+  // disk tier of kBlock blocks (one thread, its callbacks posted to the
+  // PostQueue) in a temporary directory, removed afterwards with the read
+  // path and the tier.
+  void WithDiskTier(const std::function<void(DiskTier&, PostQueue&)>& body) {
+    char tmpl[] = "/tmp/nfsedge-read-path-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    {
+      PostQueue posted;
+      DiskTierOptions d;
+      d.dir = dir + "/store";
+      d.block_size = kBlock;
+      d.threads = 1;
+      StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
+      if (disk.ok()) {
+        ReadPathOptions o;
+        o.readahead_max = 0;
+        MakeReadPath(o, disk->get());
+        body(**disk, posted);
+        rp_.reset();
+      } else {
+        ADD_FAILURE() << disk.status().ToString();
+      }
     }
-    ReadPathOptions o;
-    o.readahead_max = 0;
-    MakeReadPath(o, disk->get());
-    return std::move(*disk);
+    std::filesystem::remove_all(dir);
   }
 
   // Runs what the loop has to run (replies delivered by the FakeUpstream)
@@ -343,41 +387,6 @@ class ReadPathTest : public ::testing::Test {
   std::string file_ = "FILE-HANDLE-0001";
   OpaqueAuth user_ = SysCred(1000, 1000);
   OpaqueAuth other_ = SysCred(2000, 2000);
-};
-
-// The disk tier's `post`: closures from its pool threads, run on the test's
-// thread when it asks.
-class PostQueue {
- public:
-  PostFunction AsFunction() {
-    return [this](std::function<void()> fn) {
-      std::lock_guard<std::mutex> l(mu_);
-      queue_.push_back(std::move(fn));
-      cv_.notify_all();
-    };
-  }
-  // Runs posted closures until `done` holds; false after 10 s without one.
-  bool RunUntil(const std::function<bool()>& done, const std::function<void()>& between) {
-    while (!done()) {
-      std::function<void()> fn;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        if (!cv_.wait_for(l, std::chrono::seconds(10), [&] { return !queue_.empty(); })) {
-          return false;
-        }
-        fn = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      fn();
-      between();
-    }
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
 };
 
 }  // namespace nfsedge::read_path_test

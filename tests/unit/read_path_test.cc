@@ -454,18 +454,12 @@ TEST_F(ReadPathTest, PrefetchFileDoesNotFetchBlocksOnTheirWay) {
 // With a disk tier, blocks written through to disk answer a READ after the
 // memory tier lost them, without the upstream.
 TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
-  char tmpl[] = "/tmp/nfsedge-read-path-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  PostQueue posted;
-  {
-    std::unique_ptr<DiskTier> disk = MakeReadPathWithDisk(dir, posted.AsFunction());
-    ASSERT_TRUE(disk);
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     ExpectData(ReadNow(0, 10000), 0, 10000);
     const size_t calls = up_.calls.size();
-    EXPECT_TRUE(disk->MayContain(file_, 0));
-    EXPECT_TRUE(disk->MayContain(file_, 2));
+    EXPECT_TRUE(disk.MayContain(file_, 0));
+    EXPECT_TRUE(disk.MayContain(file_, 2));
 
     blocks_.DropFile(file_);
     Outcome out;
@@ -475,28 +469,20 @@ TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
     ExpectData(out, 100, 9000);
     EXPECT_EQ(up_.calls.size(), calls) << "answered from disk";
     EXPECT_EQ(rp_->stats().disk_hits, 3u);
-    rp_.reset();
-  }
-  std::filesystem::remove_all(dir);
+  });
 }
 
 // During an outage (serve_stale_on_outage) a READ whose blocks are partly on
 // disk and partly nowhere is forwarded once: not at once and again when the
 // disk read it started comes back.
 TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
-  char tmpl[] = "/tmp/nfsedge-read-path-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  PostQueue posted;
-  {
-    std::unique_ptr<DiskTier> disk = MakeReadPathWithDisk(dir, posted.AsFunction());
-    ASSERT_TRUE(disk);
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
     ExportConfig c = MakeExportConfig(60);
     c.serve_stale_on_outage = true;
     const Export stale(2, c);
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     ExpectData(ReadNow(0, kBlock), 0, kBlock);  // block 0 only
-    ASSERT_TRUE(posted.RunUntil([&] { return disk->MayContain(file_, 0); }, [&] { Drain(); }));
+    ASSERT_TRUE(posted.RunUntil([&] { return disk.MayContain(file_, 0); }, [&] { Drain(); }));
     blocks_.DropFile(file_);  // on disk only
 
     OutageDetector outage(clock_, std::chrono::seconds(5));
@@ -515,9 +501,7 @@ TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
     EXPECT_EQ(out.forwards, 1);
     EXPECT_EQ(out.replies, 0);
     meta_.SetOutage(nullptr);
-    rp_.reset();
-  }
-  std::filesystem::remove_all(dir);
+  });
 }
 
 }  // namespace
