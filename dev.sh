@@ -21,7 +21,7 @@ JOBS=${JOBS:-$(nproc)}
 PKGS=(build-essential cmake pkg-config rpcsvc-proto
       libtirpc-dev libevent-dev librocksdb-dev libssl-dev openssl libtomlplusplus-dev
       libgtest-dev libgmock-dev libnfs-dev libnfs-utils
-      nfs-ganesha nfs-ganesha-vfs rpcbind iproute2
+      nfs-ganesha nfs-ganesha-vfs rpcbind nfs-common iproute2
       user-mode-linux busybox-static cpio gnuplot-nox
       clang libclang-rt-14-dev dpkg-dev)
 

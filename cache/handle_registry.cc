@@ -14,20 +14,23 @@ HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet 
   if (it != map_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
     ExportSet& set = it->second.set;
-    if ((set.exports | add.exports) == set.exports && (set.roots | add.roots) == set.roots) {
+    if ((set.exports | add.exports) == set.exports && (set.roots | add.roots) == set.roots &&
+        (set.mounted || !add.mounted)) {
       return nullptr;
     }
     set.exports |= add.exports;
     set.roots |= add.roots;
+    set.mounted = set.mounted || add.mounted;
     return &it->second;
   }
   if (max_handles_ == 0) return nullptr;
   // An export's root is never evicted: its mark closes ".." out of the
   // export, and a root registered again from a reply would not carry it.
+  // Nor is a mount point below an export: its client cannot look it up.
   size_t roots_seen = 0;
   while (map_.size() >= max_handles_ && roots_seen < map_.size()) {
     auto victim = map_.find(lru_.back());
-    if (victim->second.set.roots != 0) {
+    if (victim->second.set.roots != 0 || victim->second.set.mounted) {
       lru_.splice(lru_.begin(), lru_, victim->second.lru);
       roots_seen++;
       continue;
@@ -48,15 +51,18 @@ HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet 
 void HandleRegistry::Save(std::string_view handle, const ExportSet& set) {
   std::vector<StoredMembership> exports;
   for (uint32_t id = 0; id < export_paths_.size(); ++id) {
-    if (set.Has(id)) exports.push_back(StoredMembership{export_paths_[id], set.IsRoot(id)});
+    if (set.Has(id)) {
+      exports.push_back(StoredMembership{export_paths_[id], set.IsRoot(id), set.mounted});
+    }
   }
   store_->Put(handle, exports);
 }
 
-void HandleRegistry::Add(std::string_view handle, uint32_t export_id, bool root) {
+void HandleRegistry::Add(std::string_view handle, uint32_t export_id, bool root, bool mounted) {
   ExportSet add;
   add.exports = uint64_t{1} << export_id;
   add.roots = root ? add.exports : 0;
+  add.mounted = mounted;
   Entry* e = Merge(handle, add);
   if (e && store_) Save(handle, e->set);
 }
@@ -100,6 +106,7 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
           const uint64_t bit = uint64_t{1} << (it - export_paths_.begin());
           set.exports |= bit;
           if (m.root) set.roots |= bit;
+          set.mounted = set.mounted || m.mounted;
         }
         if (set.exports == 0) {
           gone.emplace_back(handle);

@@ -13,7 +13,8 @@
 //
 // Bounded (DESIGN rule 8): at `max_handles` the least recently used handle
 // is forgotten, but never an export's root (its mark closes ".." out of the
-// export); a client that still holds a forgotten handle gets
+// export) nor a directory MNT answered below an export (a client cannot look
+// its own mount point up again); a client that still holds a forgotten handle gets
 // NFS3ERR_STALE and looks the name up again. Exports are numbered 0..kMaxExports-1.
 //
 // By default the registry lives in memory: after a proxy restart clients
@@ -44,6 +45,7 @@ inline constexpr uint32_t kMaxExports = 64;
 struct ExportSet {
   uint64_t exports = 0;
   uint64_t roots = 0;  // subset of `exports`: the handle is that export's root
+  bool mounted = false;  // MNT answered it (a mount point below an export)
 
   bool Has(uint32_t id) const { return id < kMaxExports && ((exports >> id) & 1) != 0; }
   bool IsRoot(uint32_t id) const { return id < kMaxExports && ((roots >> id) & 1) != 0; }
@@ -65,9 +67,10 @@ class HandleRegistry {
   Status Persist(const std::string& dir, std::vector<std::string> export_paths);
 
   // Records that `handle` was handed out for export `export_id` (as its root
-  // iff `root`). A handle keeps the exports it already had.
+  // iff `root`; as a mount point, kept like a root, iff `mounted`). A handle
+  // keeps the exports and marks it already had.
   // REQUIRES: export_id < kMaxExports.
-  void Add(std::string_view handle, uint32_t export_id, bool root = false);
+  void Add(std::string_view handle, uint32_t export_id, bool root = false, bool mounted = false);
 
   // Returns the exports of `handle` iff it was handed out (and marks it used).
   std::optional<ExportSet> FindAll(std::string_view handle);

@@ -22,6 +22,7 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr char kMetaKey[] = "m";
 constexpr char kHandlePrefix = 'h';
 constexpr uint8_t kFlagRoot = 1;
+constexpr uint8_t kFlagMounted = 2;
 constexpr size_t kMaxExportsPerHandle = 64;
 constexpr size_t kBatch = 256;  // writes per RocksDB write batch
 
@@ -75,7 +76,7 @@ std::string HandleStore::EncodeValue(const std::vector<StoredMembership>& export
   std::string v;
   v.push_back(static_cast<char>(kFormatVersion));
   for (const StoredMembership& m : exports) {
-    v.push_back(static_cast<char>(m.root ? kFlagRoot : 0));
+    v.push_back(static_cast<char>((m.root ? kFlagRoot : 0) | (m.mounted ? kFlagMounted : 0)));
     AppendU32(&v, static_cast<uint32_t>(m.export_path.size()));
     v.append(m.export_path);
   }
@@ -92,8 +93,12 @@ bool HandleStore::DecodeValue(std::string_view v, std::vector<StoredMembership>*
     const auto* u = reinterpret_cast<const unsigned char*>(v.data() + 1);
     const uint32_t len = (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) |
                          (uint32_t{u[2]} << 8) | uint32_t{u[3]};
-    if ((flags & ~kFlagRoot) != 0 || len == 0 || len > 1024 || v.size() - 5 < len) return false;
-    exports->push_back(StoredMembership{std::string(v.substr(5, len)), (flags & kFlagRoot) != 0});
+    if ((flags & ~(kFlagRoot | kFlagMounted)) != 0 || len == 0 || len > 1024 ||
+        v.size() - 5 < len) {
+      return false;
+    }
+    exports->push_back(StoredMembership{std::string(v.substr(5, len)), (flags & kFlagRoot) != 0,
+                                        (flags & kFlagMounted) != 0});
     v.remove_prefix(5 + len);
   }
   return !exports->empty();

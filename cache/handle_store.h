@@ -47,7 +47,8 @@ namespace nfsedge {
 // One export a stored handle belongs to.
 struct StoredMembership {
   std::string export_path;
-  bool root = false;  // the handle is that export's root (MNT's answer)
+  bool root = false;     // the handle is that export's root (MNT's answer)
+  bool mounted = false;  // MNT's answer for a path below an export
   bool operator==(const StoredMembership&) const = default;
 };
 

@@ -49,7 +49,9 @@ Daemon::~Daemon() {
   sighup_.reset();
   if (registered_) {
     RpcbindUnregister(kNfsProgram, kNfsVersion);
-    RpcbindUnregister(kMountProgram, kMountVersion);
+    for (uint32_t v = kMountMinVersion; v <= kMountVersion; ++v) {
+      RpcbindUnregister(kMountProgram, v);
+    }
   }
   server_.reset();
   dispatcher_.reset();
@@ -468,14 +470,18 @@ Status Daemon::Start() {
   if (s.rpcbind == RpcbindMode::kYes ||
       (s.rpcbind == RpcbindMode::kAuto && LocalRpcbindRunning())) {
     Status r1 = RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_);
-    Status r2 = RpcbindRegister(kMountProgram, kMountVersion, mount_port_);
+    // MOUNT 1 and 2 too: showmount(8) asks version 1 (mount_service.h).
+    Status r2 = Status::Ok();
+    for (uint32_t v = kMountMinVersion; v <= kMountVersion && r2.ok(); ++v) {
+      r2 = RpcbindRegister(kMountProgram, v, mount_port_);
+    }
     registered_ = r1.ok() || r2.ok();
     if (!r1.ok() || !r2.ok()) {
       Status bad = r1.ok() ? r2 : r1;
       if (s.rpcbind == RpcbindMode::kYes) return bad;
       NFSEDGE_LOG(kWarn) << bad.ToString();
     } else {
-      NFSEDGE_LOG(kInfo) << "registered NFS v3 and MOUNT v3 with the local rpcbind";
+      NFSEDGE_LOG(kInfo) << "registered NFS v3 and MOUNT v1-v3 with the local rpcbind";
     }
   }
 

@@ -6,9 +6,9 @@ void Dispatcher::HandleCall(std::unique_ptr<IncomingCall> call) {
   const CallHeader& h = call->header();
   for (RpcProgram* p : programs_) {
     if (p->program() != h.prog) continue;
-    if (p->version() != h.vers) {
+    if (h.vers < p->min_version() || h.vers > p->version()) {
       stats_.prog_mismatch++;
-      call->ReplyAccepted(kProgMismatch, p->version(), p->version());
+      call->ReplyAccepted(kProgMismatch, p->min_version(), p->version());
       return;
     }
     if (h.proc >= p->proc_count()) {

@@ -18,9 +18,11 @@ class RpcProgram {
  public:
   virtual ~RpcProgram() = default;
   virtual uint32_t program() const = 0;
-  virtual uint32_t version() const = 0;  // the one version served
+  virtual uint32_t version() const = 0;  // the highest version served
+  // The lowest version served; the versions between are served too.
+  virtual uint32_t min_version() const { return version(); }
   virtual uint32_t proc_count() const = 0;
-  // REQUIRES: the call's program, version and proc < proc_count() match.
+  // REQUIRES: the call's program, a version served and proc < proc_count() match.
   virtual void Handle(std::shared_ptr<IncomingCall> call) = 0;
 };
 

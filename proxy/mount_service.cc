@@ -8,17 +8,20 @@
 
 namespace nfsedge {
 
-namespace {
-
-enum MountProc : uint32_t { kNull = 0, kMnt = 1, kDump = 2, kUmnt = 3, kUmntall = 4, kExport = 5 };
-
-// Returns the path argument of MNT/UMNT iff it decodes.
 bool DecodeDirpath(std::string_view args, std::string* path) {
   XdrValue<char*> v(reinterpret_cast<xdrproc_t>(xdr_dirpath));
   if (!v.Decode(args) || v.get() == nullptr) return false;
-  *path = v.get();
+  path->clear();
+  for (const char* c = v.get(); *c != '\0'; ++c) {
+    if (*c != '/' || path->empty() || path->back() != '/') path->push_back(*c);
+  }
+  if (path->size() > 1 && path->back() == '/') path->pop_back();
   return true;
 }
+
+namespace {
+
+enum MountProc : uint32_t { kNull = 0, kMnt = 1, kDump = 2, kUmnt = 3, kUmntall = 4, kExport = 5 };
 
 // The MNT status for an upstream LOOKUP's failure on the way down.
 mountstat3 MountStatusOf(nfsstat3 st) {
@@ -50,7 +53,6 @@ struct MountService::Walk {
   size_t next = 0;
   OpaqueAuth cred;                      // mapped
   std::string fh;                       // where the walk is
-  std::vector<int> flavors;             // from the upstream's MNT reply
   std::string full_args;                // MNT of the whole path, upstream
 };
 
@@ -64,6 +66,10 @@ void MountService::Handle(std::shared_ptr<IncomingCall> call) {
       call->ReplySuccess("");
       return;
     case kMnt:
+      if (call->header().vers < kMountVersion) {
+        call->ReplyAccepted(kProcUnavail);  // an NFSv2 handle
+        return;
+      }
       Mnt(call);
       return;
     case kDump:
@@ -84,6 +90,21 @@ void MountService::Handle(std::shared_ptr<IncomingCall> call) {
 void MountService::ReplyMountError(IncomingCall& call, mountstat3 status) {
   mountres3 res{};
   res.fhs_status = status;
+  std::string out;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_mountres3), &res, &out);
+  call.ReplySuccess(out);
+}
+
+void MountService::ReplyMounted(IncomingCall& call, const std::string& fh) {
+  // The credentials the proxy takes (rpc/auth_sys.h); AUTH_NONE is not
+  // listed, as Linux's mountd leaves it out for sec=sys.
+  int flavors[] = {static_cast<int>(kAuthSys)};
+  mountres3 res{};
+  res.fhs_status = MNT3_OK;
+  res.mountres3_u.mountinfo.fhandle.fhandle3_val = const_cast<char*>(fh.data());
+  res.mountres3_u.mountinfo.fhandle.fhandle3_len = static_cast<u_int>(fh.size());
+  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_val = flavors;
+  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = 1;
   std::string out;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_mountres3), &res, &out);
   call.ReplySuccess(out);
@@ -186,13 +207,13 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
               w->cred = cred;
               w->fh = root;
               w->full_args = full_args;
-              const auto& fl = res->mountres3_u.mountinfo.auth_flavors;
-              w->flavors.assign(fl.auth_flavors_val, fl.auth_flavors_val + fl.auth_flavors_len);
               WalkNext(w);
               return;
             }
             RecordMount(call->peer().HostString(), path);
             NFSEDGE_LOG(kInfo) << "MNT " << path << " by " << call->peer().ToString();
+            ReplyMounted(*call, root);
+            return;
           }
         }
         StoreBE32(r->record.data(), call->xid());
@@ -275,19 +296,10 @@ void MountService::MountError(const std::shared_ptr<Walk>& w, mountstat3 status)
 }
 
 void MountService::MountDone(const std::shared_ptr<Walk>& w) {
-  handles_.Add(w->fh, w->export_id, false);
+  handles_.Add(w->fh, w->export_id, /*root=*/false, /*mounted=*/true);
   RecordMount(w->call->peer().HostString(), w->path);
   NFSEDGE_LOG(kInfo) << "MNT " << w->path << " by " << w->call->peer().ToString();
-  mountres3 res{};
-  res.fhs_status = MNT3_OK;
-  res.mountres3_u.mountinfo.fhandle.fhandle3_val = w->fh.data();
-  res.mountres3_u.mountinfo.fhandle.fhandle3_len = static_cast<u_int>(w->fh.size());
-  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_val =
-      w->flavors.data();
-  res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = static_cast<u_int>(w->flavors.size());
-  std::string out;
-  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_mountres3), &res, &out);
-  w->call->ReplySuccess(out);
+  ReplyMounted(*w->call, w->fh);
 }
 
 void MountService::RecordMount(const std::string& host, const std::string& path) {

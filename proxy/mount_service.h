@@ -3,13 +3,18 @@
 // MNT checks the path against the configured exports (MNT3ERR_NOENT if none
 // covers it) and the client against the export's networks and `secure`
 // rule (MNT3ERR_ACCES, logged), then asks the upstream to mount the export's
-// upstream path and registers the handle it returns as the export's root. A
-// path below the export's is reached from that root by LOOKUPs with the
+// upstream path and registers the handle it returns as the export's root
+// (the path is taken as realpath(3) writes it: a trailing "/" or a "//" do
+// not count; "." and ".." are refused). The reply lists the proxy's own
+// credential flavor (AUTH_SYS), not the upstream's. A path below the export's is reached from that root by LOOKUPs with the
 // client's (mapped) credential, one directory at a time: a component that is
 // not a directory (a symlink, which the upstream's mountd would follow out
 // of the export) is refused with MNT3ERR_NOTDIR, so no handle outside the
 // export is handed out. EXPORT lists the proxy's own exports; DUMP,
 // UMNT and UMNTALL keep the proxy's own list of who mounted what (bounded).
+// Versions 1 and 2 are served for what they share with version 3 (NULL,
+// DUMP, UMNT, UMNTALL, EXPORT: showmount(8) asks version 1); their MNT
+// answers an NFSv2 handle, and is PROC_UNAVAIL (NFSv2 is not served).
 //
 // Thread-safety: runs on the event loop's thread.
 #ifndef NFSEDGE_PROXY_MOUNT_SERVICE_H_
@@ -19,6 +24,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,8 +37,14 @@ namespace nfsedge {
 
 inline constexpr uint32_t kMountProgram = 100005;
 inline constexpr uint32_t kMountVersion = 3;
+inline constexpr uint32_t kMountMinVersion = 1;
 inline constexpr uint32_t kMountProcCount = 6;
 inline constexpr size_t kMaxMountEntries = 4096;
+
+// Returns the path argument of MNT/UMNT iff it decodes, with repeated
+// slashes as one and without a trailing one (as realpath(3), which Linux's
+// mountd applies, writes it: "/data/" and "//data" mount /data).
+bool DecodeDirpath(std::string_view args, std::string* path);
 
 class MountService : public RpcProgram {
  public:
@@ -43,6 +55,7 @@ class MountService : public RpcProgram {
 
   uint32_t program() const override { return kMountProgram; }
   uint32_t version() const override { return kMountVersion; }
+  uint32_t min_version() const override { return kMountMinVersion; }
   uint32_t proc_count() const override { return kMountProcCount; }
   void Handle(std::shared_ptr<IncomingCall> call) override;
 
@@ -55,6 +68,8 @@ class MountService : public RpcProgram {
   void Umntall(IncomingCall& call);
   void ListExports(IncomingCall& call);
   void ReplyMountError(IncomingCall& call, mountstat3 status);
+  // MNT3_OK with `fh` and the proxy's credential flavors.
+  void ReplyMounted(IncomingCall& call, const std::string& fh);
   void RecordMount(const std::string& host, const std::string& path);
   // A MNT below an export: its walk from the export's root.
   struct Walk;

@@ -3,10 +3,11 @@
 //
 // Input: one byte, the procedure number (0..5), then the XDR arguments.
 // NULL, DUMP, UMNTALL and EXPORT take none; MNT and UMNT take a dirpath,
-// decoded as MountService does. A path that decodes must round-trip, keep
-// within MNTPATHLEN, and go through the checks MNT applies to it
-// (IsCleanAbsolutePath, ExportTable::FindByPath): a clean path must map to
-// a clean upstream path that encodes as the MNT argument sent upstream.
+// decoded as MountService does (DecodeDirpath). A path that decodes must
+// round-trip, keep within MNTPATHLEN, have no "//" nor a trailing "/", and
+// go through the checks MNT applies to it (IsCleanAbsolutePath,
+// ExportTable::FindByPath): a clean path must map to a clean upstream path
+// that encodes as the MNT argument sent upstream.
 #include <rpc/xdr/mount3.h>
 
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "proxy/config.h"
 #include "proxy/exports.h"
+#include "proxy/mount_service.h"
 #include "rpc/xdr_codec.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -37,14 +39,6 @@ const ExportTable& Exports() {
   return *table;
 }
 
-// Returns true iff `args` decodes as a dirpath, as MountService reads it.
-bool DecodeDirpath(std::string_view args, std::string* path) {
-  XdrValue<char*> v(reinterpret_cast<xdrproc_t>(xdr_dirpath));
-  if (!v.Decode(args) || v.get() == nullptr) return false;
-  *path = v.get();
-  return true;
-}
-
 }  // namespace
 }  // namespace nfsedge::fuzz
 
@@ -61,6 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string path;
   if (!DecodeDirpath(args, &path)) return 0;
   FUZZ_CHECK(path.size() <= MNTPATHLEN);
+  FUZZ_CHECK(path.find("//") == std::string::npos);
+  FUZZ_CHECK(path.size() <= 1 || path.back() != '/');
   std::string once;
   char* p = path.data();
   FUZZ_CHECK(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &p, &once));

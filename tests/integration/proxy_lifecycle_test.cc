@@ -9,7 +9,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "harness/files.h"
 #include "harness/private_network.h"
@@ -36,6 +39,17 @@ uint32_t PortFromRpcbind(uint32_t prog, uint32_t vers) {
   if (!reply.ok() || reply->results.size() != 4) return 0xffffffffu;
   const auto* b = reinterpret_cast<const unsigned char*>(reply->results.data());
   return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+// The standard output of `cmd` (run by the shell), and its exit status.
+std::pair<std::string, int> CommandOutput(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {"popen failed", -1};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  return {out, pclose(p)};
 }
 
 class LifecycleTest : public ::testing::Test {
@@ -94,10 +108,20 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   for (const MountEntry& m : dump.mounts) found |= m.directory == path;
   EXPECT_TRUE(found) << proxy.LogTail();
 
+  // showmount(8) asks rpcbind for MOUNT version 1, then the proxy.
+  EXPECT_EQ(PortFromRpcbind(100005, 1), proxy.mount_port());
+  auto [exports, rc_e] = CommandOutput("showmount -e 127.0.0.1 2>&1");
+  EXPECT_EQ(rc_e, 0) << exports;
+  EXPECT_NE(exports.find(path + " 127.0.0.0/8"), std::string::npos) << exports;
+  auto [mounts, rc_a] = CommandOutput("showmount -a 127.0.0.1 2>&1");
+  EXPECT_EQ(rc_a, 0) << mounts;
+  EXPECT_NE(mounts.find("127.0.0.1:" + path), std::string::npos) << mounts;
+
   ExitStatus exit = proxy.Stop();
   EXPECT_TRUE(exit.success()) << exit.ToString();
   EXPECT_NE(PortFromRpcbind(100003, 3), proxy.nfs_port()) << "registration left behind";
   EXPECT_NE(PortFromRpcbind(100005, 3), proxy.mount_port()) << "registration left behind";
+  EXPECT_NE(PortFromRpcbind(100005, 1), proxy.mount_port()) << "registration left behind";
 }
 
 TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {

@@ -223,5 +223,28 @@ TEST_F(ExportConfinementTest, MountOfASubpathCannotHandOutAHandleOutsideTheExpor
   (void)st;
 }
 
+// A client that mounted a directory below an export (`/data/sub`) cannot
+// look its mount point up again: however many handles other clients make
+// the registry forget (server.max_handles), the mount point stays usable.
+TEST_F(ExportConfinementTest, AMountPointBelowTheExportOutlivesTheRegistrysLimit) {
+  Start(/*max_handles=*/3);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  for (int i = 0; i < 5; ++i) {
+    lookups_[{kRoot, "f" + std::to_string(i)}] = {"FILE-IN-DATA-000" + std::to_string(i),
+                                                  DirAttr(10 + i)};
+  }
+  BlockingClient c(port_);
+  auto [mst, sub] = Mount(c, 1, "/data/sub");
+  ASSERT_EQ(mst, static_cast<uint32_t>(MNT3_OK));
+  ASSERT_EQ(sub, kSub);
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    ASSERT_EQ(Lookup(c, 2 + i, kRoot, name.c_str()).first, static_cast<uint32_t>(NFS3_OK));
+  }
+  EXPECT_EQ(Getattr(c, 10, kSub), static_cast<uint32_t>(NFS3_OK))
+      << "the mount point was forgotten: its client's mount is stale for good";
+}
+
 }  // namespace
 }  // namespace nfsedge

@@ -52,6 +52,26 @@ TEST(HandleRegistry, BoundedWithLeastRecentlyUsedEviction) {
   EXPECT_EQ(r.evictions(), 1u);
 }
 
+// A directory MNT answered below an export is kept like an export's root:
+// its client cannot look its own mount point up again.
+TEST(HandleRegistry, AMountPointIsNeverEvicted) {
+  HandleRegistry r(2);
+  r.Add("root", 0, /*root=*/true);
+  r.Add("sub", 0, /*root=*/false, /*mounted=*/true);
+  r.Add("a", 0);
+  r.Add("b", 0);
+  EXPECT_TRUE(r.Find("root"));
+  std::optional<ExportSet> sub = r.FindAll("sub");
+  ASSERT_TRUE(sub);
+  EXPECT_TRUE(sub->mounted);
+  EXPECT_FALSE(sub->IsRoot(0)) << "'..' still leaves a mount point below the export's root";
+  EXPECT_FALSE(r.Find("a"));
+  EXPECT_TRUE(r.Find("b"));
+  // Found again by a LOOKUP: still a mount point.
+  r.Add("sub", 0);
+  EXPECT_TRUE(r.FindAll("sub")->mounted);
+}
+
 class PersistentRegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,10 +110,13 @@ TEST_F(PersistentRegistryTest, HandlesSurviveReopen) {
     r->Add(binary, 1);
     r->Add(binary, 0);
     r->Add("only-b", 1);
+    r->Add("mounted-b", 1, /*root=*/false, /*mounted=*/true);
   }
   auto r = Open({"/a", "/b"});
-  EXPECT_EQ(r->size(), 3u);
-  EXPECT_EQ(r->store()->stats().loaded, 3u);
+  EXPECT_EQ(r->size(), 4u);
+  EXPECT_EQ(r->store()->stats().loaded, 4u);
+  EXPECT_TRUE(r->FindAll("mounted-b")->mounted);
+  EXPECT_FALSE(r->FindAll("only-b")->mounted);
   EXPECT_FALSE(r->store()->stats().rebuilt);
   std::optional<ExportSet> root = r->FindAll("root-a");
   ASSERT_TRUE(root);
@@ -211,7 +234,7 @@ TEST_F(PersistentRegistryTest, UnusableDirectoryIsAnError) {
 }
 
 TEST(HandleStoreFormat, RoundTripsAndRejectsMalformedValues) {
-  std::vector<StoredMembership> in = {{"/a", true}, {"/b/c", false}};
+  std::vector<StoredMembership> in = {{"/a", true}, {"/b/c", false}, {"/d", false, true}};
   std::string v = HandleStore::EncodeValue(in);
   std::vector<StoredMembership> out;
   ASSERT_TRUE(HandleStore::DecodeValue(v, &out));

@@ -40,12 +40,15 @@ std::string DirpathArgs(const std::string& path) {
   return out;
 }
 
+// The upstream's MNT answer: `fh`, and the flavors of an export with
+// sec=krb5:sys.
 std::string MntOk(const std::string& fh) {
   std::string out;
   XdrWriter w(&out);
   w.WriteU32(MNT3_OK);
   w.WriteOpaque(fh);
-  w.WriteU32(1);
+  w.WriteU32(2);
+  w.WriteU32(390003);  // RPCSEC_GSS krb5
   w.WriteU32(kAuthSys);
   return out;
 }
@@ -163,7 +166,69 @@ TEST_F(ServerDispatchTest, UnknownProgramVersionProcedure) {
   EXPECT_EQ(h.mismatch_high, 3u);
   EXPECT_EQ(Ask(MakeCall(3, kNfsProgram, 3, 22, "")).accept_stat, kProcUnavail);
   EXPECT_EQ(Ask(MakeCall(4, kMountProgram, 3, 6, "")).accept_stat, kProcUnavail);
-  EXPECT_EQ(Ask(MakeCall(5, kMountProgram, 1, 0, "")).accept_stat, kProgMismatch);
+  h = Ask(MakeCall(5, kMountProgram, 4, 0, ""));
+  EXPECT_EQ(h.accept_stat, kProgMismatch);
+  EXPECT_EQ(h.mismatch_low, 1u);
+  EXPECT_EQ(h.mismatch_high, 3u);
+}
+
+// showmount(8) asks MOUNT version 1 for EXPORT and DUMP (as Linux's mountd,
+// the proxy serves versions 1 to 3); version 1 and 2 MNT answers an NFSv2
+// handle, which the proxy has not.
+TEST_F(ServerDispatchTest, MountVersionOneListsExportsAndMounts) {
+  Mount("/data");
+  for (uint32_t vers : {1u, 2u}) {
+    EXPECT_EQ(Ask(MakeCall(1, kMountProgram, vers, 0, "")).accept_stat, kSuccess);
+    std::string results;
+    Ask(MakeCall(2, kMountProgram, vers, 5, ""), &results);
+    XdrValue<exports> ex(reinterpret_cast<xdrproc_t>(xdr_exports));
+    ASSERT_TRUE(ex.Decode(results)) << vers;
+    ASSERT_NE(ex.get(), nullptr);
+    EXPECT_STREQ(ex.get()->ex_dir, "/data");
+    Ask(MakeCall(3, kMountProgram, vers, 2, ""), &results);
+    XdrValue<mountlist> ml(reinterpret_cast<xdrproc_t>(xdr_mountlist));
+    ASSERT_TRUE(ml.Decode(results)) << vers;
+    ASSERT_NE(ml.get(), nullptr);
+    EXPECT_STREQ(ml.get()->ml_directory, "/data");
+    EXPECT_EQ(Ask(MakeCall(4, kMountProgram, vers, 1, DirpathArgs("/data"))).accept_stat,
+              kProcUnavail);
+  }
+  loop_.RunSync([&] { EXPECT_EQ(mount_up_->calls.size(), 1u); });
+}
+
+// A path as a client may write it (`mount proxy:/data/`) mounts what
+// realpath(3) makes of it, as Linux's mountd does; "." and ".." do not.
+TEST_F(ServerDispatchTest, MountTakesTrailingAndRepeatedSlashes) {
+  for (const char* path : {"/data/", "//data", "/data//"}) {
+    std::string results;
+    Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path)), &results);
+    XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
+    ASSERT_TRUE(res.Decode(results)) << path;
+    ASSERT_EQ(res->fhs_status, MNT3_OK) << path;
+    const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
+    EXPECT_EQ(std::string(fh.fhandle3_val, fh.fhandle3_len), kRootFh);
+  }
+  std::string results;
+  Ask(MakeCall(2, kMountProgram, 3, 1, DirpathArgs("/data/.")), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_NOENT));
+  // UMNT of the path as written removes the mount of what it names.
+  EXPECT_EQ(Ask(MakeCall(3, kMountProgram, 3, 3, DirpathArgs("/data/"))).accept_stat, kSuccess);
+  Ask(MakeCall(4, kMountProgram, 3, 2, ""), &results);
+  EXPECT_EQ(results, std::string(4, '\0'));
+}
+
+// The flavors a client is offered are the ones the proxy takes (AUTH_SYS),
+// not the upstream's: a Linux client would try krb5 first against a proxy
+// that refuses it.
+TEST_F(ServerDispatchTest, MountListsTheProxysOwnFlavors) {
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs("/data")), &results);
+  XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
+  ASSERT_TRUE(res.Decode(results));
+  ASSERT_EQ(res->fhs_status, MNT3_OK);
+  const auto& fl = res->mountres3_u.mountinfo.auth_flavors;
+  EXPECT_EQ(std::vector<int>(fl.auth_flavors_val, fl.auth_flavors_val + fl.auth_flavors_len),
+            std::vector<int>{static_cast<int>(kAuthSys)});
 }
 
 TEST_F(ServerDispatchTest, UndecodableArgumentsAreGarbageArgs) {
