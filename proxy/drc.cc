@@ -44,7 +44,9 @@ struct DuplicateRequestCache::State {
   explicit State(size_t max) : max_entries(max) {}
 
   void Finish(const std::string& key, std::string_view reply) {
-    Entry* e = entries.Peek(key);
+    // Kept from now (most recent): a slow call, the one its client most
+    // likely sends again, is not the first to go.
+    Entry* e = entries.Find(key);
     if (e == nullptr || e->done) return;
     if (reply.empty()) {
       // Never answered: forget it; a later retransmission is a new call.

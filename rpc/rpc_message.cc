@@ -34,8 +34,12 @@ ParsedCall ParseCall(std::string_view record) {
     p.error = CallError::kMalformed;
     return p;
   }
-  if (!ReadAuth(&r, &p.header.cred) || !ReadAuth(&r, &p.header.verf)) {
+  if (!ReadAuth(&r, &p.header.cred)) {
     p.error = CallError::kBadAuth;
+    return p;
+  }
+  if (!ReadAuth(&r, &p.header.verf)) {
+    p.error = CallError::kBadVerf;
     return p;
   }
   p.args_offset = r.offset();

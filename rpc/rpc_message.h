@@ -58,7 +58,8 @@ enum class CallError {
   kNone,
   kMalformed,    // too short to answer, or not a CALL: close the connection
   kRpcMismatch,  // rpcvers != 2: MSG_DENIED / RPC_MISMATCH
-  kBadAuth,      // credential or verifier undecodable: MSG_DENIED / AUTH_BADCRED
+  kBadAuth,      // credential undecodable: MSG_DENIED / AUTH_BADCRED
+  kBadVerf,      // verifier undecodable: MSG_DENIED / AUTH_BADVERF (RFC 5531 section 9)
 };
 
 struct ParsedCall {

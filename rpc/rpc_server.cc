@@ -204,9 +204,12 @@ void ServerConnection::ProcessInput() {
         SendReply(EncodeRpcMismatchReply(parsed.header.xid));
         continue;
       case CallError::kBadAuth:
+      case CallError::kBadVerf:
         in_flight_++;
         server_->stats_.auth_errors++;
-        SendReply(EncodeAuthErrorReply(parsed.header.xid, kAuthBadCred));
+        SendReply(EncodeAuthErrorReply(parsed.header.xid, parsed.error == CallError::kBadAuth
+                                                              ? kAuthBadCred
+                                                              : kAuthBadVerf));
         continue;
       case CallError::kNone:
         break;

@@ -58,6 +58,15 @@ TEST(RpcMessage, OversizedOrTruncatedCredentialIsBadAuth) {
   EXPECT_EQ(ParseCall(rec.substr(0, 30)).error, CallError::kBadAuth);
 }
 
+// RFC 5531 section 9: a verifier that does not decode is AUTH_BADVERF.
+TEST(RpcMessage, OversizedOrTruncatedVerifierIsBadVerf) {
+  CallHeader h = SampleHeader();
+  h.verf.body = std::string(kMaxAuthBytes + 4, 'x');
+  EXPECT_EQ(ParseCall(EncodeCallHeader(h)).error, CallError::kBadVerf);
+  const std::string rec = EncodeCallHeader(SampleHeader());
+  EXPECT_EQ(ParseCall(rec.substr(0, rec.size() - 2)).error, CallError::kBadVerf);
+}
+
 TEST(RpcMessage, AcceptedRepliesParse) {
   std::string r = EncodeAcceptedReply(7, kSuccess) + "RES";
   StatusOr<ReplyHeader> h = ParseReply(r);

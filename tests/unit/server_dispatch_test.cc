@@ -256,6 +256,14 @@ TEST_F(ServerDispatchTest, BadAuthAndRpcVersionAreDenied) {
   h = Ask(EncodeCallHeader(v3));
   EXPECT_EQ(h.reply_stat, kMsgDenied);
   EXPECT_EQ(h.reject_stat, kRpcMismatch);
+  CallHeader bad_verf;
+  bad_verf.xid = 4;
+  bad_verf.prog = kNfsProgram;
+  bad_verf.vers = 3;
+  bad_verf.verf.body = std::string(kMaxAuthBytes + 4, 'v');
+  h = Ask(EncodeCallHeader(bad_verf));
+  EXPECT_EQ(h.reject_stat, kAuthError);
+  EXPECT_EQ(h.auth_stat, kAuthBadVerf);
 }
 
 TEST_F(ServerDispatchTest, OversizedOrMalformedRecordClosesOnlyThatConnection) {

@@ -1,0 +1,86 @@
+// DuplicateRequestCache (proxy/drc.h): which replies it keeps, and for whom.
+#include "proxy/drc.h"
+
+#include <gtest/gtest.h>
+#include <rpc/xdr/nfs3.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rpc/rpc_message.h"
+#include "rpc/rpc_server.h"
+#include "rpc/sockaddr.h"
+
+namespace nfsedge {
+namespace {
+
+// A REMOVE call with `xid` from `host`, not tied to a connection (its reply
+// goes nowhere, its hooks run).
+std::shared_ptr<IncomingCall> Remove(uint32_t xid, const std::string& host = "10.0.0.1") {
+  CallHeader h;
+  h.xid = xid;
+  h.prog = 100003;
+  h.vers = 3;
+  h.proc = NFSPROC3_REMOVE;
+  h.cred = OpaqueAuth{kAuthNone, ""};
+  const std::string record = EncodeCallHeader(h) + std::string(12, 'x');
+  ParsedCall parsed = ParseCall(record);
+  EXPECT_EQ(parsed.error, CallError::kNone);
+  return std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
+                                        *ResolveAddress(host, 800));
+}
+
+TEST(DuplicateRequestCache, ARetransmissionGetsTheFirstReply) {
+  DuplicateRequestCache drc(4);
+  auto first = Remove(1);
+  ASSERT_TRUE(drc.Admit(first));
+  auto during = Remove(1);
+  EXPECT_FALSE(drc.Admit(during)) << "joins the call in progress";
+  EXPECT_FALSE(during->replied());
+  first->ReplySuccess("done");
+  EXPECT_TRUE(during->replied());
+  auto after = Remove(1);
+  EXPECT_FALSE(drc.Admit(after));
+  EXPECT_TRUE(after->replied());
+  EXPECT_TRUE(drc.Admit(Remove(1, "10.0.0.2"))) << "another client's call of the same XID";
+  EXPECT_EQ(drc.stats().joined, 1u);
+  EXPECT_EQ(drc.stats().replayed, 1u);
+}
+
+// A slow call (the one its client most likely gave up on and sends again)
+// is kept as the most recent when it finishes, not as old as its arrival:
+// calls that came and finished while it ran are evicted before it.
+TEST(DuplicateRequestCache, ASlowCallsReplyIsKeptFromWhenItFinished) {
+  DuplicateRequestCache drc(2);
+  auto slow = Remove(1);
+  ASSERT_TRUE(drc.Admit(slow));
+  for (uint32_t xid : {2u, 3u}) {
+    auto quick = Remove(xid);
+    ASSERT_TRUE(drc.Admit(quick));
+    quick->ReplySuccess("quick");
+  }
+  slow->ReplySuccess("slow");
+  EXPECT_EQ(drc.stats().evicted, 1u);
+  auto again = Remove(1);
+  EXPECT_FALSE(drc.Admit(again)) << "the slow REMOVE would run upstream twice";
+  EXPECT_TRUE(again->replied());
+  EXPECT_TRUE(drc.Admit(Remove(2))) << "the oldest finished call went";
+}
+
+// Calls in progress are never evicted, however many finish meanwhile.
+TEST(DuplicateRequestCache, CallsInProgressAreNotEvicted) {
+  DuplicateRequestCache drc(1);
+  auto open = Remove(1);
+  ASSERT_TRUE(drc.Admit(open));
+  for (uint32_t xid = 2; xid < 6; ++xid) {
+    auto quick = Remove(xid);
+    ASSERT_TRUE(drc.Admit(quick));
+    quick->ReplySuccess("quick");
+  }
+  EXPECT_FALSE(drc.Admit(Remove(1)));
+  EXPECT_EQ(drc.stats().entries, 2u);  // the one in progress and the last finished
+}
+
+}  // namespace
+}  // namespace nfsedge
