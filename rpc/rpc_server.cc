@@ -105,7 +105,8 @@ void ServerConnection::Start() {
 void ServerConnection::OnRead(bufferevent* bev, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
   ReadMore(bev, std::max(kSocketIoChunk, self->server_->options_.max_record_size + 4));
-  self->Touch();
+  // Only a whole record counts as activity (ProcessInput): bytes of one that
+  // never completes would keep the connection, and them, for ever.
   self->ProcessInput();
 }
 
@@ -192,6 +193,7 @@ void ServerConnection::ProcessInput() {
       Close();
       break;
     }
+    Touch();  // a whole record: the connection is in use
     ParsedCall parsed = ParseCall(record);
     switch (parsed.error) {
       case CallError::kMalformed:

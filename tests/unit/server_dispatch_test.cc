@@ -817,6 +817,26 @@ TEST_F(ServerLimitsTest, IdleConnectionIsClosedButNotABusyOrActiveOne) {
   EXPECT_EQ(Stats().idle_closed, 2u);
 }
 
+// Bytes of a record that never completes are not activity: a client that
+// sends one byte of a large record now and then (slowloris) would otherwise
+// hold its connection, and the record's bytes, for ever.
+TEST_F(ServerLimitsTest, ARecordThatNeverCompletesDoesNotKeepTheConnectionOpen) {
+  ServerOptions so;
+  so.idle_timeout = std::chrono::seconds(1);
+  StartServer(so);
+  BlockingClient slow(port_);
+  char mark[4];
+  EncodeRecordMark(1000, mark);
+  slow.SendRaw(std::string(mark, 4));
+  bool closed = false;
+  for (int i = 0; i < 12 && !closed; ++i) {  // one byte every 250 ms for 3 s
+    slow.SendRaw("x");
+    closed = slow.WaitClosed(std::chrono::milliseconds(250));
+  }
+  EXPECT_TRUE(closed) << "a record dripping in kept the connection open";
+  EXPECT_EQ(Stats().idle_closed, 1u);
+}
+
 TEST_F(ServerLimitsTest, SetLimitsAppliesToNewConnectionsAndKeepsOpenOnes) {
   ServerOptions so;
   so.max_connections_per_client = 3;
