@@ -64,10 +64,15 @@ const char* AcceptName(AcceptStat s) {
 
 constexpr const char* kMountProcNames[] = {"NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT"};
 
+// Programs and procedures the proxy does not serve are counted under one
+// key ("other"), so that clients sending made-up numbers cannot grow the
+// meter and the metrics without bound.
+constexpr uint32_t kOther = 0xffffffffu;
+
 std::string ProgName(uint32_t prog) {
   if (prog == kNfsProgram) return "nfs";
   if (prog == kMountProgram) return "mount";
-  return std::to_string(prog);
+  return "other";
 }
 
 std::string ProcName(uint32_t prog, uint32_t proc) {
@@ -76,7 +81,14 @@ std::string ProcName(uint32_t prog, uint32_t proc) {
   } else if (prog == kMountProgram && proc < std::size(kMountProcNames)) {
     return kMountProcNames[proc];
   }
-  return std::to_string(proc);
+  return "other";
+}
+
+// (prog, proc) as counted: kOther for what ProgName/ProcName call "other".
+std::pair<uint32_t, uint32_t> CountedAs(uint32_t prog, uint32_t proc) {
+  if (prog != kNfsProgram && prog != kMountProgram) return {kOther, kOther};
+  if (ProcName(prog, proc) == "other") return {prog, kOther};
+  return {prog, proc};
 }
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
@@ -98,8 +110,9 @@ std::string CallMeter::ResultOf(uint32_t prog, uint32_t proc, std::string_view r
   return NfsStatusName(s);
 }
 
-void CallMeter::Side::Observe(uint32_t prog, uint32_t proc, std::string result,
+void CallMeter::Side::Observe(uint32_t prog_in, uint32_t proc_in, std::string result,
                               Duration elapsed) {
+  const auto [prog, proc] = CountedAs(prog_in, proc_in);
   calls[Key{prog, proc, std::move(result)}]++;
   auto it = latency.find({prog, proc});
   if (it == latency.end()) {

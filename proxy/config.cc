@@ -252,7 +252,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("queue_delay_target_ms", 1, 10000, &q.queue_delay_target_ms);
     r.Uint("base_rtt_window_s", 1, 86400, &q.base_rtt_window_s);
     r.Uint("max_writes_in_flight", 1, 4096, &q.max_writes_in_flight);
-    r.Uint("background_share_percent", 0, 90, &q.background_share_percent);
+    r.Uint("background_share_percent", 1, 90, &q.background_share_percent);
     r.Uint("max_queued", 1, 1000000, &q.max_queued);
     r.Uint("timeout_floor_ms", 10, 3600000, &q.timeout_floor_ms);
     r.Uint("timeout_ceiling_ms", 10, 3600000, &q.timeout_ceiling_ms);

@@ -241,6 +241,20 @@ TEST(Config, ConnectionLimitsHaveDefaultsParseAndAreChecked) {
             std::string::npos);
 }
 
+// No share for background work would leave a client COMMIT waiting for a
+// write-behind flush as long as other clients' data keeps coming.
+TEST(Config, BackgroundWorkKeepsAShare) {
+  StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->scheduler.background_share_percent, 10u);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "[scheduler]\nbackground_share_percent = 0\n")
+                .find("background_share_percent"),
+            std::string::npos);
+  EXPECT_TRUE(
+      ParseConfig(std::string(kMinimal) + "[scheduler]\nbackground_share_percent = 1\n", "t.toml")
+          .ok());
+}
+
 TEST(Config, TlsKeysDefaultOffAndParse) {
   StatusOr<Config> d = ParseConfig(kMinimal, "t.toml");
   ASSERT_TRUE(d.ok());

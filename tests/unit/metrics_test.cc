@@ -150,5 +150,33 @@ TEST(CallMeter, CountsCallsLatencyAndTopFiles) {
   EXPECT_NE(text.find("nfsedge_client_bytes_total{op=\"read\"} 8192"), std::string::npos);
 }
 
+// Calls of programs and procedures the proxy does not serve (answered
+// PROG_UNAVAIL or PROC_UNAVAIL) count under "other": a client sending made-up
+// numbers cannot grow the meter and the metrics' series without bound.
+TEST(CallMeter, UnservedProgramsAndProceduresCountAsOther) {
+  CallMeter m;
+  CallHeader h;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    h.prog = 200000 + i;
+    h.proc = i;
+    m.ObserveClient(h, "", Reply({1, 1, 0, 0, 0, 1}), std::chrono::milliseconds(1));
+    h.prog = 100003;
+    h.proc = 22 + i;
+    m.ObserveClient(h, "", Reply({1, 1, 0, 0, 0, 3}), std::chrono::milliseconds(1));
+  }
+  MetricsWriter w;
+  m.Collect(w);
+  const std::string text = w.Render();
+  EXPECT_NE(text.find("nfsedge_client_calls_total{program=\"other\",proc=\"other\",result="
+                      "\"prog_unavail\"} 1000"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("nfsedge_client_calls_total{program=\"nfs\",proc=\"other\",result="
+                      "\"proc_unavail\"} 1000"),
+            std::string::npos)
+      << text;
+  EXPECT_LT(text.size(), 20000u) << "one series per made-up number";
+}
+
 }  // namespace
 }  // namespace nfsedge
