@@ -407,8 +407,12 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
     case NFSPROC3_LINK: {
       const auto* a = static_cast<const LINK3args*>(args);
       const auto* r = static_cast<const LINK3res*>(res);
-      PostOp(a->file,
-             ok ? r->LINK3res_u.resok.file_attributes : r->LINK3res_u.resfail.file_attributes, l);
+      const post_op_attr& fa =
+          ok ? r->LINK3res_u.resok.file_attributes : r->LINK3res_u.resfail.file_attributes;
+      PostOp(a->file, fa, l);
+      // A new link changed the file's link count and ctime: without its
+      // attributes in the reply, the ones cached are out of date.
+      if (ok && !fa.attributes_follow) attrs_.Invalidate(Bytes(a->file));
       const wcc_data& w = ok ? r->LINK3res_u.resok.linkdir_wcc : r->LINK3res_u.resfail.linkdir_wcc;
       NoteDirChange(Bytes(a->link.dir));
       Wcc(a->link.dir, w, l);
@@ -534,6 +538,30 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   // names the parent it had).
   names_.InvalidateDir(child);
   dirs_.InvalidateDir(child);
+}
+
+void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
+  if ((p.flags & kMutating) == 0) return;
+  std::vector<const nfs_fh3*> handles;
+  p.arg_handles(args, &handles);
+  for (const nfs_fh3* fh : handles) {
+    NoteDirChange(Bytes(*fh));
+    Forget(Bytes(*fh));
+  }
+  switch (p.proc) {
+    case NFSPROC3_REMOVE:
+      ForgetChild(static_cast<const REMOVE3args*>(args)->object);
+      break;
+    case NFSPROC3_RMDIR:
+      ForgetChild(static_cast<const RMDIR3args*>(args)->object);
+      break;
+    case NFSPROC3_RENAME:
+      ForgetChild(static_cast<const RENAME3args*>(args)->from);
+      ForgetChild(static_cast<const RENAME3args*>(args)->to);
+      break;
+    default:
+      break;  // a new name: its directory's names are gone with it
+  }
 }
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,

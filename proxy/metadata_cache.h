@@ -173,6 +173,13 @@ class MetadataCache {
     names_.InvalidateDir(fh);
     dirs_.InvalidateDir(fh);
   }
+  // A call of `p` (with decoded `args`) that changes the file system and
+  // whose reply never came (a timeout, a connection lost): the upstream may
+  // have carried it out. Forgets what it may have changed (every object it
+  // names, and the children it names in directories), and counts its
+  // directories as changed, so that no reply sent before it teaches their
+  // old state.
+  void ForgetUnanswered(const NfsProc& p, const void* args);
   // Forgets everything (nfsedge drop-cache).
   void Clear() {
     attrs_.Clear();

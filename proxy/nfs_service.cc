@@ -16,12 +16,9 @@ std::string_view HandleBytes(const nfs_fh3& fh) {
 }
 
 void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
-  auto clamp = [max](uint32_t* v) { *v = std::min(*v, max); };
-  clamp(&ok->rtmax);
-  clamp(&ok->rtpref);
-  clamp(&ok->wtmax);
-  clamp(&ok->wtpref);
-  clamp(&ok->dtpref);
+  for (uint32_t* v : {&ok->rtmax, &ok->rtpref, &ok->wtmax, &ok->wtpref, &ok->dtpref}) {
+    *v = std::min(*v, max);
+  }
 }
 
 // Returns the handle of the ".." entry of a listing, or nullptr.
@@ -545,6 +542,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     stats_[p.proc].upstream_errors++;
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " for " << call->peer().ToString() << ": "
                        << reply.status().ToString() << "; answering NFS3ERR_JUKEBOX";
+    if (cache_) cache_->ForgetUnanswered(p, args->get());  // it may have been carried out
     std::string err = EncodeNfsError(p, NFS3ERR_JUKEBOX);
     call->ReplySuccess(err);
     for (const auto& j : joined) j->ReplySuccess(err);

@@ -294,6 +294,42 @@ TEST_F(CachedHandoutTest, HandleFromACachedLookupIsUsableThroughTheExportThatAns
       << "a handle the proxy handed out through /data/proj is refused through it";
 }
 
+// A CREATE whose reply never came (the upstream may have made the file)
+// leaves nothing cached about its directory: another client's LOOKUP of the
+// name, cached as absent before, and its listing, go to the upstream.
+TEST_F(CachedHandoutTest, AChangeWhoseReplyIsLostLeavesItsDirectoryUncached) {
+  ASSERT_EQ(Mount(kProjHost, "/data/proj"), kProj);
+  ASSERT_EQ(Access(kProjHost, kProj), static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(Lookup(kProjHost, kProj, "x").first, static_cast<uint32_t>(NFS3ERR_NOENT));
+  ASSERT_EQ(Readdirplus(kProjHost, kProj).first, static_cast<uint32_t>(NFS3_OK));
+  const size_t lookups = UpstreamCalls(NFSPROC3_LOOKUP);
+  const size_t listings = UpstreamCalls(NFSPROC3_READDIRPLUS);
+  ASSERT_EQ(Lookup(kProjHost, kProj, "x").first, static_cast<uint32_t>(NFS3ERR_NOENT));
+  ASSERT_EQ(Readdirplus(kProjHost, kProj).first, static_cast<uint32_t>(NFS3_OK));
+  ASSERT_EQ(UpstreamCalls(NFSPROC3_LOOKUP), lookups) << "the absent name is what this tests";
+  ASSERT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), listings) << "so is the cached listing";
+
+  loop_.RunSync([&] { up_->set_fail_with(Timeout("the reply was lost")); });
+  const std::string proj = kProj;  // Fh() points into it
+  CREATE3args c{};
+  c.where.dir = Fh(proj);
+  c.where.name = const_cast<char*>("x");
+  c.how.mode = UNCHECKED;
+  const std::string r = Call(kProjHost, kNfsProgram, NFSPROC3_CREATE, Xdr(Proc(xdr_CREATE3args), c));
+  ASSERT_GE(r.size(), 4u);
+  EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3ERR_JUKEBOX));
+  // The upstream made it.
+  loop_.RunSync([&] { up_->set_fail_with(std::nullopt); });
+  attrs_["FILE-X-IN-PROJ-0003"] = Attr(NF3REG, 6);
+  lookups_[{kProj, "x"}] = "FILE-X-IN-PROJ-0003";
+
+  EXPECT_EQ(Lookup(kProjHost, kProj, "x").first, static_cast<uint32_t>(NFS3_OK))
+      << "answered from the name cached as absent before the CREATE";
+  Readdirplus(kProjHost, kProj);
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), listings + 1)
+      << "the listing from before the CREATE answered from cache";
+}
+
 // A client READDIR goes upstream as a READDIRPLUS. An upstream that does not
 // know that procedure (PROC_UNAVAIL) gets the READDIR as it is, and every
 // later one: the client's ls works, at one call each.

@@ -250,6 +250,26 @@ TEST_F(MetadataCacheTest, RemoveAfterRenameOntoAnotherLinkForgetsTheFileAttribut
   EXPECT_FALSE(b && StatusOf(b) == NFS3_OK) << "b answered with the stale link count";
 }
 
+// A LINK answered without the file's attributes (RFC 1813 allows it) still
+// changed its link count and ctime: the cached ones are not served.
+TEST_F(MetadataCacheTest, ALinkWithoutTheFilesAttributesForgetsThem) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  LearnGetattr(exp_, file_, f);
+  ASSERT_TRUE(Getattr(exp_, file_));
+  std::string other_dir = "OTHER-DIR";
+  LINK3args ln{};
+  ln.file = Fh(file_);
+  ln.link.dir = Fh(other_dir);
+  ln.link.name = const_cast<char*>("l");
+  LINK3res lr{};
+  lr.status = NFS3_OK;
+  lr.LINK3res_u.resok.linkdir_wcc = Wcc(d, Attr(NF3DIR, 4096, kWall0));
+  cache_.Learn(*FindNfsProc(NFSPROC3_LINK), &ln,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_LINK3res), lr), exp_, user_);
+  EXPECT_FALSE(Getattr(exp_, file_)) << "nlink 1 served after the file got a second name";
+}
+
 // A reply the upstream sent before a REMOVE of another link (a background
 // WRITE's post-op attributes, nlink 2) that arrives after the REMOVE does not
 // bring back the old link count: the object shares the directory's new ctime,
