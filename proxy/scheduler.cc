@@ -216,9 +216,7 @@ void UpstreamScheduler::SetOptions(const SchedulerOptions& options) {
   cc_.SetOptions(options.congestion);
   // Only once round trips were measured: before that the transport keeps
   // its own timeout, as at start.
-  if (hooks_.set_retransmit_timeout && cc_.stats().samples > 0) {
-    hooks_.set_retransmit_timeout(cc_.rto());
-  }
+  if (cc_.stats().samples > 0) PassTimeouts();
   Pump();
 }
 
@@ -320,6 +318,7 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
   if (cls != CallClass::kInteractive && hooks_.set_pacing_rate) {
     hooks_.set_pacing_rate(cc_.applied_pacing_rate());
   }
+
   std::weak_ptr<bool> alive = alive_;
   Status s = lane.Call(prog, vers, proc, cred, args,
                        [this, alive, t, own, now, proc, write, done = std::move(done)](
@@ -391,8 +390,19 @@ void UpstreamScheduler::OnReply(uint32_t proc, CongestionController::Ticket t, u
                 first ? std::optional<Duration>(Duration::zero()) : std::nullopt);
   }
   if (hooks_.set_pacing_rate) hooks_.set_pacing_rate(cc_.applied_pacing_rate());
-  if (hooks_.set_retransmit_timeout) hooks_.set_retransmit_timeout(cc_.rto());
+  PassTimeouts();
   Pump();
+}
+
+void UpstreamScheduler::PassTimeouts() {
+  if (!hooks_.set_retransmit_timeout) return;
+  Duration least = Duration::max(), most = Duration::zero();
+  for (Duration d : proc_min_rtt_) {
+    if (d == Duration::zero()) continue;
+    least = std::min(least, d);
+    most = std::max(most, d);
+  }
+  hooks_.set_retransmit_timeout(cc_.rto() + (most > least ? most - least : Duration::zero()));
 }
 
 std::optional<Duration> UpstreamScheduler::MetaQueueNear(MonoTime at) const {

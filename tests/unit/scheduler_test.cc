@@ -340,6 +340,32 @@ TEST_F(SchedulerTest, RoundTripsReachTheControllerAndTheTransport) {
       << scheduler_->StatsLine();
 }
 
+// The round trips the timeout is made of are taken without the procedures'
+// own times (a READ's reply on the wire, a WRITE's sync), so the timeout
+// adds the longest of those: a 1 MiB READ whose reply takes 4 s on a
+// 2 Mbit/s link is not sent again after 1 s.
+TEST_F(SchedulerTest, TheTimeoutAllowsForTheProceduresOwnTimes) {
+  SchedulerOptions o;
+  Duration rto{};
+  SchedulerHooks hooks;
+  hooks.set_retransmit_timeout = [&](Duration d) { rto = d; };
+  scheduler_ = std::make_unique<UpstreamScheduler>(clock_, meta_, bulk_, o, hooks);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+    clock_.Advance(std::chrono::milliseconds(50));
+    meta_.Answer();
+  }
+  EXPECT_LT(rto, Duration(std::chrono::seconds(2)));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "r", "a", 1 << 20).ok());
+    clock_.Advance(std::chrono::seconds(4));
+    bulk_.Answer();
+    EXPECT_GT(rto, Duration(std::chrono::seconds(4))) << "READ " << i;
+    EXPECT_LT(rto, Duration(std::chrono::seconds(8))) << "READ " << i;
+  }
+  EXPECT_EQ(scheduler_->stats().congestion.rto + std::chrono::milliseconds(3950), rto);
+}
+
 TEST_F(SchedulerTest, AStandingQueueEveryWriteMeetsIsNotTakenForServerTime) {
   // Base: GETATTRs alone take 40 ms. Then every WRITE meets a 30 ms queue
   // (and spends 2 ms in the server), and so does a GETATTR sent with it.
