@@ -469,11 +469,13 @@ Status Daemon::Start() {
 
   if (s.rpcbind == RpcbindMode::kYes ||
       (s.rpcbind == RpcbindMode::kAuto && LocalRpcbindRunning())) {
-    Status r1 = RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_);
+    // An IPv6 listener ("::" takes IPv4 clients too) is registered for both.
+    const bool ipv6 = listen->family() == AF_INET6;
+    Status r1 = RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_, ipv6);
     // MOUNT 1 and 2 too: showmount(8) asks version 1 (mount_service.h).
     Status r2 = Status::Ok();
     for (uint32_t v = kMountMinVersion; v <= kMountVersion && r2.ok(); ++v) {
-      r2 = RpcbindRegister(kMountProgram, v, mount_port_);
+      r2 = RpcbindRegister(kMountProgram, v, mount_port_, ipv6);
     }
     registered_ = r1.ok() || r2.ok();
     if (!r1.ok() || !r2.ok()) {

@@ -23,16 +23,45 @@ bool LocalRpcbindRunning() {
   return ok;
 }
 
-Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port) {
+namespace {
+
+// (prog, vers) for IPv6 clients: set at `port` iff `set`, else removed.
+bool Tcp6Registration(uint32_t prog, uint32_t vers, uint16_t port, bool set) {
+  netconfig* nc = getnetconfigent("tcp6");
+  if (nc == nullptr) return false;
+  rpcb_unset(prog, vers, nc);
+  bool ok = true;
+  if (set) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    a.sin6_addr = in6addr_any;
+    netbuf nb{sizeof(a), sizeof(a), &a};
+    ok = rpcb_set(prog, vers, nc, &nb);
+  }
+  freenetconfigent(nc);
+  return ok;
+}
+
+}  // namespace
+
+Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port, bool ipv6) {
   pmap_unset(prog, vers);
+  const std::string what = "program " + std::to_string(prog) + " version " +
+                           std::to_string(vers) + " on port " + std::to_string(port);
   if (!pmap_set(prog, vers, IPPROTO_TCP, port)) {
-    return Unavailable("rpcbind refused to register program " + std::to_string(prog) +
-                       " version " + std::to_string(vers) + " on port " + std::to_string(port));
+    return Unavailable("rpcbind refused to register " + what);
+  }
+  if (ipv6 && !Tcp6Registration(prog, vers, port, true)) {
+    return Unavailable("rpcbind refused to register " + what + " for IPv6 (tcp6)");
   }
   return Status::Ok();
 }
 
-void RpcbindUnregister(uint32_t prog, uint32_t vers) { pmap_unset(prog, vers); }
+void RpcbindUnregister(uint32_t prog, uint32_t vers) {
+  pmap_unset(prog, vers);
+  Tcp6Registration(prog, vers, 0, false);
+}
 
 StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers) {
   if (server.family() != AF_INET) {

@@ -19,8 +19,10 @@ namespace nfsedge {
 bool LocalRpcbindRunning();
 
 // Registers (prog, vers) on TCP `port` with the local rpcbind, replacing an
-// older registration of the same pair.
-Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port);
+// older registration of the same pair: for IPv4 clients (netid "tcp"), and
+// iff `ipv6` for IPv6 clients too ("tcp6": a listener on "::" takes both).
+Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port, bool ipv6 = false);
+// Removes the registrations of (prog, vers), IPv4 and IPv6.
 void RpcbindUnregister(uint32_t prog, uint32_t vers);
 
 // Returns the TCP port of (prog, vers) from the rpcbind of `server` (IPv4).

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -52,6 +53,25 @@ std::pair<std::string, int> CommandOutput(const std::string& cmd) {
   return {out, pclose(p)};
 }
 
+// Returns the port rpcbind has for (prog, vers) over `netid` ("tcp6"), from
+// `rpcinfo`'s table (universal address "::.p1.p2"), or 0.
+uint32_t PortFromRpcinfo(uint32_t prog, uint32_t vers, const std::string& netid) {
+  std::istringstream table(CommandOutput("rpcinfo 2>&1").first);
+  std::string line;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    uint32_t p = 0, v = 0;
+    std::string n, addr;
+    if (!(fields >> p >> v >> n >> addr) || p != prog || v != vers || n != netid) continue;
+    const size_t last = addr.rfind('.');
+    const size_t before = addr.rfind('.', last - 1);
+    if (last == std::string::npos || before == std::string::npos) continue;
+    return std::stoul(addr.substr(before + 1, last - before - 1)) * 256 +
+           std::stoul(addr.substr(last + 1));
+  }
+  return 0;
+}
+
 class LifecycleTest : public ::testing::Test {
  protected:
   void SetUp() override { NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK(); }
@@ -75,6 +95,7 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   ProxyProcess::Options po;
   po.work_dir = bed.dir().Sub("nfsedge");
   po.rpcbind = "yes";
+  po.listen = "::";  // IPv6 and IPv4 clients: registered for both
   po.exports.emplace_back();
   po.exports.back().path = po.exports.back().upstream_path = bed.ganesha().export_path();
   auto started = ProxyProcess::Start(po);
@@ -85,6 +106,8 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   while (PortFromRpcbind(100005, 3) != proxy.mount_port() && !registered.Expired()) usleep(10000);
   EXPECT_EQ(PortFromRpcbind(100003, 3), proxy.nfs_port());
   EXPECT_EQ(PortFromRpcbind(100005, 3), proxy.mount_port());
+  EXPECT_EQ(PortFromRpcinfo(100003, 3, "tcp6"), proxy.nfs_port());
+  EXPECT_EQ(PortFromRpcinfo(100005, 3, "tcp6"), proxy.mount_port());
 
   // libnfs asks rpcbind for both ports, as mount(8) does without port=.
   nfs_context* nfs = nfs_init_context();
@@ -122,6 +145,7 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   EXPECT_NE(PortFromRpcbind(100003, 3), proxy.nfs_port()) << "registration left behind";
   EXPECT_NE(PortFromRpcbind(100005, 3), proxy.mount_port()) << "registration left behind";
   EXPECT_NE(PortFromRpcbind(100005, 1), proxy.mount_port()) << "registration left behind";
+  EXPECT_NE(PortFromRpcinfo(100005, 3, "tcp6"), proxy.mount_port()) << "registration left behind";
 }
 
 TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
