@@ -9,6 +9,9 @@ HandleRegistry::HandleRegistry(size_t max_handles) : max_handles_(max_handles) {
 HandleRegistry::~HandleRegistry() = default;
 
 HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet add) {
+  for (uint64_t roots = add.roots; roots != 0; roots &= roots - 1) {
+    root_of_[__builtin_ctzll(roots)] = std::string(handle);
+  }
   std::string key(handle);
   auto it = map_.find(key);
   if (it != map_.end()) {
@@ -86,6 +89,11 @@ std::optional<uint32_t> HandleRegistry::Find(std::string_view handle) {
   return set->First();
 }
 
+std::optional<std::string> HandleRegistry::RootOf(uint32_t export_id) const {
+  if (export_id >= kMaxExports || root_of_[export_id].empty()) return std::nullopt;
+  return root_of_[export_id];
+}
+
 Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> export_paths) {
   export_paths_ = std::move(export_paths);
   // Stored handles of exports no longer configured: deleted from the store;
@@ -119,6 +127,7 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
   if (!store.ok()) {
     map_.clear();
     lru_.clear();
+    root_of_ = {};
     evicted_while_loading_.clear();
     return store.status();
   }

@@ -25,6 +25,7 @@
 #ifndef NFSEDGE_CACHE_HANDLE_REGISTRY_H_
 #define NFSEDGE_CACHE_HANDLE_REGISTRY_H_
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -78,6 +79,8 @@ class HandleRegistry {
   std::optional<ExportSet> Peek(std::string_view handle) const;
   // Returns the lowest export of `handle` iff it was handed out.
   std::optional<uint32_t> Find(std::string_view handle);
+  // Returns the handle last added as export `export_id`'s root, if any.
+  std::optional<std::string> RootOf(uint32_t export_id) const;
 
   size_t size() const { return map_.size(); }
   uint64_t evictions() const { return evictions_; }
@@ -102,6 +105,7 @@ class HandleRegistry {
   std::unique_ptr<HandleStore> store_;
   bool loading_ = false;  // inside Persist()
   std::vector<std::string> evicted_while_loading_;
+  std::array<std::string, kMaxExports> root_of_;  // by export id; "" if none
 };
 
 }  // namespace nfsedge

@@ -188,7 +188,9 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
        full_args = std::move(full_args)](StatusOr<RpcReply> r) {
         if (!r.ok()) {
           NFSEDGE_LOG(kWarn) << "MNT " << path << ": upstream: " << r.status().ToString();
-          ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+          if (!below.empty() || !MountKnownRoot(*call, export_id, path)) {
+            ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+          }
           return;
         }
         if (r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess) {
@@ -221,8 +223,22 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
       });
   if (!s.ok()) {
     NFSEDGE_LOG(kWarn) << "MNT " << path << ": " << s.ToString();
-    ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+    if (path != own || !MountKnownRoot(*call, export_id, path)) {
+      ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+    }
   }
+}
+
+bool MountService::MountKnownRoot(IncomingCall& call, uint32_t export_id,
+                                  const std::string& path) {
+  std::optional<std::string> root = handles_.RootOf(export_id);
+  if (!root) return false;
+  NFSEDGE_LOG(kWarn) << "MNT " << path << " by " << call.peer().ToString()
+                     << ": the upstream's mountd did not answer; answered with the export's root"
+                     << " handle from an earlier mount";
+  RecordMount(call.peer().HostString(), path);
+  ReplyMounted(call, *root);
+  return true;
 }
 
 void MountService::WalkNext(const std::shared_ptr<Walk>& w) {

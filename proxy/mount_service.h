@@ -10,7 +10,9 @@
 // client's (mapped) credential, one directory at a time: a component that is
 // not a directory (a symlink, which the upstream's mountd would follow out
 // of the export) is refused with MNT3ERR_NOTDIR, so no handle outside the
-// export is handed out. EXPORT lists the proxy's own exports; DUMP,
+// export is handed out. While the upstream's mountd cannot be reached, a
+// MNT of an export's own path is answered with the root handle an earlier
+// MNT got (the handle registry's). EXPORT lists the proxy's own exports; DUMP,
 // UMNT and UMNTALL keep the proxy's own list of who mounted what (bounded).
 // Versions 1 and 2 are served for what they share with version 3 (NULL,
 // DUMP, UMNT, UMNTALL, EXPORT: showmount(8) asks version 1); their MNT
@@ -70,6 +72,11 @@ class MountService : public RpcProgram {
   void ReplyMountError(IncomingCall& call, mountstat3 status);
   // MNT3_OK with `fh` and the proxy's credential flavors.
   void ReplyMounted(IncomingCall& call, const std::string& fh);
+  // The upstream's mountd could not be asked (a WAN outage, its port gone):
+  // answers a MNT of export `export_id`'s own path with the root handle an
+  // earlier MNT got (kept across restarts with server.handle_store), as the
+  // upstream would; false if none is known.
+  bool MountKnownRoot(IncomingCall& call, uint32_t export_id, const std::string& path);
   void RecordMount(const std::string& host, const std::string& path);
   // A MNT below an export: its walk from the export's root.
   struct Walk;

@@ -217,6 +217,23 @@ TEST_F(ServerDispatchTest, MountTakesTrailingAndRepeatedSlashes) {
   EXPECT_EQ(results, std::string(4, '\0'));
 }
 
+// While the upstream's mountd cannot be asked (a WAN outage), a MNT of an
+// export mounted before gets the root handle that MNT got; one never mounted
+// cannot be answered.
+TEST_F(ServerDispatchTest, MountDuringAnOutageAnswersAKnownRoot) {
+  Mount("/data");
+  loop_.RunSync([&] { mount_up_->set_fail_with(Timeout("the WAN is down")); });
+  std::string results;
+  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs("/data")), &results);
+  XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
+  ASSERT_TRUE(res.Decode(results));
+  ASSERT_EQ(res->fhs_status, MNT3_OK);
+  const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
+  EXPECT_EQ(std::string(fh.fhandle3_val, fh.fhandle3_len), kRootFh);
+  Ask(MakeCall(2, kMountProgram, 3, 1, DirpathArgs("/ro")), &results);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_SERVERFAULT));
+}
+
 // The flavors a client is offered are the ones the proxy takes (AUTH_SYS),
 // not the upstream's: a Linux client would try krb5 first against a proxy
 // that refuses it.
