@@ -173,8 +173,15 @@ std::string Prefetcher::SeenKey(const Job& job) {
 
 void Prefetcher::Queue(Job job, bool front, bool again) {
   if (queue_.size() >= options_.max_queue) {
-    // Room first from the work of walks that stopped.
-    std::erase_if(queue_, [this](const Job& j) { return Drop(j); });
+    // Room first from the work of walks that stopped: looked for at most
+    // once per kPurgeEvery (a walk stops walk_idle after its last call), not
+    // at every job a full queue turns away (a listing of thousands of
+    // entries would scan the whole queue for each, holding the loop).
+    const MonoTime now = clock_.MonoNow();
+    if (last_purge_ == MonoTime{} || now - last_purge_ >= kPurgeEvery) {
+      last_purge_ = now;
+      std::erase_if(queue_, [this](const Job& j) { return Drop(j); });
+    }
   }
   if (queue_.size() >= options_.max_queue) {
     stats_.dropped++;  // not remembered: a later listing may queue it again

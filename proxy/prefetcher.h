@@ -203,6 +203,9 @@ class Prefetcher {
   uint32_t in_flight_ = 0;
   uint64_t list_bytes_avg_ = 0;  // the size of listing replies, moving average
   LruMap<MonoTime> seen_;  // kind + credential + handle -> queued at
+  // When a full queue was last searched for the work of stopped walks.
+  static constexpr Duration kPurgeEvery = std::chrono::milliseconds(250);
+  MonoTime last_purge_{};
   // Listing pages in flight (PageKey) -> the client calls waiting for them.
   std::unordered_map<std::string, std::vector<std::function<void()>>> pages_in_flight_;
   std::unordered_map<uint64_t, Walk> walks_;

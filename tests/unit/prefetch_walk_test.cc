@@ -111,6 +111,26 @@ TEST_F(WalkTest, WalkStopsWhenTheClientStops) {
   EXPECT_EQ(pf_->walks(), 0u);
 }
 
+// A listing of thousands of entries arriving while the queue is full of
+// a walk still going does not search the whole queue for stopped walks'
+// work once per entry turned away (that held the event loop for seconds).
+TEST_F(WalkTest, AFullQueueIsNotSearchedForEveryJobItTurnsAway) {
+  PrefetchOptions o = Walking(1);
+  o.max_queue = 1000;
+  Make(o);
+  Walk(user_);
+  std::vector<Entry> many;
+  for (int i = 0; i < 3000; ++i) {
+    many.push_back(EntryOf("f" + std::to_string(i), "FH-F" + std::to_string(i), NF3REG, 10));
+  }
+  const Page big(std::move(many), true);
+  const uint64_t before = prefetch_clock_.reads;
+  ClientLists("FH-DEEP", big, user_);
+  EXPECT_EQ(pf_->queued(), 1000u);
+  EXPECT_GT(pf_->stats().dropped, 1000u);
+  EXPECT_LT(prefetch_clock_.reads - before, 100000u) << "the queue searched once per entry";
+}
+
 // Client calls in the walked tree (a LOOKUP in FH-SUB, a GETATTR of one of
 // its entries) keep it going, though each answer comes long after the last.
 TEST_F(WalkTest, ClientCallsKeepTheWalkGoing) {

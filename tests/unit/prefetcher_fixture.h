@@ -156,7 +156,7 @@ class PrefetcherTest : public ::testing::Test {
 
   void Make(const PrefetchOptions& o) {
     pf_ = std::make_unique<Prefetcher>(
-        clock_, meta_, rp_.get(), up_,
+        prefetch_clock_, meta_, rp_.get(), up_,
         [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
                const OpaqueAuth& cred) {
           learned_.push_back(p.proc);
@@ -321,6 +321,21 @@ class PrefetcherTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  // clock_ as the prefetcher reads it, counting its reads.
+  class CountingClock final : public Clock {
+   public:
+    explicit CountingClock(const FakeClock& c) : c_(c) {}
+    MonoTime MonoNow() const override {
+      reads++;
+      return c_.MonoNow();
+    }
+    WallTime WallNow() const override { return c_.WallNow(); }
+    mutable uint64_t reads = 0;
+
+   private:
+    const FakeClock& c_;
+  };
+  CountingClock prefetch_clock_{clock_};
   EventBasePtr base_;
   Export exp_;
   MetadataCache meta_;
