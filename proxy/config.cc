@@ -103,6 +103,13 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
             "tls_cert_file and tls_key_file go together");
   }
   if (u->host.empty()) r.Error("host", "must not be empty");
+  // A call ends at its deadline before an outage could be seen: one client
+  // calling one at a time would never make the upstream out.
+  if (u->outage_after_ms >= u->call_timeout_ms) {
+    r.Error("outage_after_ms", "must be below call_timeout_ms (" +
+                                   std::to_string(u->call_timeout_ms) +
+                                   "): calls would end at their deadline before an outage is seen");
+  }
   if (u->reconnect_max_ms < u->reconnect_min_ms) {
     r.Error("reconnect_max_ms", "must not be below reconnect_min_ms");
   }

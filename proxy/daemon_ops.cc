@@ -402,8 +402,13 @@ Status Daemon::StartMetricsEndpoint() {
 
 Status Daemon::StartOperations() {
   AddCollectors();
+  // Serving NFS matters more than the metrics: a port that cannot be had is
+  // an error in the log (a reload can move the endpoint), not a failed start.
   Status m = StartMetricsEndpoint();
-  if (!m.ok()) return m;
+  if (!m.ok()) {
+    NFSEDGE_LOG(kError) << "metrics endpoint: " << m.ToString() << "; no metrics are served";
+    config_.metrics.listen.clear();
+  }
   OperationsDeps d;
   d.base = base_.get();
   d.config = &config_;
@@ -551,7 +556,15 @@ Status Daemon::Reload(ReloadOutcome* outcome) {
   SetLogLevel(config_.log_level);
   ConfigureLogging(config_.log);
   Status m = StartMetricsEndpoint();
-  if (!m.ok()) NFSEDGE_LOG(kError) << "metrics endpoint: " << m.ToString();
+  if (!m.ok()) {
+    // The endpoint in force stays where it was (a port still taken, an
+    // address the old listener holds): reported as not applied, and again
+    // at later reloads, until a restart or a reload that works.
+    NFSEDGE_LOG(kError) << "metrics endpoint: " << m.ToString();
+    config_.metrics.listen = metrics_listen_;
+    std::erase(plan.applied, std::string("metrics.listen"));
+    plan.restart.push_back("metrics.listen");
+  }
   ApplyLimits();
   std::string applied;
   for (const std::string& k : plan.applied) applied += " " + k;

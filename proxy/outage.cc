@@ -1,5 +1,6 @@
 #include "proxy/outage.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -56,25 +57,43 @@ void OutageDetector::CallEnded(bool replied) {
   if (waiting_ > 0) waiting_--;
   if (!replied) return;
   quiet_since_ = clock_.MonoNow();
+  probe_lost_ = false;
   if (out_) SetOut(false, "a reply came");
 }
 
 bool OutageDetector::Poll() {
+  const MonoTime now = clock_.MonoNow();
   if (!out_) {
-    if (waiting_ == 0 || clock_.MonoNow() - quiet_since_ < after_) return false;
-    SetOut(true, "calls waiting, no reply for " + std::to_string(Millis(after_)) + " ms");
+    if (waiting_ == 0 || now - quiet_since_ < after_) return false;
+    // The calls waiting may just be slow (a long COMMIT, a large READ on a
+    // slow link): a server that answers a NULL at once is not out.
+    if (probe_ != nullptr && !probe_lost_) {
+      if (!probing_) SendProbe();
+      if (probing_ && now - probe_at_ < std::min(after_, kProbeWait)) return false;
+    }
+    SetOut(true, "calls waiting, no reply for " + std::to_string(Millis(now - quiet_since_)) +
+                     " ms" + (probe_ != nullptr ? ", nor to a NULL call" : ""));
     return true;
   }
-  // A probe whenever out, one at a time: the calls waiting may just be slow
-  // (a long COMMIT), and a server that answers a NULL at once is not out.
-  if (probe_ != nullptr && !probing_) {
-    probing_ = true;
-    stats_.probes++;
-    Status s = probe_->Call(kNfsProgram, kNfsVersion, NFSPROC3_NULL, OpaqueAuth{}, "",
-                            [this](StatusOr<RpcReply>) { probing_ = false; });
-    if (!s.ok()) probing_ = false;
-  }
+  // A probe whenever out, one at a time, so that the end is seen even when
+  // nothing else is sent.
+  if (probe_ != nullptr && !probing_) SendProbe();
   return false;
+}
+
+void OutageDetector::SendProbe() {
+  probing_ = true;
+  probe_at_ = clock_.MonoNow();
+  stats_.probes++;
+  Status s = probe_->Call(kNfsProgram, kNfsVersion, NFSPROC3_NULL, OpaqueAuth{}, "",
+                          [this](StatusOr<RpcReply> r) {
+                            probing_ = false;
+                            if (!r.ok()) probe_lost_ = true;
+                          });
+  if (!s.ok()) {
+    probing_ = false;
+    probe_lost_ = true;
+  }
 }
 
 void OutageDetector::SetOut(bool out, const std::string& why) {

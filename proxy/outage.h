@@ -3,20 +3,22 @@
 //
 // Definition: the upstream is out when at least one call has been waiting
 // for `after` (on the wire, or queued in the transport because no connection
-// can be made) and no reply at all has come from the upstream in that time.
-// The outage is over at the next reply, whatever it says (an NFS error is a
+// can be made), no reply at all has come from the upstream in that time,
+// and a NULL call sent then (the probe, if one is set) has not been answered
+// within kProbeWait (or `after`, if shorter) or ended without a reply. The
+// outage is over at the next reply, whatever it says (an NFS error is a
 // reply; a local time-out or a lost connection is not). So a slow upstream
-// that still answers something every `after` is never out, and an idle one
-// is never out either: nothing waits for it.
+// that still answers something every `after` is never out, nor one that
+// answers the NULL at once while one call of it is slow (a long COMMIT, a
+// 1 MiB READ on a slow link), and an idle one is never out either: nothing
+// waits for it.
 //
 // Calls are seen through Watch(): a decorator of an RpcCaller (the daemon
 // wraps both upstream lanes) that counts every call in and every outcome
-// out. Poll(), run from a periodic timer (the daemon's, or a test's), starts
-// the outage; a reply ends it at once. While out, Poll() sends a NULL call
-// through the probe caller (one at a time), so that the end is seen even
-// when every client call is answered from the cache or every call waiting
-// is merely slow (one long COMMIT, nothing else sent: a server that answers
-// the NULL at once is not out).
+// out. Poll(), run from a periodic timer (the daemon's, or a test's), sends
+// the probe and starts the outage; a reply ends it at once. While out,
+// Poll() sends a NULL call through the probe caller (one at a time), so that
+// the end is seen even when every client call is answered from the cache.
 // Start and end are logged, with how long the outage lasted; listeners
 // (SetListener) run after each change, on the same thread.
 //
@@ -37,7 +39,7 @@ namespace nfsedge {
 
 struct OutageStats {
   uint64_t outages = 0;  // outages started
-  uint64_t probes = 0;   // NULL calls sent while out
+  uint64_t probes = 0;   // NULL calls sent (before declaring an outage, and while out)
   Duration total_out{};  // time out, ended outages only
 };
 
@@ -88,6 +90,10 @@ class OutageDetector {
   MonoTime out_since_{};
   bool out_ = false;
   bool probing_ = false;  // a probe is waiting
+  MonoTime probe_at_{};   // when it was sent
+  bool probe_lost_ = false;  // the last probe ended without a reply (none since)
+  static constexpr Duration kProbeWait = std::chrono::seconds(1);
+  void SendProbe();
   OutageStats stats_;
 };
 

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <tuple>
 
 #include "harness/files.h"
 #include "harness/wait.h"
@@ -28,12 +30,13 @@ using namespace harness;  // NOLINT: test file, harness types throughout.
 
 constexpr uint16_t kMetricsPort = 30567;
 
-// GET `path` from 127.0.0.1:kMetricsPort; returns the whole response.
-std::string HttpGet(const std::string& path) {
+// GET `path` from 127.0.0.1:`port`; returns the whole response ("" if
+// nothing listens).
+std::string HttpGet(const std::string& path, uint16_t port = kMetricsPort) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_port = htons(kMetricsPort);
+  a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd);
@@ -340,6 +343,64 @@ TEST_F(OperatingTest, SighupAppliesLimitsAndCacheSizesAndWarnsAboutRestartKeys) 
       << out;
   EXPECT_EQ(out.find("applied:"), std::string::npos) << "nothing else changed: " << out;
   EXPECT_EQ(Sample(HttpGet("/metrics"), "nfsedge_config_reloads_total{result=\"ok\"}"), 2);
+}
+
+// A listening socket on 127.0.0.1:`port` for as long as it lives.
+class PortTaken {
+ public:
+  explicit PortTaken(uint16_t port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && listen(fd_, 1) == 0;
+  }
+  ~PortTaken() { close(fd_); }
+  bool ok() const { return ok_; }
+
+ private:
+  int fd_;
+  bool ok_ = false;
+};
+
+// The metrics port taken by something else: the daemon starts and serves NFS
+// all the same (logged), and a reload moves the endpoint once the port is
+// free; a reload to a taken port keeps the endpoint in force and says so.
+TEST_F(OperatingTest, AMetricsPortThatCannotBeHadIsNotAFailedStartNorAnAppliedReload) {
+  ASSERT_TRUE(proxy_->Stop().success());
+  proxy_.reset();
+  {
+    PortTaken taken(kMetricsPort);
+    ASSERT_TRUE(taken.ok());
+    auto p = ProxyProcess::Start(options_);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    proxy_ = std::move(*p);
+    auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Mnt(export_).ok()) << "NFS is served without the metrics endpoint";
+    EXPECT_NE(ReadAll(proxy_->log_path()).find("ERROR metrics endpoint:"), std::string::npos);
+  }
+  auto [code, out] = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("applied: metrics.listen"), std::string::npos) << out;
+  EXPECT_NE(HttpGet("/metrics").find("nfsedge_build_info"), std::string::npos);
+
+  constexpr uint16_t kOther = kMetricsPort + 1;
+  PortTaken taken(kOther);
+  ASSERT_TRUE(taken.ok());
+  ProxyProcess::Options next = options_;
+  next.extra_toml = "[metrics]\nlisten = \"127.0.0.1:" + std::to_string(kOther) + "\"\n";
+  WriteConfig(ProxyProcess::RenderConfig(next));
+  std::tie(code, out) = RunNfsedge("reload --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out.find("applied: metrics.listen"), std::string::npos) << out;
+  EXPECT_NE(out.find("needs a restart (the value in force stays): metrics.listen"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(HttpGet("/metrics").find("nfsedge_build_info"), std::string::npos)
+      << "the endpoint in force stays";
 }
 
 TEST_F(OperatingTest, StatusNamesTopFilesByPath) {

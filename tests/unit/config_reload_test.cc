@@ -92,7 +92,7 @@ TEST(ConfigReload, PlanTakesLiveKeysAndKeepsRestartKeys) {
 max_attr_entries = 1000
 memory_bytes = "64M"
 [upstream]
-call_timeout_ms = 5000
+call_timeout_ms = 6000
 )");
   Config loaded = Parse(R"(
 [cache]

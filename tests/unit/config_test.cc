@@ -241,6 +241,16 @@ TEST(Config, ConnectionLimitsHaveDefaultsParseAndAreChecked) {
             std::string::npos);
 }
 
+// An outage needs a call to wait outage_after_ms: one that ends at its
+// deadline first never shows it.
+TEST(Config, AnOutageIsSeenBeforeACallsDeadline) {
+  const std::string msg = ErrorOf(
+      "[upstream]\nhost = \"10.1.2.3\"\ncall_timeout_ms = 1000\noutage_after_ms = 5000\n"
+      "[[export]]\npath = \"/data\"\nclients = [\"10.0.0.0/8\"]\n");
+  EXPECT_NE(msg.find("outage_after_ms"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("call_timeout_ms (1000)"), std::string::npos) << msg;
+}
+
 // No share for background work would leave a client COMMIT waiting for a
 // write-behind flush as long as other clients' data keeps coming.
 TEST(Config, BackgroundWorkKeepsAShare) {
