@@ -163,12 +163,12 @@ Status ControlServer::Listen(const std::string& path, uint32_t mode) {
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return IoError(std::string("control socket: ") + std::strerror(errno));
-  // Created with no permissions for anyone else, then set to `mode`: there
-  // is no moment at which a wider mode applies.
-  mode_t old = ::umask(0777);
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  // Created with no permissions at all, then set to `mode`: there is no
+  // moment at which a wider mode applies. Linux makes the file with the
+  // socket's own mode (less the umask); the process's umask is left alone,
+  // as other threads (RocksDB's) create files meanwhile.
+  int rc = ::fchmod(fd, 0) == 0 ? ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) : -1;
   int bind_errno = errno;
-  ::umask(old);
   if (rc != 0) {
     ::close(fd);
     return IoError("control socket " + path + ": " + std::strerror(bind_errno));

@@ -155,6 +155,14 @@ void ServerConnection::CheckIdle() {
   Close();
 }
 
+void ServerConnection::IdleTimeoutChanged() {
+  const Duration timeout = server_->options_.idle_timeout;
+  if (closed_ || timeout <= Duration::zero()) return;
+  // Checked within the new timeout (a lower one too), from the traffic.
+  const Duration idle = SteadyClock::now() - last_activity_;
+  idle_.Arm(idle < timeout ? timeout - idle : Duration::zero());
+}
+
 void ServerConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ServerConnection*>(arg);
   if ((what & BEV_EVENT_CONNECTED) && self->tls_) {
@@ -349,6 +357,7 @@ void RpcServer::SetLimits(const ServerOptions& limits) {
   options_.max_connections_per_client = limits.max_connections_per_client;
   options_.max_calls_per_connection = limits.max_calls_per_connection;
   options_.idle_timeout = limits.idle_timeout;
+  for (auto& [ptr, conn] : connections_) conn->IdleTimeoutChanged();
   WakeWaiting(*orphaned_);  // held connections look again under the new limits
 }
 

@@ -29,6 +29,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool closed() const { return closed_; }
   // Reads again iff it was paused and is no longer backlogged.
   void MaybeResume();
+  // The idle timeout changed (a reload): the next check is due within the
+  // new one (a connection whose timeout was 0 had no timer).
+  void IdleTimeoutChanged();
   const SockAddr& peer() const { return peer_; }
 
  private:

@@ -880,6 +880,19 @@ TEST_F(ServerLimitsTest, SetLimitsAppliesToNewConnectionsAndKeepsOpenOnes) {
   EXPECT_TRUE(Answers(welcome, 5));
 }
 
+// An idle timeout set by a reload reaches the connections already open,
+// those opened while it was 0 (no timer) too.
+TEST_F(ServerLimitsTest, AnIdleTimeoutSetByAReloadReachesOpenConnections) {
+  StartServer(ServerOptions{});  // idle_timeout zero
+  BlockingClient c(port_);
+  ASSERT_TRUE(Answers(c, 1));
+  ServerOptions now;
+  now.idle_timeout = std::chrono::seconds(1);
+  loop_.RunSync([&] { server_->SetLimits(now); });
+  EXPECT_TRUE(c.WaitClosed(std::chrono::seconds(3)));
+  EXPECT_EQ(Stats().idle_closed, 1u);
+}
+
 TEST_F(ServerLimitsTest, ZeroIdleTimeoutNeverCloses) {
   StartServer(ServerOptions{});  // idle_timeout zero
   BlockingClient c(port_);
