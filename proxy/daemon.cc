@@ -551,6 +551,9 @@ void Daemon::BeginShutdown() {
   Status notified = NotifyServiceManager("STOPPING=1");
   (void)notified.ok();
   server_->StopListening();
+  // What is not read is not run: calls sent from now on go to the next
+  // server (a write-behind WRITE taken now could only miss the flush).
+  server_->StopReading();
   shutdown_deadline_ = SteadyClock::now() + std::chrono::seconds(config_.server.shutdown_grace);
   NFSEDGE_LOG(kInfo) << "shutting down: " << server_->calls_in_flight() << " calls in flight";
   if (write_path_ && write_path_->stats().buffered_bytes > 0) {

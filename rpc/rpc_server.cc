@@ -116,7 +116,8 @@ void ServerConnection::OnWrite(bufferevent*, void* arg) {
 
 bool ServerConnection::Backlogged() const {
   const ServerOptions& opts = server_->options_;
-  return in_flight_ >= opts.max_calls_per_connection || HeldByOrphans() ||
+  return server_->reading_stopped_ || in_flight_ >= opts.max_calls_per_connection ||
+         HeldByOrphans() ||
          evbuffer_get_length(bufferevent_get_output(bev_.get())) > opts.max_record_size;
 }
 
@@ -243,12 +244,16 @@ void ServerConnection::ProcessInput() {
     call->set_tls(tls_);
     server_->handler_->HandleCall(std::move(call));
   }
+  Pause();
+  processing_ = false;
+}
+
+void ServerConnection::Pause() {
   if (!closed_ && !paused_ && Backlogged()) {
     paused_ = true;
     bufferevent_disable(bev_.get(), EV_READ);
     if (HeldByOrphans()) WaitForOrphans();
   }
-  processing_ = false;
 }
 
 void ServerConnection::StartTls(uint32_t xid) {
@@ -350,6 +355,11 @@ StatusOr<uint16_t> RpcServer::Listen(const SockAddr& addr) {
 void RpcServer::StopListening() {
   guards_.clear();
   listeners_.clear();
+}
+
+void RpcServer::StopReading() {
+  reading_stopped_ = true;
+  for (auto& [ptr, conn] : connections_) conn->Pause();
 }
 
 void RpcServer::SetLimits(const ServerOptions& limits) {

@@ -175,6 +175,10 @@ class RpcServer {
   StatusOr<uint16_t> Listen(const SockAddr& addr);
   // Stops accepting new connections; existing ones go on.
   void StopListening();
+  // Stops reading calls from every connection (shutdown): the calls read
+  // go on and are answered; those the clients send from now on are not
+  // run (a client sends them again to the next server).
+  void StopReading();
   // Replaces the limits (config reload) with those of `limits`:
   // max_connections and max_connections_per_client (for connections
   // accepted from now on), max_calls_per_connection (at each connection's
@@ -197,6 +201,7 @@ class RpcServer {
 
   event_base* base_;
   ServerOptions options_;
+  bool reading_stopped_ = false;  // StopReading()
   CallHandler* handler_;
   std::vector<ListenerPtr> listeners_;
   std::vector<std::unique_ptr<AcceptGuard>> guards_;  // one per listener

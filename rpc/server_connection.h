@@ -29,6 +29,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool closed() const { return closed_; }
   // Reads again iff it was paused and is no longer backlogged.
   void MaybeResume();
+  // Stops reading iff it is backlogged (RpcServer::StopReading).
+  void Pause();
   // The idle timeout changed (a reload): the next check is due within the
   // new one (a connection whose timeout was 0 had no timer).
   void IdleTimeoutChanged();

@@ -893,6 +893,26 @@ TEST_F(ServerLimitsTest, AnIdleTimeoutSetByAReloadReachesOpenConnections) {
   EXPECT_EQ(Stats().idle_closed, 1u);
 }
 
+// At shutdown the server stops reading: the calls read are answered, those
+// sent later are not run (the client sends them again to the next server).
+TEST_F(ServerLimitsTest, AfterStopReadingNoNewCallIsRun) {
+  StartServer(ServerOptions{});
+  BlockingClient c(port_);
+  c.SendRecord(MakeCall(1, kNfsProgram, 3, 1, ""));  // held
+  for (int i = 0; i < 500 && Held() < 1; ++i) usleep(10000);
+  ASSERT_EQ(Held(), 1u);
+  loop_.RunSync([&] { server_->StopReading(); });
+  c.SendRecord(MakeCall(2, kNfsProgram, 3, 1, ""));
+  usleep(200000);
+  EXPECT_EQ(Held(), 1u) << "a call sent after the shutdown began was run";
+  loop_.RunSync([&] { handler_.held[0]->ReplySuccess(""); });
+  std::optional<std::string> r = c.ReadRecord();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(ParseReply(*r)->xid, 1u) << "the call read before is answered";
+  EXPECT_FALSE(c.ReadRecord(std::chrono::milliseconds(300)));
+  EXPECT_EQ(Held(), 1u);
+}
+
 TEST_F(ServerLimitsTest, ZeroIdleTimeoutNeverCloses) {
   StartServer(ServerOptions{});  // idle_timeout zero
   BlockingClient c(port_);
