@@ -215,4 +215,16 @@ std::vector<std::string> AttrCache::RefreshCandidates(Duration window, size_t ma
   return out;
 }
 
+void AttrCache::ReturnRefreshCandidates(const std::vector<std::string>& handles) {
+  for (const std::string& h : handles) {
+    Entry* e = lru_.Peek(h);
+    if (e == nullptr || !e->refresh_pending) continue;  // gone, or filled since
+    e->refresh_pending = false;
+    if (!Fresh(*e) || e->indexed) continue;
+    e->refresh_it = refresh_index_.emplace(e->expires, h);
+    e->indexed = true;
+    stats_.refreshes--;
+  }
+}
+
 }  // namespace nfsedge

@@ -145,6 +145,9 @@ class AttrCache {
   // first. Each is handed out once per fill: a later Put() (the refresh's
   // reply) re-arms it.
   std::vector<std::string> RefreshCandidates(Duration window, size_t max);
+  // Hands back candidates RefreshCandidates() gave that were not refreshed
+  // (no room for their call): handed out again while still fresh.
+  void ReturnRefreshCandidates(const std::vector<std::string>& handles);
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();

@@ -165,6 +165,9 @@ class MetadataCache {
   std::vector<std::string> RefreshCandidates(Duration window, size_t max) {
     return attrs_.RefreshCandidates(window, max);
   }
+  void ReturnRefreshCandidates(const std::vector<std::string>& handles) {
+    attrs_.ReturnRefreshCandidates(handles);
+  }
 
   // Forgets what is cached about `fh`: its attributes (so its data and
   // names are revalidated) and, for a directory, its names.

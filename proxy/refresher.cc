@@ -48,19 +48,33 @@ void Refresher::Tick() {
     parents.push_back(cache_.ParentOf(h));
     if (parents.back()) per_dir[*parents.back()]++;
   }
-  std::unordered_set<std::string> listed;
-  for (size_t i = 0; i < candidates.size() && in_flight_ < options_.max_in_flight; ++i) {
+  std::unordered_set<std::string> listed, unlisted;  // listing sent / could not be
+  std::vector<std::string> left;  // no room for their call: handed back
+  bool full = false;              // the upstream took no more
+  for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string& handle = candidates[i];
     const std::optional<std::string>& dir = parents[i];
-    if (dir && per_dir[*dir] >= 2) {
-      if (!listed.insert(*dir).second) continue;  // that listing brings it too
+    if (full || in_flight_ >= options_.max_in_flight) {
+      left.push_back(handle);
+      continue;
+    }
+    if (dir && per_dir[*dir] >= 2 && !unlisted.contains(*dir)) {
+      if (listed.contains(*dir)) continue;  // that listing brings it too
       std::optional<uint32_t> dir_export = handles_.Find(*dir);
-      if (dir_export && SendListing(*dir, exports_.Get(*dir_export), 0, {}, 0)) continue;
+      if (dir_export && SendListing(*dir, exports_.Get(*dir_export), 0, {}, 0)) {
+        listed.insert(*dir);
+        continue;
+      }
+      unlisted.insert(*dir);  // its entries one by one
     }
     std::optional<uint32_t> export_id = handles_.Find(handle);
     if (!export_id) continue;
-    if (!SendGetattr(handle, exports_.Get(*export_id))) return;
+    if (!SendGetattr(handle, exports_.Get(*export_id))) {
+      full = true;
+      left.push_back(handle);
+    }
   }
+  cache_.ReturnRefreshCandidates(left);
 }
 
 bool Refresher::SendGetattr(const std::string& handle, const Export& exp) {

@@ -260,6 +260,24 @@ TEST_F(AttrCacheTest, RefreshCandidatesSoonestFirstUpToMax) {
   EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 2), (std::vector<std::string>{"c"}));
 }
 
+// Candidates the refresher had no room for are handed back, and out again
+// at the next round while fresh (they used to wait for an expiry and a
+// foreground fetch).
+TEST_F(AttrCacheTest, RefreshCandidatesHandedBackComeOutAgain) {
+  cache_.Put("a", FileChanged(seconds(100)), kReg);  // 10 s
+  cache_.Put("b", FileChanged(seconds(200)), kReg);  // 20 s
+  for (const char* h : {"a", "b"}) EXPECT_TRUE(cache_.Get(h));
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 10), (std::vector<std::string>{"a", "b"}));
+  cache_.ReturnRefreshCandidates({"b"});
+  EXPECT_EQ(cache_.RefreshCandidates(seconds(60), 10), std::vector<std::string>{"b"});
+  EXPECT_EQ(cache_.stats().refreshes, 2u);
+  // Refreshed meanwhile (a Put), or expired: not handed out again.
+  cache_.Put("b", FileChanged(seconds(150)), kReg);  // changed since: expires at 15 s
+  cache_.ReturnRefreshCandidates({"a", "b"});
+  clock_.Advance(seconds(10));
+  EXPECT_TRUE(cache_.RefreshCandidates(seconds(60), 10).empty());
+}
+
 TEST_F(AttrCacheTest, ExpiredEntriesAreNotRefreshCandidates) {
   cache_.Put("fh", FileChanged(seconds(100)), kReg);  // 10 s
   EXPECT_TRUE(cache_.Get("fh"));
