@@ -80,5 +80,17 @@ if dpkg_root -r nfsedge >>"$out/dpkg.log" 2>&1; then
 else
   cat "$out/dpkg.log"; echo "dpkg -r failed"; fail=1
 fi
+# Purged: the cache and state go, but not an edge journal, which may hold
+# acknowledged writes not yet upstream.
+mkdir -p "$root/var/lib/nfsedge/journal" "$root/var/lib/nfsedge/handles" "$root/var/cache/nfsedge"
+touch "$root/var/lib/nfsedge/journal/000001.log"
+if dpkg_root -P nfsedge >>"$out/dpkg.log" 2>&1; then
+  [ -e "$root/var/lib/nfsedge/journal/000001.log" ] || { echo "purge removed the edge journal"; fail=1; }
+  [ ! -e "$root/var/lib/nfsedge/handles" ] || { echo "purge left the handle store"; fail=1; }
+  [ ! -e "$root/var/cache/nfsedge" ] || { echo "purge left the cache"; fail=1; }
+  [ ! -e "$root/etc/nfsedge/nfsedge.toml" ] || { echo "purge left the conffile"; fail=1; }
+else
+  cat "$out/dpkg.log"; echo "dpkg -P failed"; fail=1
+fi
 [ $fail = 0 ] && echo "deb_test: $(basename "$deb") OK"
 exit $fail
