@@ -271,20 +271,50 @@ void MountService::WalkNext(const std::shared_ptr<Walk>& w) {
                             return;
                           }
                           const LOOKUP3resok& ok = res->LOOKUP3res_u.resok;
-                          // Only a directory, known to be one: a symlink
-                          // would lead out of the export.
-                          if (!ok.obj_attributes.attributes_follow ||
-                              ok.obj_attributes.post_op_attr_u.attributes.type != NF3DIR) {
-                            NFSEDGE_LOG(kInfo) << "MNT " << w->path << " from "
-                                               << w->call->peer().ToString() << " refused: \""
-                                               << w->components[w->next]
-                                               << "\" is not a directory";
-                            ReplyMountError(*w->call, MNT3ERR_NOTDIR);
+                          const std::string fh(ok.object.data.data_val, ok.object.data.data_len);
+                          if (ok.obj_attributes.attributes_follow) {
+                            Descend(w, fh, ok.obj_attributes.post_op_attr_u.attributes.type);
+                          } else {
+                            DescendAfterGetattr(w, fh);  // post-op attributes are optional
+                          }
+                        });
+  if (!s.ok()) {
+    NFSEDGE_LOG(kWarn) << "MNT " << w->path << ": " << s.ToString();
+    ReplyMountError(*w->call, MNT3ERR_SERVERFAULT);
+  }
+}
+
+void MountService::Descend(const std::shared_ptr<Walk>& w, const std::string& fh, ftype3 type) {
+  // Only a directory, known to be one: a symlink would lead out of the
+  // export.
+  if (type != NF3DIR) {
+    NFSEDGE_LOG(kInfo) << "MNT " << w->path << " from " << w->call->peer().ToString()
+                       << " refused: \"" << w->components[w->next] << "\" is not a directory";
+    ReplyMountError(*w->call, MNT3ERR_NOTDIR);
+    return;
+  }
+  w->fh = fh;
+  w->next++;
+  WalkNext(w);
+}
+
+void MountService::DescendAfterGetattr(const std::shared_ptr<Walk>& w, const std::string& fh) {
+  GETATTR3args a{};
+  std::string copy = fh;
+  a.object.data.data_val = copy.data();
+  a.object.data.data_len = static_cast<u_int>(copy.size());
+  std::string args;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_GETATTR3args), &a, &args);
+  Status s = nfs_->Call(kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, w->cred, args,
+                        [this, w, fh](StatusOr<RpcReply> r) {
+                          XdrValue<GETATTR3res> res(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+                          if (!Succeeded(r) || !res.Decode(r->results()) ||
+                              res->status != NFS3_OK) {
+                            NFSEDGE_LOG(kWarn) << "MNT " << w->path << ": upstream GETATTR failed";
+                            ReplyMountError(*w->call, MNT3ERR_SERVERFAULT);
                             return;
                           }
-                          w->fh.assign(ok.object.data.data_val, ok.object.data.data_len);
-                          w->next++;
-                          WalkNext(w);
+                          Descend(w, fh, res->GETATTR3res_u.resok.obj_attributes.type);
                         });
   if (!s.ok()) {
     NFSEDGE_LOG(kWarn) << "MNT " << w->path << ": " << s.ToString();

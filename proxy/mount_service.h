@@ -23,6 +23,7 @@
 #define NFSEDGE_PROXY_MOUNT_SERVICE_H_
 
 #include <rpc/xdr/mount3.h>
+#include <rpc/xdr/nfs3.h>
 
 #include <memory>
 #include <string>
@@ -82,6 +83,10 @@ class MountService : public RpcProgram {
   struct Walk;
   void WalkNext(const std::shared_ptr<Walk>& w);
   void MountDone(const std::shared_ptr<Walk>& w);
+  // The walk's next component is `fh`, of `type`: on to it iff a directory.
+  void Descend(const std::shared_ptr<Walk>& w, const std::string& fh, ftype3 type);
+  // The same once a GETATTR told its type (LOOKUP answered without it).
+  void DescendAfterGetattr(const std::shared_ptr<Walk>& w, const std::string& fh);
   // The walk met `status` (a LOOKUP's failure): answers the upstream's own
   // error for the whole path, or `status`.
   void MountError(const std::shared_ptr<Walk>& w, mountstat3 status);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +83,9 @@ class ExportConfinementTest : public ProgramsBed {
       }
       res.status = NFS3_OK;
       res.LOOKUP3res_u.resok.object = Fh(it->second.first);
-      res.LOOKUP3res_u.resok.obj_attributes = PostOp(it->second.second);
+      if (!without_attributes_.contains(it->second.first)) {
+        res.LOOKUP3res_u.resok.obj_attributes = PostOp(it->second.second);
+      }
       res.LOOKUP3res_u.resok.dir_attributes = PostOp(DirAttr(1));
       return Xdr(Proc(xdr_LOOKUP3res), res);
     }
@@ -151,6 +154,7 @@ class ExportConfinementTest : public ProgramsBed {
 
   std::map<std::string, std::string> mounts_;  // upstream path -> root handle
   std::map<std::pair<std::string, std::string>, std::pair<std::string, fattr3>> lookups_;
+  std::set<std::string> without_attributes_;  // LOOKUPs of these answer no attributes
 };
 
 // docs/security.md: "The way out of an export, "..", is closed: a LOOKUP of
@@ -244,6 +248,19 @@ TEST_F(ExportConfinementTest, AMountPointBelowTheExportOutlivesTheRegistrysLimit
   }
   EXPECT_EQ(Getattr(c, 10, kSub), static_cast<uint32_t>(NFS3_OK))
       << "the mount point was forgotten: its client's mount is stale for good";
+}
+
+// Post-op attributes are optional (RFC 1813): a LOOKUP of the walk answered
+// without them is followed by a GETATTR, not taken for a non-directory.
+TEST_F(ExportConfinementTest, MountBelowTheExportAsksTheTypeALookupDidNotTell) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  without_attributes_.insert(kSub);
+  BlockingClient c(port_);
+  auto [st, fh] = Mount(c, 1, "/data/sub");
+  EXPECT_EQ(st, static_cast<uint32_t>(MNT3_OK));
+  EXPECT_EQ(fh, kSub);
 }
 
 }  // namespace
