@@ -135,23 +135,10 @@ class CoherenceTest : public ReadPathTest {
 // on its way from the disk tier when the write is answered too: it would
 // answer the READ with the bytes the write replaced.
 TEST_F(CoherenceTest, DiskReadInFlightWhenAWriteIsAnsweredIsNotServed) {
-  char tmpl[] = "/tmp/nfsedge-coherence-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  PostQueue posted;
-  {
-    DiskTierOptions d;
-    d.dir = dir + "/store";
-    d.block_size = kBlock;
-    d.threads = 1;
-    StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Open(d, posted.AsFunction());
-    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
-    ReadPathOptions o;
-    o.readahead_max = 0;
-    MakeReadPath(o, disk->get());
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     ExpectData(ReadNow(0, 10000), 0, 10000);  // blocks in memory and on disk
-    ASSERT_TRUE((*disk)->MayContain(file_, 0));
+    ASSERT_TRUE(disk.MayContain(file_, 0));
     blocks_.DropFile(file_);  // the memory tier lost them (evicted)
 
     Outcome out;
@@ -180,9 +167,7 @@ TEST_F(CoherenceTest, DiskReadInFlightWhenAWriteIsAnsweredIsNotServed) {
           << "READ answered with the bytes the write replaced (a disk read that left before "
              "the write was stored after it)";
     }
-    rp_.reset();
-  }
-  std::filesystem::remove_all(dir);
+  });
 }
 
 // --- Attribute lifetimes are per export ---------------------------------------

@@ -397,52 +397,63 @@ TEST_F(PrefetcherTest, NoReadPathNoData) {
   EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-SMALL"}), 1u);
 }
 
-// Refresh-ahead (proxy/refresher.h): used entries about to expire that
-// share a directory are revalidated by one READDIRPLUS of it, which brings
-// them all; an entry alone in its directory by a GETATTR.
-TEST_F(PrefetcherTest, RefreshAheadListsADirectoryInsteadOfAGetattrPerEntry) {
-  std::unique_ptr<Page> page = RootPage();
-  const std::string root = "FH-ROOT", sub = "FH-SUB";
-  READDIRPLUS3args list{};
-  list.dir = Fh(root);
-  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &list, page->Results(), exp_, CredKeyOf(user_));
-  pages_[{"FH-ROOT", 0}] = std::move(page);
-  objects_["FH-LONE"] = Attr(NF3REG, 5, 500);
-  LOOKUP3args look{};
-  look.what.dir = Fh(sub);
-  look.what.name = const_cast<char*>("lone");
-  LOOKUP3res found{};
-  found.status = NFS3_OK;
-  const std::string lone = "FH-LONE";
-  found.LOOKUP3res_u.resok.object = Fh(lone);
-  found.LOOKUP3res_u.resok.obj_attributes = PostOp(objects_["FH-LONE"]);
-  found.LOOKUP3res_u.resok.dir_attributes = PostOp(objects_["FH-SUB"]);
-  meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &look, Xdr(Proc(xdr_LOOKUP3res), found), exp_,
-              CredKeyOf(user_));
-  // Clients use three entries: candidates for refresh-ahead.
-  for (const char* fh : {"FH-SMALL", "FH-BIG", "FH-LONE"}) {
-    ASSERT_TRUE(meta_.FreshAttributes(fh)) << fh;
+// Refresh-ahead (proxy/refresher.h): entries clients used, about to expire.
+class RefreshAheadTest : public PrefetcherTest {
+ protected:
+  // FH-SMALL and FH-BIG (in FH-ROOT) and FH-LONE (alone in FH-SUB), learned
+  // and used by clients, all handed out.
+  void SetUp() override {
+    std::unique_ptr<Page> page = RootPage();
+    const std::string root = "FH-ROOT", sub = "FH-SUB";
+    READDIRPLUS3args list{};
+    list.dir = Fh(root);
+    meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &list, page->Results(), exp_,
+                CredKeyOf(user_));
+    pages_[{"FH-ROOT", 0}] = std::move(page);
+    objects_["FH-LONE"] = Attr(NF3REG, 5, 500);
+    LOOKUP3args look{};
+    look.what.dir = Fh(sub);
+    look.what.name = const_cast<char*>("lone");
+    LOOKUP3res found{};
+    found.status = NFS3_OK;
+    const std::string lone = "FH-LONE";
+    found.LOOKUP3res_u.resok.object = Fh(lone);
+    found.LOOKUP3res_u.resok.obj_attributes = PostOp(objects_["FH-LONE"]);
+    found.LOOKUP3res_u.resok.dir_attributes = PostOp(objects_["FH-SUB"]);
+    meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &look, Xdr(Proc(xdr_LOOKUP3res), found), exp_,
+                CredKeyOf(user_));
+    for (const char* fh : {"FH-SMALL", "FH-BIG", "FH-LONE"}) {
+      ASSERT_TRUE(meta_.FreshAttributes(fh)) << fh;
+    }
+    ASSERT_EQ(meta_.ParentOf("FH-SMALL").value_or("none"), "FH-ROOT");
+    ASSERT_EQ(meta_.ParentOf("FH-LONE").value_or("none"), "FH-SUB");
+    for (const char* fh : {"FH-ROOT", "FH-SUB", "FH-SMALL", "FH-BIG", "FH-LONE"}) {
+      handles_.Add(fh, 0, std::string(fh) == "FH-ROOT");
+    }
+    options_.window = std::chrono::hours(1);  // every used entry is due
+    options_.period = std::chrono::milliseconds(1);
+  }
+  std::unique_ptr<Refresher> MakeRefresher() {
+    return std::make_unique<Refresher>(base_.get(), meta_, handles_, exports_, up_, options_);
   }
 
-  ASSERT_EQ(meta_.ParentOf("FH-SMALL").value_or("none"), "FH-ROOT");
-  ASSERT_EQ(meta_.ParentOf("FH-LONE").value_or("none"), "FH-SUB");
-  HandleRegistry handles(100);
-  for (const char* fh : {"FH-ROOT", "FH-SUB", "FH-SMALL", "FH-BIG", "FH-LONE"}) {
-    handles.Add(fh, 0, std::string(fh) == "FH-ROOT");
-  }
-  ExportTable exports({MakeExportConfig()});
-  RefresherOptions o;
-  o.window = std::chrono::hours(1);  // every used entry is due
-  o.period = std::chrono::milliseconds(1);
+  HandleRegistry handles_{100};
+  ExportTable exports_{{MakeExportConfig()}};
+  RefresherOptions options_;
+};
+
+// Entries that share a directory are revalidated by one READDIRPLUS of it,
+// which brings them all; an entry alone in its directory by a GETATTR.
+TEST_F(RefreshAheadTest, ListsADirectoryInsteadOfAGetattrPerEntry) {
   {
-    Refresher r(base_.get(), meta_, handles, exports, up_, o);
-    r.Start();
+    std::unique_ptr<Refresher> r = MakeRefresher();
+    r->Start();
     for (int i = 0; i < 2000 && up_.calls.size() < 2; ++i) {
       event_base_loop(base_.get(), EVLOOP_ONCE);
     }
     EXPECT_EQ(Asked(), (std::multiset<ProcFh>{{NFSPROC3_READDIRPLUS, "FH-ROOT"},
                                               {NFSPROC3_GETATTR, "FH-LONE"}}));
-    EXPECT_EQ(r.listings(), 1u);
+    EXPECT_EQ(r->listings(), 1u);
     // The answers refresh the entries: they are not asked again.
     for (size_t i = 0; i < up_.calls.size(); ++i) {
       answered_.insert(i);
@@ -454,46 +465,13 @@ TEST_F(PrefetcherTest, RefreshAheadListsADirectoryInsteadOfAGetattrPerEntry) {
   Drain();
 }
 
-TEST_F(PrefetcherTest, RefreshAheadCandidatesWithoutRoomWaitForTheNextRound) {
-  std::unique_ptr<Page> page = RootPage();
-  const std::string root = "FH-ROOT", sub = "FH-SUB";
-  READDIRPLUS3args list{};
-  list.dir = Fh(root);
-  meta_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &list, page->Results(), exp_, CredKeyOf(user_));
-  pages_[{"FH-ROOT", 0}] = std::move(page);
-  objects_["FH-LONE"] = Attr(NF3REG, 5, 500);
-  LOOKUP3args look{};
-  look.what.dir = Fh(sub);
-  look.what.name = const_cast<char*>("lone");
-  LOOKUP3res found{};
-  found.status = NFS3_OK;
-  const std::string lone = "FH-LONE";
-  found.LOOKUP3res_u.resok.object = Fh(lone);
-  found.LOOKUP3res_u.resok.obj_attributes = PostOp(objects_["FH-LONE"]);
-  found.LOOKUP3res_u.resok.dir_attributes = PostOp(objects_["FH-SUB"]);
-  meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &look, Xdr(Proc(xdr_LOOKUP3res), found), exp_,
-              CredKeyOf(user_));
-  // Clients use three entries: candidates for refresh-ahead.
-  for (const char* fh : {"FH-SMALL", "FH-BIG", "FH-LONE"}) {
-    ASSERT_TRUE(meta_.FreshAttributes(fh)) << fh;
-  }
-
-  ASSERT_EQ(meta_.ParentOf("FH-SMALL").value_or("none"), "FH-ROOT");
-  ASSERT_EQ(meta_.ParentOf("FH-LONE").value_or("none"), "FH-SUB");
-  HandleRegistry handles(100);
-  for (const char* fh : {"FH-ROOT", "FH-SUB", "FH-SMALL", "FH-BIG", "FH-LONE"}) {
-    handles.Add(fh, 0, std::string(fh) == "FH-ROOT");
-  }
-  ExportTable exports({MakeExportConfig()});
-  RefresherOptions o;
-  o.window = std::chrono::hours(1);  // every used entry is due
-  o.period = std::chrono::milliseconds(1);
-  o.max_in_flight = 1;
+// One call at a time: the entries the first round had no room for are
+// refreshed in the rounds after it (they were dropped until they expired).
+TEST_F(RefreshAheadTest, CandidatesWithoutRoomWaitForTheNextRound) {
+  options_.max_in_flight = 1;
   {
-    Refresher r(base_.get(), meta_, handles, exports, up_, o);
-    r.Start();
-    // One call at a time: the entries the first round had no room for are
-    // refreshed in the rounds after it (they were dropped until they expired).
+    std::unique_ptr<Refresher> r = MakeRefresher();
+    r->Start();
     for (int i = 0; i < 2000 && Asked().count({NFSPROC3_GETATTR, "FH-LONE"}) == 0; ++i) {
       event_base_loop(base_.get(), EVLOOP_ONCE);
       for (size_t c = 0; c < up_.calls.size(); ++c) {
@@ -502,6 +480,11 @@ TEST_F(PrefetcherTest, RefreshAheadCandidatesWithoutRoomWaitForTheNextRound) {
     }
     EXPECT_EQ(Asked().count({NFSPROC3_READDIRPLUS, "FH-ROOT"}), 1u);
     EXPECT_EQ(Asked().count({NFSPROC3_GETATTR, "FH-LONE"}), 1u);
+    // Answered while the refresher lives.
+    for (size_t c = 0; c < up_.calls.size(); ++c) {
+      if (answered_.insert(c).second) up_.Answer(c, Respond(c));
+    }
+    for (int i = 0; i < 50; ++i) event_base_loop(base_.get(), EVLOOP_ONCE);
   }
   Drain();
 }

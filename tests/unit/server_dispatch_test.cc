@@ -124,6 +124,27 @@ class ServerDispatchTest : public ::testing::Test {
     return results.size() >= 4 ? LoadBE32(results.data()) : 0xffffffff;
   }
 
+  // MNT `path` (AUTH_NONE): its status, and the handle and flavors of an OK.
+  struct Mounted {
+    uint32_t status = 0xffffffff;
+    std::string fh;
+    std::vector<int> flavors;
+  };
+  Mounted Mnt(const std::string& path) {
+    std::string results;
+    Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path)), &results);
+    XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
+    Mounted m;
+    if (!res.Decode(results)) return m;
+    m.status = res->fhs_status;
+    if (res->fhs_status != MNT3_OK) return m;
+    const mountres3_ok& ok = res->mountres3_u.mountinfo;
+    m.fh.assign(ok.fhandle.fhandle3_val, ok.fhandle.fhandle3_len);
+    m.flavors.assign(ok.auth_flavors.auth_flavors_val,
+                     ok.auth_flavors.auth_flavors_val + ok.auth_flavors.auth_flavors_len);
+    return m;
+  }
+
   void Mount(const std::string& path) {
     std::string results;
     Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path), SysCred(0, 0)), &results);
@@ -200,17 +221,12 @@ TEST_F(ServerDispatchTest, MountVersionOneListsExportsAndMounts) {
 // realpath(3) makes of it, as Linux's mountd does; "." and ".." do not.
 TEST_F(ServerDispatchTest, MountTakesTrailingAndRepeatedSlashes) {
   for (const char* path : {"/data/", "//data", "/data//"}) {
-    std::string results;
-    Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs(path)), &results);
-    XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
-    ASSERT_TRUE(res.Decode(results)) << path;
-    ASSERT_EQ(res->fhs_status, MNT3_OK) << path;
-    const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
-    EXPECT_EQ(std::string(fh.fhandle3_val, fh.fhandle3_len), kRootFh);
+    const Mounted m = Mnt(path);
+    ASSERT_EQ(m.status, static_cast<uint32_t>(MNT3_OK)) << path;
+    EXPECT_EQ(m.fh, kRootFh);
   }
+  EXPECT_EQ(Mnt("/data/.").status, static_cast<uint32_t>(MNT3ERR_NOENT));
   std::string results;
-  Ask(MakeCall(2, kMountProgram, 3, 1, DirpathArgs("/data/.")), &results);
-  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_NOENT));
   // UMNT of the path as written removes the mount of what it names.
   EXPECT_EQ(Ask(MakeCall(3, kMountProgram, 3, 3, DirpathArgs("/data/"))).accept_stat, kSuccess);
   Ask(MakeCall(4, kMountProgram, 3, 2, ""), &results);
@@ -223,29 +239,19 @@ TEST_F(ServerDispatchTest, MountTakesTrailingAndRepeatedSlashes) {
 TEST_F(ServerDispatchTest, MountDuringAnOutageAnswersAKnownRoot) {
   Mount("/data");
   loop_.RunSync([&] { mount_up_->set_fail_with(Timeout("the WAN is down")); });
-  std::string results;
-  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs("/data")), &results);
-  XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
-  ASSERT_TRUE(res.Decode(results));
-  ASSERT_EQ(res->fhs_status, MNT3_OK);
-  const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
-  EXPECT_EQ(std::string(fh.fhandle3_val, fh.fhandle3_len), kRootFh);
-  Ask(MakeCall(2, kMountProgram, 3, 1, DirpathArgs("/ro")), &results);
-  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(MNT3ERR_SERVERFAULT));
+  const Mounted m = Mnt("/data");
+  ASSERT_EQ(m.status, static_cast<uint32_t>(MNT3_OK));
+  EXPECT_EQ(m.fh, kRootFh);
+  EXPECT_EQ(Mnt("/ro").status, static_cast<uint32_t>(MNT3ERR_SERVERFAULT));
 }
 
 // The flavors a client is offered are the ones the proxy takes (AUTH_SYS),
 // not the upstream's: a Linux client would try krb5 first against a proxy
 // that refuses it.
 TEST_F(ServerDispatchTest, MountListsTheProxysOwnFlavors) {
-  std::string results;
-  Ask(MakeCall(1, kMountProgram, 3, 1, DirpathArgs("/data")), &results);
-  XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
-  ASSERT_TRUE(res.Decode(results));
-  ASSERT_EQ(res->fhs_status, MNT3_OK);
-  const auto& fl = res->mountres3_u.mountinfo.auth_flavors;
-  EXPECT_EQ(std::vector<int>(fl.auth_flavors_val, fl.auth_flavors_val + fl.auth_flavors_len),
-            std::vector<int>{static_cast<int>(kAuthSys)});
+  const Mounted m = Mnt("/data");
+  ASSERT_EQ(m.status, static_cast<uint32_t>(MNT3_OK));
+  EXPECT_EQ(m.flavors, std::vector<int>{static_cast<int>(kAuthSys)});
 }
 
 TEST_F(ServerDispatchTest, UndecodableArgumentsAreGarbageArgs) {
