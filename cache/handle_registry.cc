@@ -23,7 +23,10 @@ HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet 
     }
     set.exports |= add.exports;
     set.roots |= add.roots;
-    set.mounted = set.mounted || add.mounted;
+    if (add.mounted && !set.mounted) {
+      set.mounted = true;
+      mount_points_.push_back(key);
+    }
     return &it->second;
   }
   if (max_handles_ == 0) return nullptr;
@@ -48,7 +51,18 @@ HandleRegistry::Entry* HandleRegistry::Merge(std::string_view handle, ExportSet 
     evictions_++;
   }
   lru_.push_front(key);
+  if (add.mounted) mount_points_.push_back(key);
   return &map_.emplace(std::move(key), Entry{add, lru_.begin()}).first->second;
+}
+
+void HandleRegistry::BoundMountPoints() {
+  while (mount_points_.size() > kMaxMountPoints) {
+    auto it = map_.find(mount_points_.front());
+    mount_points_.pop_front();
+    if (it == map_.end() || !it->second.set.mounted) continue;
+    it->second.set.mounted = false;
+    if (store_) Save(it->first, it->second.set);
+  }
 }
 
 void HandleRegistry::Save(std::string_view handle, const ExportSet& set) {
@@ -68,6 +82,7 @@ void HandleRegistry::Add(std::string_view handle, uint32_t export_id, bool root,
   add.mounted = mounted;
   Entry* e = Merge(handle, add);
   if (e && store_) Save(handle, e->set);
+  if (mounted) BoundMountPoints();
 }
 
 std::optional<ExportSet> HandleRegistry::FindAll(std::string_view handle) {
@@ -100,6 +115,7 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
   // those with some still configured: stored again without the others (an
   // export configured again later does not get them back).
   std::vector<std::string> gone, pruned;
+  std::array<int, kMaxExports> roots_loaded{};
   loading_ = true;
   StatusOr<std::unique_ptr<HandleStore>> store = HandleStore::Open(
       dir, [&](std::string_view handle, std::vector<StoredMembership> stored) {
@@ -113,7 +129,10 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
           }
           const uint64_t bit = uint64_t{1} << (it - export_paths_.begin());
           set.exports |= bit;
-          if (m.root) set.roots |= bit;
+          if (m.root) {
+            set.roots |= bit;
+            roots_loaded[it - export_paths_.begin()]++;
+          }
           set.mounted = set.mounted || m.mounted;
         }
         if (set.exports == 0) {
@@ -139,6 +158,12 @@ Status HandleRegistry::Persist(const std::string& dir, std::vector<std::string> 
   // A store holding more than max_handles (a smaller limit than before).
   for (const std::string& h : evicted_while_loading_) store_->Delete(h);
   evicted_while_loading_.clear();
+  // An export with two stored roots (its upstream directory made anew) has
+  // no known root until a MNT tells which: RootOf answers none.
+  for (uint32_t id = 0; id < kMaxExports; ++id) {
+    if (roots_loaded[id] > 1) root_of_[id].clear();
+  }
+  BoundMountPoints();
   return Status::Ok();
 }
 

@@ -14,7 +14,8 @@
 // Bounded (DESIGN rule 8): at `max_handles` the least recently used handle
 // is forgotten, but never an export's root (its mark closes ".." out of the
 // export) nor a directory MNT answered below an export (a client cannot look
-// its own mount point up again); a client that still holds a forgotten handle gets
+// its own mount point up again; the kMaxMountPoints most recent are kept so,
+// older ones go back to the least recently used order); a client that still holds a forgotten handle gets
 // NFS3ERR_STALE and looks the name up again. Exports are numbered 0..kMaxExports-1.
 //
 // By default the registry lives in memory: after a proxy restart clients
@@ -27,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <optional>
@@ -41,6 +43,7 @@
 namespace nfsedge {
 
 inline constexpr uint32_t kMaxExports = 64;
+inline constexpr size_t kMaxMountPoints = 4096;
 
 // The exports a handle belongs to, as bit sets over export ids.
 struct ExportSet {
@@ -79,7 +82,8 @@ class HandleRegistry {
   std::optional<ExportSet> Peek(std::string_view handle) const;
   // Returns the lowest export of `handle` iff it was handed out.
   std::optional<uint32_t> Find(std::string_view handle);
-  // Returns the handle last added as export `export_id`'s root, if any.
+  // Returns the handle last added as export `export_id`'s root, if any (from
+  // the store: iff it holds one root for the export).
   std::optional<std::string> RootOf(uint32_t export_id) const;
 
   size_t size() const { return map_.size(); }
@@ -106,6 +110,10 @@ class HandleRegistry {
   bool loading_ = false;  // inside Persist()
   std::vector<std::string> evicted_while_loading_;
   std::array<std::string, kMaxExports> root_of_;  // by export id; "" if none
+  std::deque<std::string> mount_points_;           // marked mounted, oldest first
+  // Keeps at most kMaxMountPoints handles marked mounted: the oldest lose
+  // the mark.
+  void BoundMountPoints();
 };
 
 }  // namespace nfsedge

@@ -433,6 +433,7 @@ Status Daemon::Start() {
   // A MNT below an export walks it with LOOKUPs, as interactive metadata.
   mount_ = std::make_unique<MountService>(exports_, handles_, *mount_upstream_,
                                           &scheduler_->Caller(CallClass::kInteractive));
+  mount_->SetUpstreamOut([this] { return outage_->out(); });
   RefresherOptions ro;
   ro.window = std::chrono::milliseconds(config_.cache.refresh_ahead_ms);
   refresher_ = std::make_unique<Refresher>(base_.get(), cache_, handles_, exports_,

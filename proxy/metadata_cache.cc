@@ -542,12 +542,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
 
 void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
   if ((p.flags & kMutating) == 0) return;
-  std::vector<const nfs_fh3*> handles;
-  p.arg_handles(args, &handles);
-  for (const nfs_fh3* fh : handles) {
-    NoteDirChange(Bytes(*fh));
-    Forget(Bytes(*fh));
-  }
+  // The children first, while the directories' names still tell them.
   switch (p.proc) {
     case NFSPROC3_REMOVE:
       ForgetChild(static_cast<const REMOVE3args*>(args)->object);
@@ -560,7 +555,13 @@ void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
       ForgetChild(static_cast<const RENAME3args*>(args)->to);
       break;
     default:
-      break;  // a new name: its directory's names are gone with it
+      break;  // a new name: its directory's names go below
+  }
+  std::vector<const nfs_fh3*> handles;
+  p.arg_handles(args, &handles);
+  for (const nfs_fh3* fh : handles) {
+    NoteDirChange(Bytes(*fh));
+    Forget(Bytes(*fh));
   }
 }
 

@@ -181,6 +181,10 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &rp, &args);
   }
   uint32_t export_id = exp->id();
+  if (below.empty() && upstream_out_ && upstream_out_() &&
+      MountKnownRoot(*call, export_id, path)) {
+    return;
+  }
   const OpaqueAuth cred = exp->MapCredential(call->header().cred);
   Status s = upstream_.Call(
       kMountProgram, kMountVersion, kMnt, cred, args,
@@ -234,7 +238,7 @@ bool MountService::MountKnownRoot(IncomingCall& call, uint32_t export_id,
   std::optional<std::string> root = handles_.RootOf(export_id);
   if (!root) return false;
   NFSEDGE_LOG(kWarn) << "MNT " << path << " by " << call.peer().ToString()
-                     << ": the upstream's mountd did not answer; answered with the export's root"
+                     << ": the upstream cannot be reached; answered with the export's root"
                      << " handle from an earlier mount";
   RecordMount(call.peer().HostString(), path);
   ReplyMounted(call, *root);

@@ -25,6 +25,7 @@
 #include <rpc/xdr/mount3.h>
 #include <rpc/xdr/nfs3.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,10 @@ class MountService : public RpcProgram {
   void Handle(std::shared_ptr<IncomingCall> call) override;
 
   size_t mount_count() const { return mounts_.size(); }
+  // Whether the upstream is out (OutageDetector): a MNT of an export's own
+  // path whose root is known is then answered at once, not after the
+  // upstream MNT's deadline.
+  void SetUpstreamOut(std::function<bool()> out) { upstream_out_ = std::move(out); }
 
  private:
   void Mnt(const std::shared_ptr<IncomingCall>& call);
@@ -96,6 +101,7 @@ class MountService : public RpcProgram {
   RpcCaller& upstream_;
   RpcCaller* nfs_;
   std::vector<std::pair<std::string, std::string>> mounts_;  // (client host, path)
+  std::function<bool()> upstream_out_;
 };
 
 }  // namespace nfsedge

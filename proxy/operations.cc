@@ -362,8 +362,9 @@ void Operations::PollWarms() {
                     std::to_string(st.dropped) + " dropped, in " + secs);
       w.reply->Finish(Status::Ok());
     }
-    // Done, or the operator went away (Ctrl-C stops the walk). A prefetcher
-    // with calls in flight must outlive them: keep it until they end.
+    // Done, or the operator went away (Ctrl-C): the walk goes on to its end
+    // (its prefetcher keeps calls in flight while it has work queued); a
+    // prefetcher with calls in flight must outlive them.
     if (w.prefetcher->in_flight() == 0) {
       warms_.erase(warms_.begin() + static_cast<long>(i));
     } else {

@@ -57,7 +57,6 @@ void OutageDetector::CallEnded(bool replied) {
   if (waiting_ > 0) waiting_--;
   if (!replied) return;
   quiet_since_ = clock_.MonoNow();
-  probe_lost_ = false;
   if (out_) SetOut(false, "a reply came");
 }
 
@@ -66,10 +65,13 @@ bool OutageDetector::Poll() {
   if (!out_) {
     if (waiting_ == 0 || now - quiet_since_ < after_) return false;
     // The calls waiting may just be slow (a long COMMIT, a large READ on a
-    // slow link): a server that answers a NULL at once is not out.
-    if (probe_ != nullptr && !probe_lost_) {
-      if (!probing_) SendProbe();
+    // slow link): a server that answers a NULL at once is not out. A probe
+    // of this quiet period, that is: one sent before it says nothing now.
+    if (probe_ != nullptr) {
+      const bool this_period = probe_at_ >= quiet_since_ && (probing_ || probe_lost_);
+      if (!this_period) SendProbe();
       if (probing_ && now - probe_at_ < std::min(after_, kProbeWait)) return false;
+      // Lost, or not answered in time: out.
     }
     SetOut(true, "calls waiting, no reply for " + std::to_string(Millis(now - quiet_since_)) +
                      " ms" + (probe_ != nullptr ? ", nor to a NULL call" : ""));
@@ -82,13 +84,16 @@ bool OutageDetector::Poll() {
 }
 
 void OutageDetector::SendProbe() {
+  const uint64_t gen = ++probe_gen_;
   probing_ = true;
+  probe_lost_ = false;
   probe_at_ = clock_.MonoNow();
   stats_.probes++;
   Status s = probe_->Call(kNfsProgram, kNfsVersion, NFSPROC3_NULL, OpaqueAuth{}, "",
-                          [this](StatusOr<RpcReply> r) {
+                          [this, gen](StatusOr<RpcReply> r) {
+                            if (gen != probe_gen_) return;  // an older probe
                             probing_ = false;
-                            if (!r.ok()) probe_lost_ = true;
+                            probe_lost_ = !r.ok();
                           });
   if (!s.ok()) {
     probing_ = false;

@@ -89,9 +89,12 @@ class OutageDetector {
   MonoTime quiet_since_{};  // last reply, or when a call began waiting with none waiting
   MonoTime out_since_{};
   bool out_ = false;
-  bool probing_ = false;  // a probe is waiting
-  MonoTime probe_at_{};   // when it was sent
-  bool probe_lost_ = false;  // the last probe ended without a reply (none since)
+  // The latest probe: `probe_gen_` tells its answer from an older one's
+  // (one sent in an earlier outage may still be waiting).
+  uint64_t probe_gen_ = 0;
+  bool probing_ = false;     // it is waiting
+  MonoTime probe_at_{};      // when it was sent
+  bool probe_lost_ = false;  // it ended without a reply
   static constexpr Duration kProbeWait = std::chrono::seconds(1);
   void SendProbe();
   OutageStats stats_;

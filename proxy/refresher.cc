@@ -54,12 +54,12 @@ void Refresher::Tick() {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string& handle = candidates[i];
     const std::optional<std::string>& dir = parents[i];
+    if (dir && listed.contains(*dir)) continue;  // that listing brings it too
     if (full || in_flight_ >= options_.max_in_flight) {
       left.push_back(handle);
       continue;
     }
     if (dir && per_dir[*dir] >= 2 && !unlisted.contains(*dir)) {
-      if (listed.contains(*dir)) continue;  // that listing brings it too
       std::optional<uint32_t> dir_export = handles_.Find(*dir);
       if (dir_export && SendListing(*dir, exports_.Get(*dir_export), 0, {}, 0)) {
         listed.insert(*dir);

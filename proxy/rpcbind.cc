@@ -52,7 +52,8 @@ Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port, bool ipv6) {
   if (!pmap_set(prog, vers, IPPROTO_TCP, port)) {
     return Unavailable("rpcbind refused to register " + what);
   }
-  if (ipv6 && !Tcp6Registration(prog, vers, port, true)) {
+  // Without IPv6, an older run's tcp6 entry (a crash left it) goes.
+  if (!Tcp6Registration(prog, vers, port, ipv6) && ipv6) {
     return Unavailable("rpcbind refused to register " + what + " for IPv6 (tcp6)");
   }
   return Status::Ok();

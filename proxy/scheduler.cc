@@ -402,7 +402,10 @@ void UpstreamScheduler::PassTimeouts() {
     least = std::min(least, d);
     most = std::max(most, d);
   }
-  hooks_.set_retransmit_timeout(cc_.rto() + (most > least ? most - least : Duration::zero()));
+  // At most the ceiling: one sample of a rare procedure taken while an
+  // outage held its deadline must not put off every retransmission.
+  const Duration own = most > least ? most - least : Duration::zero();
+  hooks_.set_retransmit_timeout(cc_.rto() + std::min(own, options_.congestion.rto_ceiling));
 }
 
 std::optional<Duration> UpstreamScheduler::MetaQueueNear(MonoTime at) const {

@@ -166,7 +166,7 @@ class UpstreamScheduler {
   // Gives the transport the retransmission timeout: the controller's, made
   // of round trips without the procedures' own times, and the longest of
   // those (a 1 MiB READ's reply streaming for 4 s on a 2 Mbit/s link is not
-  // late, nor a FILE_SYNC WRITE the server syncs).
+  // late, nor a FILE_SYNC WRITE the server syncs), at most the ceiling.
   void PassTimeouts();
   bool WriteCapped() const { return writes_in_flight_ >= options_.max_writes_in_flight; }
 

@@ -72,6 +72,21 @@ TEST(HandleRegistry, AMountPointIsNeverEvicted) {
   EXPECT_TRUE(r.FindAll("sub")->mounted);
 }
 
+// Mount points are kept whatever the limit, but only the kMaxMountPoints
+// most recent: clients mounting ever new directories cannot grow the
+// registry without bound.
+TEST(HandleRegistry, OnlyTheMostRecentMountPointsAreKept) {
+  HandleRegistry r(10);
+  for (size_t i = 0; i <= kMaxMountPoints; ++i) {
+    r.Add("mp-" + std::to_string(i), 0, /*root=*/false, /*mounted=*/true);
+  }
+  EXPECT_FALSE(r.FindAll("mp-0") && r.FindAll("mp-0")->mounted) << "the oldest lost its mark";
+  EXPECT_TRUE(r.FindAll("mp-1")->mounted);
+  for (int i = 0; i < 20; ++i) r.Add("other-" + std::to_string(i), 0);
+  EXPECT_FALSE(r.FindAll("mp-0")) << "then evicted like any handle";
+  EXPECT_TRUE(r.FindAll(std::string("mp-") + std::to_string(kMaxMountPoints)));
+}
+
 class PersistentRegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -128,6 +143,24 @@ TEST_F(PersistentRegistryTest, HandlesSurviveReopen) {
   EXPECT_FALSE(both->IsRoot(0) || both->IsRoot(1));
   EXPECT_EQ(r->Find("only-b"), 1u);
   EXPECT_FALSE(r->Find("never"));
+}
+
+// The root MNT last answered is the export's known root; from a store
+// holding two roots of one export (its upstream directory made anew), none
+// is, until a MNT tells which.
+TEST_F(PersistentRegistryTest, AKnownRootIsTheLastMountedOrAnUnambiguousStoredOne) {
+  {
+    auto r = Open({"/a", "/b"});
+    r->Add("root-a", 0, /*root=*/true);
+    EXPECT_EQ(r->RootOf(0).value_or(""), "root-a");
+    r->Add("root-a2", 0, /*root=*/true);
+    EXPECT_EQ(r->RootOf(0).value_or(""), "root-a2");
+    r->Add("root-b", 1, /*root=*/true);
+    EXPECT_FALSE(r->RootOf(2));
+  }
+  auto r = Open({"/a", "/b"});
+  EXPECT_FALSE(r->RootOf(0)) << "two stored roots of /a: which is the upstream's now?";
+  EXPECT_EQ(r->RootOf(1).value_or(""), "root-b");
 }
 
 TEST_F(PersistentRegistryTest, ExportsAreMatchedByPathAcrossConfigChanges) {

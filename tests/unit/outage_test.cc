@@ -164,6 +164,31 @@ TEST_F(OutageTest, ASlowCallAloneIsNeverAnOutage) {
   EXPECT_LE(detector_.stats().probes, 15u);
 }
 
+// A probe left over from an earlier outage (still waiting, deadlines held)
+// or lost after the upstream came back says nothing of a later quiet period:
+// a new one is sent, and the upstream is not declared out at once.
+TEST_F(OutageTest, AnOlderProbeDoesNotDecideALaterQuietPeriod) {
+  detector_.SetProbe(&watched_);
+  Send();  // call 0
+  clock_.Advance(seconds(3));
+  EXPECT_FALSE(detector_.Poll());  // probe 1 sent
+  clock_.Advance(seconds(1));
+  EXPECT_TRUE(detector_.Poll());  // out; probe 1 still waits
+  upstream_.Reply(0);             // back
+  EXPECT_FALSE(detector_.out());
+  upstream_.TimeOut(1);  // probe 1 ends without a reply, after the outage
+  Send();                // call 2: slow
+  clock_.Advance(seconds(3));
+  EXPECT_FALSE(detector_.Poll()) << "declared out on the old probe's loss";
+  ASSERT_EQ(upstream_.calls.size(), 4u) << "a new probe";
+  EXPECT_EQ(upstream_.calls[3].proc, static_cast<uint32_t>(NFSPROC3_NULL));
+  upstream_.Reply(3);
+  clock_.Advance(milliseconds(500));
+  EXPECT_FALSE(detector_.Poll());
+  EXPECT_FALSE(detector_.out());
+  EXPECT_EQ(changes_, (std::vector<bool>{true, false}));
+}
+
 TEST_F(OutageTest, ARefusedCallDoesNotCountAsWaiting) {
   upstream_.refuse = true;
   Status s = watched_.Call(kNfsProgram, kNfsVersion, NFSPROC3_GETATTR, OpaqueAuth{}, "",

@@ -243,6 +243,16 @@ TEST_F(ServerDispatchTest, MountDuringAnOutageAnswersAKnownRoot) {
   ASSERT_EQ(m.status, static_cast<uint32_t>(MNT3_OK));
   EXPECT_EQ(m.fh, kRootFh);
   EXPECT_EQ(Mnt("/ro").status, static_cast<uint32_t>(MNT3ERR_SERVERFAULT));
+  // With the outage known, at once: not after the upstream MNT's deadline.
+  size_t asked = 0;
+  loop_.RunSync([&] {
+    asked = mount_up_->calls.size();
+    mount_up_->set_fail_with(std::nullopt);
+    mount_up_->set_responder(nullptr);  // never answers
+    mount_->SetUpstreamOut([] { return true; });
+  });
+  EXPECT_EQ(Mnt("/data").fh, kRootFh);
+  loop_.RunSync([&] { EXPECT_EQ(mount_up_->calls.size(), asked) << "not asked while out"; });
 }
 
 // The flavors a client is offered are the ones the proxy takes (AUTH_SYS),
