@@ -181,7 +181,8 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
     XdrEncode(reinterpret_cast<xdrproc_t>(xdr_dirpath), &rp, &args);
   }
   uint32_t export_id = exp->id();
-  if (below.empty() && upstream_out_ && upstream_out_() &&
+  const bool own_path = below.empty();  // `below` moves into the call below
+  if (own_path && upstream_out_ && upstream_out_() &&
       MountKnownRoot(*call, export_id, path)) {
     return;
   }
@@ -227,7 +228,7 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
       });
   if (!s.ok()) {
     NFSEDGE_LOG(kWarn) << "MNT " << path << ": " << s.ToString();
-    if (path != own || !MountKnownRoot(*call, export_id, path)) {
+    if (!own_path || !MountKnownRoot(*call, export_id, path)) {
       ReplyMountError(*call, MNT3ERR_SERVERFAULT);
     }
   }

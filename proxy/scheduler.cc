@@ -318,7 +318,6 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
   if (cls != CallClass::kInteractive && hooks_.set_pacing_rate) {
     hooks_.set_pacing_rate(cc_.applied_pacing_rate());
   }
-
   std::weak_ptr<bool> alive = alive_;
   Status s = lane.Call(prog, vers, proc, cred, args,
                        [this, alive, t, own, now, proc, write, done = std::move(done)](
