@@ -150,6 +150,7 @@ class Daemon {
   std::unique_ptr<RpcServer> server_;
   EventPtr sigterm_, sigint_, sigusr1_;
   EventPtr sighup_;
+  MetricsHttpStats metrics_http_stats_;  // across the endpoints a reload makes
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::string metrics_listen_;  // what metrics_http_ listens on
   std::unique_ptr<Operations> ops_;

@@ -125,16 +125,18 @@ void Daemon::AddCollectors() {
   metrics_.Add([this](MetricsWriter& w) {
     for (const auto& [name, client] :
          {std::pair<const char*, RpcClient*>{"nfs", nfs_upstream_.get()},
+          {"nfs_bulk", nfs_bulk_upstream_.get()},
           {"mount", mount_upstream_.get()}}) {
       const ClientStats& u = client->stats();
       CountEach(w, "nfsedge_upstream_rpc_events_total",
-                "Upstream RPC client: calls, replies, timeouts, resends, reconnects, calls "
-                "refused for a full queue (max_queued).",
+                "Upstream RPC client: calls, replies, timeouts, resends, retransmissions on "
+                "the same connection, reconnects, calls refused for a full queue (max_queued).",
                 {{"client", name}}, "event",
                 {{"call", u.calls},
                  {"reply", u.replies},
                  {"timeout", u.timeouts},
                  {"resent", u.resent},
+                 {"retransmit", u.retransmits},
                  {"reconnect", u.reconnects},
                  {"refused", u.refused}});
       w.Gauge("nfsedge_upstream_connections_up", "Upstream connections established.",
@@ -215,7 +217,7 @@ void Daemon::AddCollectors() {
       const DiskTierStats& d = disk_->stats();
       CountEach(w, kLookups, kLookupsHelp, {{"cache", "data"}, {"tier", "disk"}}, "result",
                 {{"hit", r.disk_hits},
-                 {"miss", r.disk_reads > r.disk_hits ? r.disk_reads - r.disk_hits : 0}});
+                 {"miss", r.disk_misses}});
       w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
               {{"cache", "data"}, {"tier", "disk"}}, static_cast<double>(d.bytes));
       w.Gauge(kEntries, kEntriesHelp, {{"cache", "data"}, {"tier", "disk"}},
@@ -375,10 +377,18 @@ void Daemon::AddCollectors() {
   metrics_.Add([this](MetricsWriter& w) {
     CountEach(w, "nfsedge_config_reloads_total", "Config reloads, applied or rejected.", {},
               "result", {{"ok", reloads_}, {"rejected", reload_failures_}});
-    if (metrics_http_) {
-      w.Counter("nfsedge_metrics_scrapes_total", "Scrapes of this endpoint.", {},
-                static_cast<double>(metrics_http_->scrapes()));
-    }
+    const MetricsHttpStats& h = metrics_http_stats_;
+    w.Counter("nfsedge_metrics_scrapes_total", "Scrapes of this endpoint.", {},
+              static_cast<double>(h.scrapes));
+    CountEach(w, "nfsedge_metrics_connection_events_total",
+              "Connections to this endpoint: accepted, refused (16 open), closed at their "
+              "10 s deadline, bad requests, accept() failures that paused the listener.",
+              {}, "event",
+              {{"accepted", h.accepted},
+               {"refused", h.refused},
+               {"timed_out", h.timed_out},
+               {"bad_request", h.bad_requests},
+               {"accept_paused", h.accept_paused}});
   });
 }
 
@@ -391,7 +401,7 @@ Status Daemon::StartMetricsEndpoint() {
     NFSEDGE_LOG(kInfo) << "metrics endpoint off";
     return Status::Ok();
   }
-  auto http = std::make_unique<MetricsHttpServer>(base_.get(), metrics_);
+  auto http = std::make_unique<MetricsHttpServer>(base_.get(), metrics_, &metrics_http_stats_);
   StatusOr<uint16_t> port = http->Listen(listen);
   if (!port.ok()) return port.status();
   metrics_http_ = std::move(http);

@@ -7,7 +7,7 @@
 // a component needs no metric objects of its own unless it measures
 // something new (a Histogram it observes into).
 //
-// Adding a metric (see docs/metrics.md):
+// Adding a metric (and its row in docs/operating.md):
 //
 //   int id = registry.Add([&stats](MetricsWriter& w) {
 //     w.Counter("nfsedge_widget_calls_total", "Widget calls.", {{"kind", "x"}}, stats.x);

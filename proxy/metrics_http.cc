@@ -1,12 +1,12 @@
 #include "proxy/metrics_http.h"
 
 #include <event2/buffer.h>
-#include <event2/keyvalq_struct.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <cstring>
 
+#include "rpc/sockaddr.h"
 
 namespace nfsedge {
 
@@ -40,19 +40,25 @@ Status SplitHostPort(const std::string& address, std::string* host, uint16_t* po
   return Status::Ok();
 }
 
-MetricsHttpServer::MetricsHttpServer(event_base* base, const MetricsRegistry& registry)
-    : registry_(registry), http_(evhttp_new(base)) {
-  evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-                                        EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
-  evhttp_set_max_headers_size(http_, 16384);
-  evhttp_set_max_body_size(http_, 0);
-  evhttp_set_timeout(http_, 30);
-  evhttp_set_gencb(http_, &MetricsHttpServer::OnRequest, this);
-}
+struct MetricsHttpServer::Conn {
+  BuffereventPtr bev;
+  SteadyClock::time_point accepted;
+  MetricsHttpServer* server;
+};
+
+MetricsHttpServer::MetricsHttpServer(event_base* base, const MetricsRegistry& registry,
+                                     MetricsHttpStats* stats, MetricsHttpOptions options)
+    : base_(base),
+      registry_(registry),
+      stats_(stats),
+      options_(options),
+      sweep_(base, [this] { Sweep(); }) {}
 
 MetricsHttpServer::~MetricsHttpServer() {
+  sweep_.Cancel();
   guards_.clear();
-  evhttp_free(http_);
+  listeners_.clear();
+  conns_.clear();
 }
 
 StatusOr<uint16_t> MetricsHttpServer::Listen(const std::string& address) {
@@ -60,45 +66,145 @@ StatusOr<uint16_t> MetricsHttpServer::Listen(const std::string& address) {
   uint16_t port = 0;
   Status s = SplitHostPort(address, &host, &port);
   if (!s.ok()) return s;
-  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(http_, host.c_str(), port);
-  if (!bound) {
+  StatusOr<SockAddr> addr = ResolveAddress(host, port);
+  if (!addr.ok()) return addr.status();
+  evconnlistener* l = evconnlistener_new_bind(
+      base_, &MetricsHttpServer::OnAccept, this,
+      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 16, addr->get(),
+      static_cast<int>(addr->len));
+  if (l == nullptr) {
     return Status(StatusCode::kUnavailable,
                   "metrics: cannot listen on " + address + ": " + std::strerror(errno));
   }
-  guards_.push_back(std::make_unique<AcceptGuard>(evhttp_bound_socket_get_listener(bound),
-                                                  "metrics listener " + address));
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  if (getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+  listeners_.emplace_back(l);
+  guards_.push_back(
+      std::make_unique<AcceptGuard>(l, "metrics listener " + address, &stats_->accept_paused));
+  SockAddr bound;
+  bound.len = sizeof(bound.ss);
+  if (getsockname(evconnlistener_get_fd(l), bound.get(), &bound.len) != 0) {
     return Status(StatusCode::kInternal, "metrics: getsockname failed");
   }
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return bound.port();
 }
 
-void MetricsHttpServer::OnRequest(evhttp_request* req, void* arg) {
+void MetricsHttpServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
   auto* self = static_cast<MetricsHttpServer*>(arg);
-  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* path = uri ? evhttp_uri_get_path(uri) : nullptr;
-  std::string p = path ? path : "";
-  evkeyvalq* headers = evhttp_request_get_output_headers(req);
-  evbuffer* body = evbuffer_new();
-  if (p != "/metrics") {
-    evhttp_add_header(headers, "Content-Type", "text/plain; charset=utf-8");
-    evbuffer_add_printf(body, "not found: nfsedge serves /metrics\n");
-    evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", body);
-  } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
-             evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
-    evhttp_add_header(headers, "Allow", "GET, HEAD");
-    evhttp_send_reply(req, 405, "Method Not Allowed", body);
-  } else {
-    self->scrapes_++;
-    std::string text = self->registry_.Scrape();
-    evhttp_add_header(headers, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-    evbuffer_add(body, text.data(), text.size());
-    evhttp_send_reply(req, HTTP_OK, "OK", body);
+  if (self->conns_.size() >= self->options_.max_connections) {
+    self->stats_->refused++;
+    evutil_closesocket(fd);
+    return;
   }
-  evbuffer_free(body);
+  bufferevent* bev =
+      bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+  if (bev == nullptr) {
+    evutil_closesocket(fd);
+    return;
+  }
+  self->stats_->accepted++;
+  auto conn = std::make_unique<Conn>(Conn{BuffereventPtr(bev), SteadyClock::now(), self});
+  Conn* c = conn.get();
+  self->conns_.emplace(c, std::move(conn));
+  bufferevent_setcb(bev, &MetricsHttpServer::OnRead, nullptr, &MetricsHttpServer::OnEvent, c);
+  bufferevent_enable(bev, EV_READ);
+  if (!self->sweep_.armed()) {
+    self->sweep_.ArmPeriodic(std::min<Duration>(std::chrono::seconds(1), self->options_.deadline / 4));
+  }
+}
+
+void MetricsHttpServer::Sweep() {
+  const SteadyClock::time_point now = SteadyClock::now();
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (now - it->second->accepted >= options_.deadline) {
+      stats_->timed_out++;
+      it = conns_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (conns_.empty()) sweep_.Cancel();
+}
+
+void MetricsHttpServer::OnRead(bufferevent* bev, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  MetricsHttpServer* self = c->server;
+  evbuffer* in = bufferevent_get_input(bev);
+  const size_t n = evbuffer_get_length(in);
+  const size_t limit = MetricsHttpOptions::kMaxRequestBytes;
+  std::string data(std::min(n, limit + 4), '\0');
+  evbuffer_copyout(in, data.data(), data.size());
+  size_t end = data.find("\r\n\r\n");
+  if (end == std::string::npos) end = data.find("\n\n");
+  std::string response;
+  bool bad = false;
+  if (end != std::string::npos && end <= limit) {
+    response = self->Respond(std::string_view(data).substr(0, end), &bad);
+  } else if (n > limit) {
+    bad = true;
+    response =
+        "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n";
+  } else {
+    return;  // the head is not whole yet
+  }
+  if (bad) self->stats_->bad_requests++;
+  // One request per connection: nothing more is read, the connection
+  // closes once the reply is written.
+  bufferevent_disable(bev, EV_READ);
+  evbuffer_drain(in, n);
+  bufferevent_setcb(bev, nullptr, &MetricsHttpServer::OnWritten, &MetricsHttpServer::OnEvent, c);
+  bufferevent_write(bev, response.data(), response.size());
+}
+
+void MetricsHttpServer::OnWritten(bufferevent*, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  c->server->Close(c);
+}
+
+void MetricsHttpServer::OnEvent(bufferevent*, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  c->server->Close(c);  // end of file or an error, before the reply was out
+}
+
+void MetricsHttpServer::Close(Conn* c) { conns_.erase(c); }
+
+std::string MetricsHttpServer::Respond(std::string_view head, bool* bad) {
+  *bad = false;
+  std::string_view line = head.substr(0, head.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  std::string_view method, target, version;
+  if (sp2 != std::string_view::npos) {
+    method = line.substr(0, sp1);
+    target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    version = line.substr(sp2 + 1);
+  }
+  auto reply = [](std::string_view status, std::string_view extra, std::string_view body,
+                  bool with_body) {
+    std::string r = "HTTP/1.1 " + std::string(status) + "\r\n" + std::string(extra) +
+                    "Content-Length: " + std::to_string(body.size()) +
+                    "\r\nConnection: close\r\n\r\n";
+    if (with_body) r.append(body);
+    return r;
+  };
+  if (method.empty() || target.empty() || target.find(' ') != std::string_view::npos ||
+      !version.starts_with("HTTP/1.")) {
+    *bad = true;
+    return reply("400 Bad Request", "", "", false);
+  }
+  const bool head_only = method == "HEAD";
+  target = target.substr(0, target.find('?'));
+  if (target != "/metrics") {
+    return reply("404 Not Found", "Content-Type: text/plain; charset=utf-8\r\n",
+                 "not found: nfsedge serves /metrics\n", !head_only);
+  }
+  if (method != "GET" && !head_only) {
+    return reply("405 Method Not Allowed", "Allow: GET, HEAD\r\n", "", false);
+  }
+  stats_->scrapes++;
+  const std::string text = registry_.Scrape();
+  return reply("200 OK", "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n", text,
+               !head_only);
 }
 
 }  // namespace nfsedge

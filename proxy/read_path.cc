@@ -412,6 +412,8 @@ void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& v
       stats_.disk_hits++;
       b->prefetched = false;
       blocks_.Put(fh, index, std::move(*b));
+    } else {
+      stats_.disk_misses++;
     }
     Done(fh, index, true);  // a miss: the waiter fetches from the upstream
   });

@@ -91,6 +91,7 @@ struct ReadPathStats {
   uint64_t fetch_errors = 0;  // fetches without a usable reply
   uint64_t disk_reads = 0;    // blocks asked of the disk tier
   uint64_t disk_hits = 0;     // ... and found there, intact and current
+  uint64_t disk_misses = 0;   // ... and not (counted when the answer comes)
   uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left, or sent twice
 };
 

@@ -73,7 +73,7 @@ reads or writes against a deterministic pattern (written files are compared in t
 after the run). In direct runs the emulator's call counts must equal the client's own.
 
 nfsedge runs with its defaults (`conf/nfsedge.example.toml`: cache lifetimes acregmin 3 s,
-acregmax 60 s, acdirmin 30 s, acdirmax 60 s; 2 upstream connections), log level `warn`, except
+acregmax 60 s, acdirmin 30 s, acdirmax 60 s; 2 upstream connections), log level `info`, except
 that for `lan` and `congestion` its export always revalidates (all four lifetimes 0), so every
 GETATTR is forwarded: those two measure the proxy's hop and the shared link, not its cache.
 The emulator terminates TCP, so a sender's congestion window never sees the emulated RTT: bulk

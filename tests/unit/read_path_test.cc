@@ -469,6 +469,31 @@ TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
     ExpectData(out, 100, 9000);
     EXPECT_EQ(up_.calls.size(), calls) << "answered from disk";
     EXPECT_EQ(rp_->stats().disk_hits, 3u);
+    EXPECT_EQ(rp_->stats().disk_misses, 0u);
+  });
+}
+
+// A disk block a write answered while the disk read it dropped (or
+// overtook) is a miss, counted when the disk's answer comes (a lookup on its way is
+// neither), and the READ is answered from the upstream.
+TEST_F(ReadPathTest, ADiskReadOvertakenByAWriteIsAMiss) {
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(0, 10000), 0, 10000);
+    ASSERT_TRUE(posted.RunUntil([&] { return disk.MayContain(file_, 2); }, [&] { Drain(); }));
+    blocks_.DropFile(file_);
+    const size_t calls = up_.calls.size();
+
+    Outcome out;
+    Read(0, 100, &out);
+    EXPECT_EQ(rp_->stats().disk_reads, 1u);
+    EXPECT_EQ(rp_->stats().disk_misses, 0u) << "its answer has not come";
+    rp_->NoteWrite(file_);
+    ASSERT_TRUE(posted.RunUntil([&] { return out.replies + out.forwards > 0; }, [&] { Drain(); }));
+    EXPECT_EQ(rp_->stats().disk_hits, 0u);
+    EXPECT_EQ(rp_->stats().disk_misses, 1u);
+    EXPECT_GT(up_.calls.size(), calls) << "fetched from the upstream";
+    ExpectData(out, 0, 100);
   });
 }
 

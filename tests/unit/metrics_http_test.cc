@@ -1,0 +1,167 @@
+// The metrics endpoint (proxy/metrics_http.h) over real loopback sockets:
+// its answers to good and bad requests, its bound on connections and the
+// deadline that closes a client too slow to send its request.
+#include "proxy/metrics_http.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "test_loop.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A connected socket to 127.0.0.1:port (-1 if the connect failed).
+int Connect(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the server sends until it closes; "<open>" appended if it did
+// not close within `timeout`.
+std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout = 5s) {
+  std::string out;
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      return out + "<open>";
+    }
+    char buf[65536];
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+class MetricsHttpTest : public ::testing::Test {
+ protected:
+  void Start(MetricsHttpOptions options = {}) {
+    registry_.Add([](MetricsWriter& w) { w.Gauge("nfsedge_test_value", "A value.", {}, 42); });
+    loop_.Start();
+    loop_.RunSync([&] {
+      server_ = std::make_unique<MetricsHttpServer>(loop_.base(), registry_, &stats_, options);
+      StatusOr<uint16_t> p = server_->Listen("127.0.0.1:0");
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      port_ = *p;
+    });
+  }
+  void TearDown() override {
+    loop_.RunSync([&] { server_.reset(); });
+  }
+  // Sends `request` on a new connection; returns the whole response.
+  std::string Ask(const std::string& request) {
+    const int fd = Connect(port_);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) return "";
+    EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    std::string r = ReadUntilClosed(fd);
+    close(fd);
+    return r;
+  }
+  MetricsHttpStats Stats() {
+    MetricsHttpStats s;
+    loop_.RunSync([&] { s = stats_; });
+    return s;
+  }
+  size_t Open() {
+    size_t n = 0;
+    loop_.RunSync([&] { n = server_->connections(); });
+    return n;
+  }
+
+  MetricsRegistry registry_;
+  MetricsHttpStats stats_;
+  LoopThread loop_;
+  std::unique_ptr<MetricsHttpServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(MetricsHttpTest, GetAndHeadOfMetrics) {
+  Start();
+  const std::string get = Ask("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(get.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << get;
+  EXPECT_NE(get.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << get;
+  EXPECT_NE(get.find("\r\n\r\n# HELP nfsedge_test_value A value.\n"), std::string::npos) << get;
+  EXPECT_NE(get.find("\nnfsedge_test_value 42\n"), std::string::npos) << get;
+  const size_t body = get.find("\r\n\r\n") + 4;
+  EXPECT_NE(get.find("Content-Length: " + std::to_string(get.size() - body) + "\r\n"),
+            std::string::npos)
+      << get;
+
+  const std::string head = Ask("HEAD /metrics?x=1 HTTP/1.0\n\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_EQ(head.find("nfsedge_test_value"), std::string::npos) << "no body for HEAD: " << head;
+  EXPECT_EQ(Stats().scrapes, 2u);
+}
+
+TEST_F(MetricsHttpTest, OtherPathsMethodsAndGarbageGetTheirErrors) {
+  Start();
+  EXPECT_EQ(Ask("GET / HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
+  const std::string post = Ask("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(post.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u) << post;
+  EXPECT_NE(post.find("Allow: GET, HEAD\r\n"), std::string::npos) << post;
+  EXPECT_EQ(Ask("\x16\x03\x01 hello\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u);
+  EXPECT_EQ(Ask("GET /metrics\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u);
+  const std::string big = Ask("GET /metrics HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(big.rfind("HTTP/1.1 431 ", 0), 0u) << big.substr(0, 100);
+  const MetricsHttpStats s = Stats();
+  EXPECT_EQ(s.scrapes, 0u);
+  EXPECT_EQ(s.bad_requests, 3u);
+  EXPECT_EQ(Open(), 0u) << "every connection closed after its reply";
+}
+
+// Connections past the bound are closed at once; the open ones are closed
+// at their deadline if their request never comes whole, and the endpoint
+// then answers again.
+TEST_F(MetricsHttpTest, ConnectionsAreBoundedAndSlowOnesClosedAtTheDeadline) {
+  MetricsHttpOptions o;
+  o.max_connections = 3;
+  o.deadline = 400ms;
+  Start(o);
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(Connect(port_));
+    ASSERT_GE(slow.back(), 0);
+    ASSERT_EQ(write(slow.back(), "GET /met", 8), 8);  // a head never finished
+  }
+  for (int i = 0; i < 200 && Open() < 3; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(Open(), 3u);
+  const int extra = Connect(port_);
+  ASSERT_GE(extra, 0);
+  EXPECT_EQ(ReadUntilClosed(extra, 2s), "") << "closed at accept, nothing sent";
+  close(extra);
+  EXPECT_EQ(Stats().refused, 1u);
+
+  for (int fd : slow) {
+    EXPECT_EQ(ReadUntilClosed(fd, 5s), "") << "closed at the deadline";
+    close(fd);
+  }
+  EXPECT_EQ(Stats().timed_out, 3u);
+  EXPECT_EQ(Open(), 0u);
+  EXPECT_EQ(Ask("GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(Stats().accepted, 4u);
+}
+
+}  // namespace
+}  // namespace nfsedge
