@@ -85,6 +85,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     // not committed may go again (another COMMIT verifier, a refusal kept)
     // and land over this write; so may journal records not yet removed
     // from the disk, replayed by a restart.
+    if (KeptErrorAnswered(fh, cred, reply, false)) return;
     stats_.forwarded++;
     if (!Hold(fh, true, forward)) forward();
     return;
@@ -98,6 +99,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
     // RFC 1813: a WRITE of no bytes succeeds "barring errors due to
     // permissions checking": without evidence, the upstream checks (after
     // what the proxy holds of the file, whose attributes it answers).
+    if (KeptErrorAnswered(fh, cred, reply, false)) return;
     stats_.forwarded++;
     if (!Hold(fh, false, forward)) forward();
     return;
@@ -126,67 +128,14 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   // already waiting so, until those have left the buffer (stable upstream,
   // or refused); they go upstream at once. So does a write over bytes on
   // their way upstream that a waiting call needs (SentAndWaitedFor).
-  if (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred) ||
-      SentAndWaitedFor(f, a.offset, a.offset + n)) {
+  // (Behind a write of the file waiting for room it waits there too: that
+  // one is parked, if it must be, when room comes, and this after it.)
+  if (f.blocked == 0 && (!f.parked.empty() || OthersHeld(f, a.offset, a.offset + n, cred) ||
+                         SentAndWaitedFor(f, a.offset, a.offset + n))) {
     Park(f, std::move(b));
     return;
   }
   Enter(f, std::move(b));
-}
-
-void WritePath::Park(File& f, std::unique_ptr<Blocked> b) {
-  stats_.parked++;
-  f.parked.push_back(std::move(b));
-  if (!f.retry_scheduled) SendDirty(f, true, false);
-  Pump(f);
-}
-
-void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
-  const uint64_t n = b->data.size();
-  const bool room =
-      (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
-      (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-  if (!room || !blocked_.empty()) {
-    stats_.blocked++;
-    f.blocked++;
-    blocked_.push_back(std::move(b));
-    // Pressure: every file flushes and commits so that room is made.
-    std::vector<std::string> held;
-    for (const auto& [k, file] : files_) {
-      if (file->bytes > 0) held.push_back(k);
-    }
-    for (const std::string& k : held) {
-      if (auto it = files_.find(k); it != files_.end()) Pump(*it->second);
-    }
-    return;
-  }
-  Accept(f, *b->exp, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
-}
-
-void WritePath::AdmitParked(const std::string& fh) {
-  for (;;) {
-    auto it = files_.find(fh);
-    if (it == files_.end()) return;
-    File& f = *it->second;
-    if (f.parked.empty() || f.admitting) return;
-    const Blocked& b = *f.parked.front();
-    if (stale_.Peek(fh) == nullptr &&
-        (OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred) ||
-         SentAndWaitedFor(f, b.offset, b.offset + b.data.size()))) {
-      return;
-    }
-    std::unique_ptr<Blocked> taken = std::move(f.parked.front());
-    f.parked.pop_front();
-    f.admitting = true;
-    // (A refusal of the bytes it waited for is not its own: it keeps the
-    // file's error, if any, for the file's next WRITE or COMMIT.)
-    if (stale_.Peek(fh) != nullptr) {
-      taken->reply(WriteError(NFS3ERR_STALE));
-    } else {
-      Enter(f, std::move(taken));
-    }
-    if (auto again = files_.find(fh); again != files_.end()) again->second->admitting = false;
-  }
 }
 
 void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_view data,
@@ -343,6 +292,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     return;
   }
   if (!exp.config().write_behind) {
+    if (KeptErrorAnswered(fh, cred, reply, true)) return;
     stats_.forwarded++;
     if (!Hold(fh, true, forward)) forward();
     return;
@@ -551,7 +501,7 @@ void WritePath::Pump(File& f) {
     // window: their batch carries the file's dirty data.
     // (A write waiting for another caller's bytes to leave: they go and
     // are committed at once.)
-    const bool pressure = !blocked_.empty() || !f.parked.empty();
+    const bool pressure = f.blocked > 0 || !f.parked.empty() || TotalShort();
     if (dirty) SendDirty(f, false, !pressure);
     if (f.commit_id == 0 && written_bytes > 0 &&
         (written_bytes >= options_.max_file_bytes / 2 ||
@@ -722,7 +672,9 @@ void WritePath::SendCommit(File& f, bool urgent) {
   f.commit_seq = ++f.calls_sent;
   f.commit_id = id;
   f.commit_urgent = urgent;
-  f.flush_all = false;
+  // A flush commits what is written once every WRITE is answered: not yet
+  // done while some are in flight.
+  if (f.flights.empty()) f.flush_all = false;
   stats_.upstream_commits++;
   if (urgent && !f.waiters.empty()) stats_.batches++;
 }
@@ -740,45 +692,6 @@ void WritePath::ScheduleFlush(File& f) {
     if (f.waiters.empty() && !f.retry_scheduled) SendDirty(f, false, false);
     Pump(f);
   });
-}
-
-void WritePath::AdmitBlocked() {
-  while (!blocked_.empty()) {
-    Blocked& b = *blocked_.front();
-    auto it = files_.find(b.fh);
-    if (it == files_.end()) {  // cannot happen: a blocked write keeps its file
-      blocked_.pop_front();
-      continue;
-    }
-    File& f = *it->second;
-    const uint64_t n = b.data.size();
-    const bool room =
-        (stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes) &&
-        (f.bytes == 0 || f.bytes + n <= options_.max_file_bytes);
-    if (!room) return;
-    std::unique_ptr<Blocked> taken = std::move(blocked_.front());
-    blocked_.pop_front();
-    f.blocked--;
-    if (stale_.Peek(taken->fh) != nullptr) {
-      taken->reply(WriteError(NFS3ERR_STALE));
-      ForgetIfIdle(taken->fh);
-      continue;
-    }
-    if (!f.parked.empty() ||
-        OthersHeld(f, taken->offset, taken->offset + taken->data.size(), taken->cred)) {
-      // Over another caller's bytes taken meanwhile (a write that waited
-      // for room before this one): it waits for them as any such write.
-      Park(f, std::move(taken));
-      continue;
-    }
-    if (nfsstat3 e = TakeError(f, taken->cred); e != NFS3_OK) {
-      taken->reply(WriteError(e));
-      ForgetIfIdle(taken->fh);
-      continue;
-    }
-    Accept(f, *taken->exp, taken->offset, taken->data, taken->cred, taken->stable, taken->journal,
-           std::move(taken->reply));
-  }
 }
 
 }  // namespace nfsedge

@@ -408,8 +408,22 @@ class WritePath {
   // round trip would keep that call waiting for as long as it rewrites.
   // Such a write waits (parked) until they are stable.
   static bool SentAndWaitedFor(const File& f, uint64_t off, uint64_t end);
-  // Takes write `b` into the buffer, or makes it wait for room.
-  void Enter(File& f, std::unique_ptr<Blocked> b);
+  // A WRITE or COMMIT that is forwarded as it is (write-behind turned off
+  // by a reload, a WRITE of no bytes) still reports the error an earlier
+  // flush of the file kept for its writer: returns true iff it answered
+  // `reply` with it.
+  bool KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred, const ReplyFn& reply,
+                         bool commit);
+  // Takes write `b` into the buffer, or makes it wait for room (blocked_).
+  // `older`: it came before the file's writes waiting for room (a parked
+  // write whose turn came), so it goes before them.
+  void Enter(File& f, std::unique_ptr<Blocked> b, bool older = false);
+  // Room for `n` more bytes in all, and in `f`.
+  bool TotalRoom(uint64_t n) const;
+  static bool FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes);
+  // Whether a write waits for room in all (not only in its own file): no
+  // later write passes it, and every file flushes to make room.
+  bool TotalShort() const;
   // Makes write `b` wait in `f`'s queue for other callers' bytes
   // (File::parked), sending those at once.
   void Park(File& f, std::unique_ptr<Blocked> b);
@@ -443,6 +457,10 @@ class WritePath {
   uint64_t next_id_ = 1;
   uint32_t background_ = 0;  // background WRITEs in flight
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
+  // Writes waiting for room, in arrival order. One waiting only for room
+  // in its own file (File::bytes at max_file_bytes) holds its file's later
+  // writes, not other files' (AdmitBlocked); one waiting for room in all
+  // holds every later write.
   std::deque<std::unique_ptr<Blocked>> blocked_;
   // Handles the upstream called stale under buffered writes (bounded).
   LruMap<bool> stale_;

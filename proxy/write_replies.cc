@@ -173,16 +173,20 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;
     f.refusal_counted = false;
+    bool resend = false;
     each([&](auto it) {
       if (it->second.verf == verf) {
         Erase(f, it);
       } else {
-        // The server lost what it had not committed: send it again.
+        // The server lost what it had not committed: send it again, and
+        // commit it (the flush does both, whatever else comes).
         stats_.resent += it->second.data.size();
         it->second.state = Piece::kDirty;
         it->second.commit = 0;
+        resend = true;
       }
     });
+    if (resend) ScheduleFlush(f);
     if (NoneRefused(f)) f.refusals = 0;
     COMMIT3args a{};
     a.file = FhView(fh);

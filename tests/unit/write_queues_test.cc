@@ -117,6 +117,93 @@ TEST_F(WriteQueuesTest, AParkedWriteIsNotAnsweredTheRefusalOfTheBytesItWaitedFor
   EXPECT_GE(SentWrites(std::string(4096, 'b')), 1u) << "B's bytes never reach the upstream";
 }
 
+// Area 1: a file at its own limit holds its own later writes, not other
+// files'. File f1 is full (max_file_bytes) and its upstream WRITE is not
+// answered (a slow or JUKEBOX-answering server); a write to f2 is taken at
+// once, f1's next write waits behind f1's first waiting one, and both go,
+// in order, once f1's bytes are stable.
+TEST_F(WriteQueuesTest, AFileAtItsLimitDoesNotHoldOtherFilesWrites) {
+  options_.journal = nullptr;
+  options_.max_file_bytes = 8192;
+  options_.max_bytes = 1 << 20;
+  Make();
+  fh_ = "f1";
+  Write(1, 0, std::string(8192, 'a'), UNSTABLE);
+  Write(2, 8192, std::string(8192, 'b'), UNSTABLE);
+  fh_ = "f2";
+  Write(3, 0, std::string(10, 'c'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 3})) << "f2's write waited for room in f1";
+  fh_ = "f1";
+  Write(4, 16384, std::string(10, 'd'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 3})) << "f1's later write passed its waiting one";
+  while (AnswerAll(bg_)) {
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 3, 2, 4}));
+}
+
+// Area 1: a write waiting for room in all is passed by no later write, of
+// any file, even one that would fit (else small writes could keep a large
+// one waiting for ever).
+TEST_F(WriteQueuesTest, AWriteWaitingForRoomInAllIsNotPassed) {
+  options_.journal = nullptr;
+  options_.max_file_bytes = 1 << 20;
+  options_.max_bytes = 8192;
+  Make();
+  fh_ = "f1";
+  Write(1, 0, std::string(8000, 'a'), UNSTABLE);
+  fh_ = "f2";
+  Write(2, 0, std::string(1000, 'b'), UNSTABLE);
+  fh_ = "f3";
+  Write(3, 0, std::string(100, 'c'), UNSTABLE);
+  EXPECT_EQ(Tags(), (std::vector<int>{1}));
+  while (AnswerAll(bg_)) {
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+}
+
+// Area 1: a writer's writes are taken in the order they came when the first
+// waits for room in all and the second is over another caller's bytes: the
+// second waits behind the first. (It used to be parked at once; room made
+// by another file then took the first from the room queue while the second
+// was still parked, parked it behind the second, and the second was taken
+// first.)
+TEST_F(WriteQueuesTest, AWriteOverAnotherCallersBytesWaitsBehindItsWriterWaitingForRoom) {
+  options_.journal = nullptr;
+  options_.max_bytes = 8192;
+  Make();
+  fh_ = "Z";
+  cred_ = Cred("uid-C");
+  Write(1, 0, std::string(8000, 'z'), UNSTABLE);
+  fh_ = "X";
+  cred_ = Cred("uid-B");
+  Write(2, 0, std::string(100, 'b'), UNSTABLE);
+  cred_ = Cred("uid-A");
+  Write(3, 8192, std::string(200, 'a'), UNSTABLE);  // no room in all
+  Write(4, 0, std::string(100, 'A'), UNSTABLE);     // over B's bytes
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  // Z's bytes become stable first: room for A's writes.
+  auto fh_of = [](const std::string& args) {  // WRITE3args and COMMIT3args begin with it
+    const uint32_t n = (static_cast<uint8_t>(args[0]) << 24) | (static_cast<uint8_t>(args[1]) << 16) |
+                       (static_cast<uint8_t>(args[2]) << 8) | static_cast<uint8_t>(args[3]);
+    return args.substr(4, n);
+  };
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t i = 0; i < bg_.calls.size(); ++i) {
+      if (!bg_.calls[i].answered && fh_of(bg_.calls[i].args) == "Z") {
+        AnswerOne(bg_, i);
+        any = true;
+      }
+    }
+  }
+  for (int round = 0; round < 20 && Tags().size() < 4; ++round) {
+    while (AnswerAll(bg_) || AnswerAll(up_)) {
+    }
+    Advance(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4}));
+}
+
 // ---- Area 2: retransmissions, through the NFS program (NfsService with
 // its duplicate request cache on, the metadata cache and the write path).
 

@@ -275,5 +275,47 @@ TEST_F(RefusalTest, WithNoGiveUpTimeRefusedDataIsKeptUntilTheUpstreamTakesIt) {
       << "refused for over 2 minutes, with a give-up time of 60 s, and still kept";
 }
 
+// A flush refused NOSPC keeps the error for the writer; a reload then turns
+// write-behind off, so its next UNSTABLE WRITE is forwarded as it is: it is
+// told the error first (once), not forwarded past it, and the file is not
+// kept for ever for an error nobody takes.
+TEST_F(WritePathTest, AKeptErrorIsToldWhenWriteBehindWasTurnedOff) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteFail(NFS3ERR_NOSPC));
+  ExportConfig c = MakeExport(5);
+  c.write_behind = false;
+  const Export off(0, c);
+  Write(2, 1000, std::string(10, 'b'), UNSTABLE, true, &off);
+  ASSERT_EQ(replies_.size(), 2u);
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
+  EXPECT_TRUE(forwarded_.empty());
+  EXPECT_EQ(wp_->buffered_files(), 0u) << "nothing left of the file";
+  Write(3, 1000, std::string(10, 'b'), UNSTABLE, true, &off);
+  EXPECT_EQ(forwarded_, (std::vector<int>{3})) << "told once, then forwarded";
+}
+
+// A COMMIT answered with another verifier makes its bytes go again; they
+// are committed once written, without a client COMMIT or more writes: the
+// flush that started it has a timer for them again.
+TEST_F(WritePathTest, BytesResentAfterAVerifierChangeAreCommitted) {
+  Write(1, 0, std::string(64 << 10, 'a'), UNSTABLE);
+  ASSERT_EQ(bg_.calls.size(), 1u) << "a whole upstream WRITE goes at once";
+  Advance(options_.flush_delay);  // the flush, with the WRITE in flight
+  bg_.Answer(0, WriteOk(64 << 10, UNSTABLE, kV1, Attr(65536, 1)));
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  ASSERT_EQ(bg_.calls[1].proc, NFSPROC3_COMMIT);
+  bg_.Answer(1, CommitOk(kV2, Attr(65536, 2)));
+  ASSERT_EQ(bg_.calls.size(), 3u) << "sent again";
+  ASSERT_EQ(bg_.calls[2].proc, NFSPROC3_WRITE);
+  bg_.Answer(2, WriteOk(64 << 10, UNSTABLE, kV2, Attr(65536, 3)));
+  Advance(std::chrono::seconds(10));
+  ASSERT_EQ(bg_.calls.size(), 4u) << "never committed";
+  EXPECT_EQ(bg_.calls[3].proc, NFSPROC3_COMMIT);
+  bg_.Answer(3, CommitOk(kV2, Attr(65536, 4)));
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

@@ -1,0 +1,156 @@
+// WritePath: the queues of client writes waiting: for buffer room
+// (blocked_, all files, in arrival order, a file's own limit holding only
+// its own writes) and for other callers' bytes to leave (File::parked).
+#include <algorithm>
+#include <unordered_set>
+
+#include "proxy/write_path.h"
+#include "proxy/write_path_state.h"
+
+namespace nfsedge {
+
+using write_path_internal::CommitError;
+using write_path_internal::WriteError;
+
+bool WritePath::KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred,
+                                  const ReplyFn& reply, bool commit) {
+  auto it = files_.find(fh);
+  if (it == files_.end()) return false;
+  const nfsstat3 e = TakeError(*it->second, cred);
+  if (e == NFS3_OK) return false;
+  reply(commit ? CommitError(e) : WriteError(e));
+  ForgetIfIdle(fh);
+  return true;
+}
+
+void WritePath::Park(File& f, std::unique_ptr<Blocked> b) {
+  stats_.parked++;
+  f.parked.push_back(std::move(b));
+  if (!f.retry_scheduled) SendDirty(f, true, false);
+  Pump(f);
+}
+
+bool WritePath::TotalRoom(uint64_t n) const {
+  return stats_.buffered_bytes == 0 || stats_.buffered_bytes + n <= options_.max_bytes;
+}
+
+bool WritePath::FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes) {
+  return f.bytes == 0 || f.bytes + n <= max_file_bytes;
+}
+
+bool WritePath::TotalShort() const {
+  for (const auto& b : blocked_) {
+    if (!TotalRoom(b->data.size())) return true;
+  }
+  return false;
+}
+
+void WritePath::Enter(File& f, std::unique_ptr<Blocked> b, bool older) {
+  const uint64_t n = b->data.size();
+  const bool room = TotalRoom(n) && FileRoom(f, n, options_.max_file_bytes);
+  if (!room || (f.blocked > 0 && !older) || TotalShort()) {
+    stats_.blocked++;
+    f.blocked++;
+    auto at = blocked_.end();
+    if (older) {
+      at = std::find_if(blocked_.begin(), blocked_.end(),
+                        [&f](const std::unique_ptr<Blocked>& w) { return w->fh == f.fh; });
+    }
+    blocked_.insert(at, std::move(b));
+    // Pressure: the file flushes and commits so that room is made; every
+    // file, when the room in all is short.
+    if (!TotalShort()) {
+      Pump(f);
+      return;
+    }
+    std::vector<std::string> held;
+    for (const auto& [k, file] : files_) {
+      if (file->bytes > 0) held.push_back(k);
+    }
+    for (const std::string& k : held) {
+      if (auto it = files_.find(k); it != files_.end()) Pump(*it->second);
+    }
+    return;
+  }
+  Accept(f, *b->exp, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
+}
+
+void WritePath::AdmitParked(const std::string& fh) {
+  for (;;) {
+    auto it = files_.find(fh);
+    if (it == files_.end()) return;
+    File& f = *it->second;
+    if (f.parked.empty() || f.admitting) return;
+    const Blocked& b = *f.parked.front();
+    if (stale_.Peek(fh) == nullptr &&
+        (OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred) ||
+         SentAndWaitedFor(f, b.offset, b.offset + b.data.size()))) {
+      return;
+    }
+    std::unique_ptr<Blocked> taken = std::move(f.parked.front());
+    f.parked.pop_front();
+    f.admitting = true;
+    // (A refusal of the bytes it waited for is not its own: it keeps the
+    // file's error, if any, for the file's next WRITE or COMMIT.)
+    if (stale_.Peek(fh) != nullptr) {
+      taken->reply(WriteError(NFS3ERR_STALE));
+    } else {
+      Enter(f, std::move(taken), /*older=*/true);
+    }
+    if (auto again = files_.find(fh); again != files_.end()) again->second->admitting = false;
+  }
+}
+
+void WritePath::AdmitBlocked() {
+  for (;;) {
+    // The first write with room whose file has no older write waiting;
+    // none past one waiting for room in all.
+    auto pick = blocked_.end();
+    std::unordered_set<const File*> held;
+    for (auto it = blocked_.begin(); it != blocked_.end(); ++it) {
+      auto fit = files_.find((*it)->fh);
+      if (fit == files_.end()) {  // cannot happen: a blocked write keeps its file
+        pick = it;
+        break;
+      }
+      const File* f = fit->second.get();
+      const uint64_t n = (*it)->data.size();
+      if (held.contains(f)) continue;
+      if (!TotalRoom(n)) break;
+      if (!FileRoom(*f, n, options_.max_file_bytes)) {
+        held.insert(f);
+        continue;
+      }
+      pick = it;
+      break;
+    }
+    if (pick == blocked_.end()) return;
+    std::unique_ptr<Blocked> taken = std::move(*pick);
+    blocked_.erase(pick);
+    auto it = files_.find(taken->fh);
+    if (it == files_.end()) continue;
+    File& f = *it->second;
+    f.blocked--;
+    if (stale_.Peek(taken->fh) != nullptr) {
+      taken->reply(WriteError(NFS3ERR_STALE));
+      ForgetIfIdle(taken->fh);
+      continue;
+    }
+    if (!f.parked.empty() ||
+        OthersHeld(f, taken->offset, taken->offset + taken->data.size(), taken->cred)) {
+      // Over another caller's bytes taken meanwhile (a write that waited
+      // for room before this one): it waits for them as any such write.
+      Park(f, std::move(taken));
+      continue;
+    }
+    if (nfsstat3 e = TakeError(f, taken->cred); e != NFS3_OK) {
+      taken->reply(WriteError(e));
+      ForgetIfIdle(taken->fh);
+      continue;
+    }
+    Accept(f, *taken->exp, taken->offset, taken->data, taken->cred, taken->stable, taken->journal,
+           std::move(taken->reply));
+  }
+}
+
+}  // namespace nfsedge
