@@ -162,9 +162,11 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
     options_.journal->Append(
         JournalRecord{jseq, f.fh, exp.config().path, cred, offset, std::string(data)},
         [weak = std::weak_ptr<WritePath*>(self_), fh = f.fh, &exp, jseq, offset, count, stable,
-         stamp, verf, answer = std::move(answer)](Status s) {
+         stamp, verf, answer = std::move(answer),
+         writer = write_path_internal::WriterKey(cred)](Status s) {
           if (auto self = weak.lock()) {
-            (*self)->OnJournaled(fh, exp, jseq, offset, count, stable, stamp, verf, s, answer);
+            (*self)->OnJournaled(fh, exp, jseq, offset, count, stable, stamp, verf, s, answer,
+                                 writer);
           }
         });
     // Answered UNSTABLE from the journal: lost, it needs a new verifier.
@@ -184,7 +186,8 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
   if (stable) {
     SeedFromWriter(f, cred);
     f.waiters.push_back(Waiter{false, offset, offset + data.size(), count, std::move(reply), f.seq,
-                               pending_jseq, NFS3_OK, false, &exp});
+                               pending_jseq, NFS3_OK, false, &exp,
+                               write_path_internal::WriterKey(cred)});
     Gather(f);
     NoteWriter(f);
   } else {
@@ -197,7 +200,8 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
 
 void WritePath::OnJournaled(const std::string& fh, const Export& exp, uint64_t jseq,
                             uint64_t offset, uint32_t count, bool stable, uint64_t stamp,
-                            const std::array<char, 8>& verf, const Status& s, ReplyFn reply) {
+                            const std::array<char, 8>& verf, const Status& s, ReplyFn reply,
+                            const std::string& writer) {
   nfsstat3 dropped = NFS3_OK;
   if (auto a = appending_.find(jseq); a != appending_.end()) {
     dropped = a->second;
@@ -247,7 +251,7 @@ void WritePath::OnJournaled(const std::string& fh, const Export& exp, uint64_t j
                          [stamp](const Waiter& w) { return w.stamp >= stamp; });
   f.waiters.insert(
       at, Waiter{false, offset, offset + count, count, std::move(reply), stamp, 0, NFS3_OK, false,
-                 &exp});
+                 &exp, writer});
   Pump(f);
 }
 
@@ -286,7 +290,8 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       auto at = std::find_if(f.waiters.begin(), f.waiters.end(),
                              [stamp](const Waiter& x) { return x.stamp > stamp; });
       f.waiters.insert(at, Waiter{true, a_off, RangeEnd(a_off, a_count), 0, std::move(reply),
-                                  stamp, 0, NFS3_OK, false, &exp});
+                                  stamp, 0, NFS3_OK, false, &exp,
+                                  write_path_internal::WriterKey(cred)});
       w.Pump(f);
     });
     return;
@@ -316,7 +321,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
     return;
   }
   f.waiters.push_back(Waiter{true, a.offset, end, 0, std::move(reply), f.seq, 0, NFS3_OK, false,
-                             &exp});
+                             &exp, write_path_internal::WriterKey(cred)});
   Pump(f);
 }
 
@@ -603,7 +608,7 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
   std::vector<Span> spans;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < off + len; ++it) {
     if (wire.size() == data_at) cred = it->second.cred;
-    spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
+    spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq, {}});
     wire.append(it->second.data);
     it->second.state = Piece::kSending;
     it->second.flight = id;
@@ -658,9 +663,9 @@ void WritePath::SendCommit(File& f, bool urgent) {
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_COMMIT3args), &a, &wire);
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;
-  Status s =
-      caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
-                  [this, fh, id](StatusOr<RpcReply> r) { OnCommitted(fh, id, std::move(r)); });
+  Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
+                         [this, fh, id, who = write_path_internal::WriterKey(cred)](
+                             StatusOr<RpcReply> r) { OnCommitted(fh, id, who, std::move(r)); });
   if (!s.ok()) {
     for (auto& [off, p] : f.pieces) {
       if (p.commit == id) p.commit = 0;

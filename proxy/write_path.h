@@ -262,10 +262,11 @@ class WritePath {
   // The journal's answer `s` to the append of record `jseq`, written when
   // the file's write stamp became `stamp` and its verifier was `verf`;
   // `reply`: to answer (null if the write waits for the upstream anyway);
-  // `exp`: the export the write came through.
+  // `exp`: the export the write came through; `writer`: its caller
+  // (WriterKey).
   void OnJournaled(const std::string& fh, const Export& exp, uint64_t jseq, uint64_t offset,
                    uint32_t count, bool stable, uint64_t stamp, const std::array<char, 8>& verf,
-                   const Status& s, ReplyFn reply);
+                   const Status& s, ReplyFn reply, const std::string& writer);
   // Replaces [off, off + data.size()) of the buffer with `data`, which
   // journal record `jseq` holds (0 = none). The records of the bytes
   // replaced are kept: by the new piece when `jseq` is 0, else in
@@ -336,7 +337,9 @@ class WritePath {
   bool SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync, bool lone);
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
-  void OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r);
+  // The reply to COMMIT `id`, sent as writer `who` (WriterKey).
+  void OnCommitted(const std::string& fh, uint64_t id, const std::string& who,
+                   StatusOr<RpcReply> r);
   // `flight`, a FILE_SYNC WRITE, was taken whole: the stable writes waiting
   // whose bytes it carried are stable (Waiter::stable).
   void MarkStable(File& f, const Flight& flight);
@@ -350,16 +353,17 @@ class WritePath {
   // The clients waiting whose bytes were refused get `status` in their
   // turn: those over a piece dropped, and (`flight`: a refused WRITE) those
   // whose bytes it carried, unless kept; a refusal of one writer's bytes is
-  // not another's. Nobody waiting told: the next WRITE or COMMIT of the
-  // file by each writer whose bytes were refused is.
+  // not another's (a COMMIT is told its own caller's). A writer none of
+  // whose calls waiting was told: its next WRITE or COMMIT of the file is.
   void DropAndFail(File& f, nfsstat3 status, const std::function<bool(const Piece&)>& which,
                    const Flight* flight = nullptr);
   // The upstream refused the file's data of `writers` (WriterKey) with
   // `status`; `acknowledged`: some of the data dropped had been answered
-  // from the buffer; `kept`: some was kept for another try; `told`: clients
-  // waiting were given it.
+  // from the buffer; `kept`: some was kept for another try; `told`: the
+  // writers (WriterKey) whose waiting calls were given it (none is kept for
+  // them).
   void Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
-              bool acknowledged, bool kept, bool told);
+              bool acknowledged, bool kept, const std::vector<std::string>& told);
   // Takes the error kept for `cred`'s next WRITE or COMMIT of the file
   // (NFS3_OK: none).
   static nfsstat3 TakeError(File& f, const OpaqueAuth& cred);

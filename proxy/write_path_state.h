@@ -138,6 +138,11 @@ struct WritePath::Waiter {
   // The export it came through: its reply's verifier is that export's
   // (the file may be written through nested exports of other settings).
   const Export* exp = nullptr;
+  // Its caller (WriterKey). A COMMIT is told the refusal of its own
+  // caller's bytes only: one user's quota is not another's, whose COMMIT
+  // is answered once its own bytes are stable (and shows the file's new
+  // verifier if bytes answered from the buffer were lost).
+  std::string writer;
 };
 
 // A client call (READ, GETATTR, SETATTR...) held until the writes that came
@@ -152,6 +157,7 @@ struct WritePath::Span {
   uint64_t off = 0;
   uint64_t end = 0;
   uint64_t seq = 0;
+  std::string writer;  // whose bytes (WriterKey); "" in a Flight's (Flight::cred)
 };
 
 struct WritePath::Flight {

@@ -143,7 +143,8 @@ void WritePath::MarkStable(File& f, const Flight& flight) {
   }
 }
 
-void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcReply> r) {
+void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::string& who,
+                            StatusOr<RpcReply> r) {
   auto fit = files_.find(fh);
   if (fit == files_.end()) return;
   File& f = *fit->second;
@@ -155,8 +156,27 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, StatusOr<RpcRepl
   const bool decoded = Succeeded(r) && res.Decode(r->results());
   auto covered = [id](const Piece& p) { return p.state == Piece::kWritten && p.commit == id; };
   auto each = [&f, &covered](auto fn) { EachOf(f.pieces, covered, fn); };
-  if (Denied(r)) {
-    DropAndFail(f, NFS3ERR_ACCES, covered);
+  const bool refused_caller =
+      Denied(r) || (decoded && (res->status == NFS3ERR_ACCES || res->status == NFS3ERR_PERM));
+  if (refused_caller) {
+    // The COMMIT's caller (one of the writers, `who`) may not: only its
+    // own bytes fail; the others' are committed by another writer's COMMIT
+    // (the flush sends it).
+    if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
+    DropAndFail(f, Denied(r) ? NFS3ERR_ACCES : res->status, [&covered, &who](const Piece& p) {
+      return covered(p) && write_path_internal::WriterKey(p.cred) == who;
+    });
+    if (!Denied(r)) {
+      COMMIT3args a{};
+      a.file = FhView(fh);
+      learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, OpaqueAuth());
+    }
+    bool others = false;
+    each([&others](auto it) {
+      it->second.commit = 0;
+      others = true;
+    });
+    if (others) ScheduleFlush(f);
   } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
@@ -251,7 +271,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       it->second.commit = 0;
       it->second.refused = true;
       kept = true;
-      kept_spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
+      kept_spans.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq, {}});
       return;
     }
     lost |= acknowledged;
@@ -261,7 +281,8 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     for (uint64_t r : it->second.records) {
       if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
     }
-    dropped.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq});
+    dropped.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq,
+                           write_path_internal::WriterKey(it->second.cred)});
     Erase(f, it);
   });
   // Returns true iff [lo, hi) has bytes outside the pieces kept.
@@ -274,20 +295,26 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     }
     return lo < hi;
   };
-  // A gone file fails every write waiting on it.
-  bool told = false;
+  // A gone file fails every write waiting on it. A COMMIT waiting is told
+  // only its own caller's refusal (Waiter::writer).
+  std::vector<std::string> told;  // writers told in their turn
+  const std::string flight_writer =
+      flight != nullptr ? write_path_internal::WriterKey(flight->cred) : std::string();
   for (Waiter& w : f.waiters) {
     if (w.stable) continue;  // the upstream took its bytes
+    auto mine = [&w](const std::string& writer) { return !w.commit || w.writer == writer; };
     auto over = [&w](const Span& s) { return s.off < w.end && w.off < s.end && s.seq <= w.stamp; };
-    bool theirs = status == NFS3ERR_STALE || std::any_of(dropped.begin(), dropped.end(), over);
-    if (flight != nullptr && w.stamp <= flight->sent_stamp) {
+    bool theirs = status == NFS3ERR_STALE ||
+                  std::any_of(dropped.begin(), dropped.end(),
+                              [&](const Span& s) { return over(s) && mine(s.writer); });
+    if (flight != nullptr && w.stamp <= flight->sent_stamp && mine(flight_writer)) {
       for (const Span& s : flight->spans) {
         theirs |= over(s) && not_kept(std::max(s.off, w.off), std::min(s.end, w.end));
       }
     }
     if (theirs && w.error == NFS3_OK) {
       w.error = status;
-      told = true;
+      told.push_back(w.writer);
     }
   }
   if (lost && status != NFS3ERR_STALE) {
@@ -313,14 +340,15 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 }
 
 void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
-                       bool acknowledged, bool kept, bool told) {
+                       bool acknowledged, bool kept, const std::vector<std::string>& told) {
   stats_.errors++;
   // Kept for each writer whose bytes were refused (a file gone answers
   // STALE to all: stale_). Bounded: a writer crowded out still sees the
   // file's new verifier, below, if its data was answered from the buffer.
   constexpr size_t kMaxErrors = 64;
   for (const std::string& w : writers) {
-    if (told || status == NFS3ERR_STALE) break;
+    if (status == NFS3ERR_STALE) break;
+    if (std::find(told.begin(), told.end(), w) != told.end()) continue;
     auto it = std::find_if(f.errors.begin(), f.errors.end(),
                            [&w](const auto& e) { return e.first == w; });
     if (it != f.errors.end()) {

@@ -52,11 +52,12 @@ class HeldUpstream : public RpcCaller {
     std::string args;
     ReplyCallback done;
     bool answered = false;
+    OpaqueAuth cred;
   };
-  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth&, std::string_view args,
+  Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth& cred, std::string_view args,
               ReplyCallback done) override {
     if (refuse) return Status(StatusCode::kResourceExhausted, "full");
-    calls.push_back(Held{proc, std::string(args), std::move(done)});
+    calls.push_back(Held{proc, std::string(args), std::move(done), false, cred});
     return Status::Ok();
   }
   size_t Count(uint32_t proc) const {

@@ -204,6 +204,76 @@ TEST_F(WriteQueuesTest, AWriteOverAnotherCallersBytesWaitsBehindItsWriterWaiting
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4}));
 }
 
+// Area 1: one writer's refusal is not another's COMMIT. X's and Y's
+// buffered bytes of one file go upstream; Y's COMMIT of the whole file
+// waits; X's WRITE is refused NOSPC (X's quota). Y's COMMIT is answered OK
+// once Y's bytes are stable, and X is told at its next WRITE.
+TEST_F(WriteQueuesTest, AWritersRefusalIsNotAnotherWritersCommits) {
+  options_.journal = nullptr;
+  Make();
+  fh_ = "F";
+  cred_ = Cred("uid-X");
+  Write(1, 0, std::string(1000, 'x'), UNSTABLE);
+  cred_ = Cred("uid-Y");
+  Write(2, 5000, std::string(10, 'y'), UNSTABLE);
+  Advance(options_.flush_delay);
+  Commit(3);
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  for (int round = 0; round < 20 && Tags().size() < 3; ++round) {
+    while (AnswerAllBut(up_, 'x', NFS3ERR_NOSPC) + AnswerAllBut(bg_, 'x', NFS3ERR_NOSPC) > 0) {
+    }
+    Advance(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3_OK) << "Y's COMMIT was told X's refusal";
+  EXPECT_GE(SentWrites(std::string(10, 'y')), 1u);
+  cred_ = Cred("uid-X");
+  Write(4, 2000, std::string(10, 'x'), UNSTABLE);
+  ASSERT_NE(ReplyOf(4), nullptr);
+  EXPECT_EQ(ReplyOf(4)->status, NFS3ERR_NOSPC) << "X is told at its next WRITE";
+}
+
+// Area 1: a COMMIT goes as one of the file's writers. Refused for that
+// caller (ACCES: the mode changed since its WRITE), it fails that caller's
+// bytes only; the other writer's are committed by a COMMIT of its own, and
+// its next WRITE is taken.
+TEST_F(WriteQueuesTest, ACommitRefusedForItsCallerFailsOnlyThatCallersBytes) {
+  options_.journal = nullptr;
+  Make();
+  fh_ = "F";
+  cred_ = Cred("uid-X");
+  Write(1, 0, std::string(1000, 'x'), UNSTABLE);
+  cred_ = Cred("uid-Y");
+  Write(2, 5000, std::string(10, 'y'), UNSTABLE);
+  Advance(options_.flush_delay);
+  for (size_t i = 0; i < bg_.calls.size(); ++i) {  // the WRITEs, not the COMMIT
+    if (!bg_.calls[i].answered && bg_.calls[i].proc == NFSPROC3_WRITE) AnswerOne(bg_, i);
+  }
+  ASSERT_EQ(bg_.Count(NFSPROC3_COMMIT), 1u);
+  const size_t c = bg_.calls.size() - 1;
+  ASSERT_EQ(bg_.calls[c].proc, NFSPROC3_COMMIT);
+  const OpaqueAuth refused = bg_.calls[c].cred;
+  COMMIT3res res{};
+  res.status = NFS3ERR_ACCES;
+  bg_.Answer(c, Xdr(Proc(xdr_COMMIT3res), res));
+  for (int round = 0; round < 20 && bg_.Count(NFSPROC3_COMMIT) < 2; ++round) {
+    Advance(options_.flush_delay);
+  }
+  ASSERT_EQ(bg_.Count(NFSPROC3_COMMIT), 2u) << "the other writer's bytes were dropped too";
+  EXPECT_NE(bg_.calls.back().cred.body, refused.body) << "sent as the other writer";
+  AnswerAll(bg_);
+  EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
+  const bool x_refused = refused.body == Cred("uid-X").body;
+  cred_ = x_refused ? Cred("uid-Y") : Cred("uid-X");
+  Write(3, 9000, std::string(10, 'o'), UNSTABLE);
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3_OK) << "told the other caller's refusal";
+  cred_ = refused;
+  Write(4, 9100, std::string(10, 'r'), UNSTABLE);
+  ASSERT_NE(ReplyOf(4), nullptr);
+  EXPECT_EQ(ReplyOf(4)->status, NFS3ERR_ACCES);
+}
+
 // ---- Area 2: retransmissions, through the NFS program (NfsService with
 // its duplicate request cache on, the metadata cache and the write path).
 
