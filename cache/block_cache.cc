@@ -141,13 +141,21 @@ void BlockCache::DropAll() {
 }
 
 void BlockCache::DropOtherVersions(std::string_view handle, const ChangeId& version) {
+  DropIf(handle, [&version](const ChangeId& v) { return !(v == version); });
+}
+
+void BlockCache::DropVersion(std::string_view handle, const ChangeId& version) {
+  DropIf(handle, [&version](const ChangeId& v) { return v == version; });
+}
+
+void BlockCache::DropIf(std::string_view handle, const std::function<bool(const ChangeId&)>& drop) {
   auto f = files_.find(handle);
   if (f == files_.end()) return;
   std::unordered_set<uint64_t>& indexes = f->second;
   for (auto it = indexes.begin(); it != indexes.end();) {
     const std::string key = BlockKey(handle, *it);
     const Block* b = lru_.Peek(key);
-    if (b != nullptr && b->version == version) {
+    if (b != nullptr && !drop(b->version)) {
       ++it;
       continue;
     }

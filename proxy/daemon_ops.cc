@@ -192,7 +192,8 @@ void Daemon::AddCollectors() {
                {"readahead_fetch", r.readahead_fetches},
                {"tree_fetch", r.tree_fetches},
                {"fetch_error", r.fetch_errors},
-               {"overtaken", r.overtaken}});
+               {"overtaken", r.overtaken},
+               {"unconfirmed", r.unconfirmed}});
     CountEach(w, "nfsedge_upstream_read_bytes_total",
               "Bytes READ from the upstream by the data cache, on demand or ahead.", {}, "kind",
               {{"fetch", r.fetch_bytes}, {"readahead", r.readahead_bytes}});

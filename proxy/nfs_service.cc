@@ -595,13 +595,21 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   // ACCESS results are kept per credential: none for a credential never
   // answered from cache, whose key may be another's (duplicate groups).
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
+  // A READ's data is kept under the version known before its reply.
+  std::optional<ChangeId> before;
+  if (read_path_ && p.proc == NFSPROC3_READ) {
+    if (std::optional<fattr3> a =
+            cache_->LatestAttributes(HandleBytes(static_cast<const READ3args*>(args)->file))) {
+      before = ChangeId::FromFattr(*a);
+    }
+  }
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
                   SentCall{reply->sent_at, reply->transmissions});
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
-                               reply->transmissions, reply->sent_at);
+                               reply->transmissions, reply->sent_at, before);
   } else if (read_path_ && p.proc == NFSPROC3_WRITE) {
     read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
   } else if (read_path_ && p.proc == NFSPROC3_SETATTR) {

@@ -152,7 +152,7 @@ void ReadPath::Attempt(const OpPtr& op) {
   for (size_t k = 0; k < missing.size();) {
     size_t n = 1;
     while (k + n < missing.size() && n < per_fetch && missing[k + n] == missing[k] + n) ++n;
-    if (!Fetch(op->fh, missing[k], n, size, *op->exp, op->cred, false)) {
+    if (!Fetch(op->fh, missing[k], n, size, version, *op->exp, op->cred, false)) {
       if (!waiting) Forward(op);
       return;
     }
@@ -267,8 +267,8 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   uint64_t run_start = 0, run_len = 0;
   auto flush = [&]() {
     bool ok = run_len == 0 || (background_ < options_.max_background &&
-                               Fetch(op->fh, run_start, run_len, attr.size, *op->exp,
-                                     op->cred, true));
+                               Fetch(op->fh, run_start, run_len, attr.size, version,
+                                     *op->exp, op->cred, true));
     run_len = 0;
     return ok;
   };
@@ -299,14 +299,14 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
   for (uint64_t i = 1; i < blocks; ++i) {
     if (blocks_.Contains(fh, i, version) || Pending(fh, i)) blocks = i;
   }
-  if (!Fetch(fh, 0, blocks, size, exp, cred, true, std::move(done))) return false;
+  if (!Fetch(fh, 0, blocks, size, version, exp, cred, true, std::move(done))) return false;
   stats_.tree_fetches++;
   return true;
 }
 
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
-                     const Export& exp, const OpaqueAuth& cred, bool prefetch,
-                     std::function<void()> done) {
+                     const ChangeId& expected, const Export& exp, const OpaqueAuth& cred,
+                     bool prefetch, std::function<void()> done) {
   // A server that reads less than a block at a time answers every fetch
   // short: nothing could be stored, and the client's READ would pay a
   // second round trip.
@@ -323,11 +323,12 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   // The count stays whole blocks (the blocks are stored whole, and a file
   // that grew since its attributes is read to its new end); only the bytes
   // in flight count what the known size leaves.
-  const uint64_t expected = size > a.offset ? std::min<uint64_t>(a.count, size - a.offset) : 0;
+  const uint64_t bytes = size > a.offset ? std::min<uint64_t>(a.count, size - a.offset) : 0;
   Status s = upstream_.CallExpecting(
-      kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire, expected,
-      [this, fh, first, count, e, cred, prefetch, sent, seq, done](StatusOr<RpcReply> r) {
-        OnFetched(fh, first, count, *e, cred, prefetch, sent, seq, std::move(r));
+      kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire, bytes,
+      [this, fh, first, count, expected, e, cred, prefetch, sent, seq,
+       done](StatusOr<RpcReply> r) {
+        OnFetched(fh, first, count, expected, *e, cred, prefetch, sent, seq, std::move(r));
         if (done) done();
       });
   if (!s.ok()) return false;
@@ -341,11 +342,13 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   return true;
 }
 
-void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-                         const OpaqueAuth& cred, bool prefetch, MonoTime sent,
-                         uint64_t write_seq, StatusOr<RpcReply> reply) {
+void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
+                         const ChangeId& expected, const Export& exp, const OpaqueAuth& cred,
+                         bool prefetch, MonoTime sent, uint64_t write_seq,
+                         StatusOr<RpcReply> reply) {
   if (prefetch) background_--;
   bool stored = false;
+  std::optional<ChangeId> unconfirmed;  // the version of blocks kept for the waiters only
   bool eof = false;
   uint64_t blocks = 0;
   if (Succeeded(reply) && LastWrite(fh).seq > write_seq) {
@@ -376,9 +379,18 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
         path_.OnSample(PathSample{PathSent(sent, *reply, now), now, ok.data.data_len});
       }
       if (ok.file_attributes.attributes_follow) {
+        // A server reads the data and then takes the attributes: a write
+        // between the two (another client's) gives the old bytes with the
+        // new attributes. Only a version the proxy knew before the fetch
+        // proves the bytes are of it; another is given to the READs
+        // waiting (as the server gave it) and not kept.
+        const ChangeId got = ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes);
+        if (!(got == expected)) {
+          unconfirmed = got;
+          stats_.unconfirmed++;
+        }
         blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
-                       ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes),
-                       prefetch);
+                       got, prefetch, !unconfirmed);
         stored = true;
         eof = ok.eof;
         (prefetch ? stats_.readahead_bytes : stats_.fetch_bytes) += ok.data.data_len;
@@ -394,6 +406,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count, 
   // waiter attempts again with the attributes just learned), may be retried;
   // a block the fetch failed to bring is not fetched again for the same READ.
   for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  if (unconfirmed) blocks_.DropVersion(fh, *unconfirmed);  // the waiters had them
 }
 
 void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version) {
@@ -420,7 +433,7 @@ void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& v
 }
 
 uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
-                         const ChangeId& version, bool prefetch) {
+                         const ChangeId& version, bool prefetch, bool keep) {
   uint64_t stored = 0;
   for (uint64_t off = 0, i = first; off < data.size(); off += block_size_, ++i) {
     std::string_view piece = data.substr(off, block_size_);
@@ -432,7 +445,7 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
     b.data.assign(piece);
     b.eof = block_eof;
     b.prefetched = prefetch;
-    if (disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
+    if (keep && disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
     blocks_.Put(fh, i, std::move(b));
     ++stored;
   }
@@ -440,8 +453,8 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
 }
 
 void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
-                              uint32_t transmissions,
-                              std::chrono::steady_clock::time_point sent_at) {
+                              uint32_t transmissions, std::chrono::steady_clock::time_point sent_at,
+                              const std::optional<ChangeId>& before) {
   if (a.offset % block_size_ != 0) return;
   if (transmissions > 1) {
     stats_.overtaken++;  // which send it answers is unknown
@@ -456,8 +469,14 @@ void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
     stats_.overtaken++;
     return;
   }
+  // Kept only under the version known before the READ (OnFetched).
+  const ChangeId got = ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes);
+  if (!before || !(*before == got)) {
+    stats_.unconfirmed++;
+    return;
+  }
   Store(fh, a.offset / block_size_, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
-        ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes), false);
+        got, false);
 }
 
 void ReadPath::NoteWrite(std::string_view fh) {

@@ -93,6 +93,7 @@ struct ReadPathStats {
   uint64_t disk_hits = 0;     // ... and found there, intact and current
   uint64_t disk_misses = 0;   // ... and not (counted when the answer comes)
   uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left, or sent twice
+  uint64_t unconfirmed = 0;   // ... or they showed a version other than the one known before
 };
 
 class ReadPath {
@@ -124,9 +125,13 @@ class ReadPath {
   // carries is stored as blocks, unless the READ left (`sent_at`, the
   // transport's clock) before the upstream answered a write of the file, or
   // was sent more than once (`transmissions`: the reply may answer the
-  // first, and `sent_at` is the last one's).
+  // first, and `sent_at` is the last one's), or its attributes are not
+  // `before`, the version the proxy knew before the reply (a server takes
+  // them after reading the data: a write between the two leaves old bytes
+  // under the new version).
   void LearnForwarded(const READ3args& a, std::string_view results, uint32_t transmissions,
-                      std::chrono::steady_clock::time_point sent_at);
+                      std::chrono::steady_clock::time_point sent_at,
+                      const std::optional<ChangeId>& before);
   // The upstream answered a WRITE or SETATTR of `fh`. A server's timestamps
   // are coarser than its writes, so blocks cached under the version the
   // write leaves may hold what it replaced, and a READ the upstream
@@ -157,22 +162,25 @@ class ReadPath {
   // file of `size` bytes as far as the proxy knows (its reply is expected to
   // carry no more than the bytes up to there). Returns false if it could not
   // be queued.
+  // `expected`: the version the proxy knows the file at; the blocks are
+  // kept only if the reply shows it (OnFetched).
   bool Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
-             const Export& exp, const OpaqueAuth& cred, bool prefetch,
+             const ChangeId& expected, const Export& exp, const OpaqueAuth& cred, bool prefetch,
              std::function<void()> done = {});
-  void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const Export& exp,
-                 const OpaqueAuth& cred, bool prefetch, MonoTime sent, uint64_t write_seq,
-                 StatusOr<RpcReply> reply);
+  void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const ChangeId& expected,
+                 const Export& exp, const OpaqueAuth& cred, bool prefetch, MonoTime sent,
+                 uint64_t write_seq, StatusOr<RpcReply> reply);
   // When the upstream last answered a write of the file (NoteWrite's count,
   // and the transport's clock), or a floor for every file.
   ChangeMarks::Mark LastWrite(std::string_view fh) const { return writes_.Last(fh); }
   // Reads block `index` of `fh` from the disk tier into memory.
   void ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version);
   // Stores `data` read at block `first` under `version` as blocks: whole
-  // blocks, and the last partial one if `eof`.
+  // blocks, and the last partial one if `eof`; to the disk tier too if
+  // `keep` (else they are for the READs waiting only, OnFetched).
   // Returns the number of blocks stored.
   uint64_t Store(const std::string& fh, uint64_t first, std::string_view data, bool eof,
-                 const ChangeId& version, bool prefetch);
+                 const ChangeId& version, bool prefetch, bool keep = true);
   // Pending work on a block (fetch or disk read); waiters run when it ends.
   static std::string BlockId(std::string_view fh, uint64_t index);
   bool Pending(std::string_view fh, uint64_t index) const;

@@ -182,7 +182,8 @@ TEST_F(ReadPathTest, ForwardedReplyIsLearned) {
   a.count = 2 * kBlock;
   FakeUpstream::Seen seen{
       kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
-  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now());
+  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now(),
+                      ChangeId::FromFattr(file().attr));
   ExpectData(ReadNow(kBlock + 10, kBlock), kBlock + 10, kBlock);
   EXPECT_EQ(up_.calls.size(), 0u);
 }

@@ -96,7 +96,8 @@ class OldDiskVersionTest : public ReadPathTest {
     a.count = static_cast<count3>(file().data.size());
     FakeUpstream::Seen seen{
         kNfsProgram, kNfsVersion, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
-    rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now());
+    rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now(),
+                        ChangeId::FromFattr(file().attr));
   }
 
   // Serves a READ and runs the loop and the disk tier's callbacks until the
@@ -155,6 +156,54 @@ TEST_F(OldDiskVersionTest, TreePrefetchFetchesAFileWhoseDiskCopyIsAnOlderVersion
   Drain();
   EXPECT_EQ(CallsOf(NFSPROC3_READ), done ? 1u : 0u);
   EXPECT_TRUE(blocks_.Contains(file_, 0, now)) << "the current version was not prefetched";
+}
+
+// --- A reply whose version the proxy did not know before ---------------------
+//
+// A server reads a READ's data and then takes its post-op attributes: a
+// write between the two (another client's) gives the old bytes with the new
+// attributes. The proxy keeps blocks only under the version it knew before
+// the reply; a READ waiting on the fetch gets what the server gave, and the
+// next READ fetches again (else the old bytes would be served under the new
+// version until the file changes again, and from disk after a restart).
+TEST_F(ReadPathTest, AFetchShowingAnotherVersionAnswersItsWaitersAndIsNotKept) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const std::string old_data = file().data;
+  hold_ = true;
+  Outcome out;
+  Read(0, 100, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  const uint32_t changed = file().attr.mtime.seconds + 10;
+  SetFile(old_data, changed);  // the old bytes under the new attributes...
+  const std::string reply = Respond(up_.calls[0]);
+  SetFile(Content(old_data.size(), 7), changed);  // ...of a file that holds the new ones
+  up_.Answer(0, reply);
+  hold_ = false;
+  Drain();
+  ASSERT_EQ(out.replies, 1);
+  EXPECT_EQ(out.reply().data, old_data.substr(0, 100)) << "what the server gave";
+  EXPECT_EQ(rp_->stats().unconfirmed, 1u);
+  ExpectData(ReadNow(0, 100), 0, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u) << "the old bytes were kept under the new version";
+}
+
+// The same for a READ forwarded as is.
+TEST_F(ReadPathTest, AForwardedReplyShowingAnotherVersionIsNotKept) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const ChangeId before = ChangeId::FromFattr(file().attr);
+  READ3args a{};
+  a.file = Fh(file_);
+  a.offset = 0;
+  a.count = 2 * kBlock;
+  FakeUpstream::Seen seen{kNfsProgram, kNfsVersion, NFSPROC3_READ, user_,
+                          Xdr(Proc(xdr_READ3args), a), nullptr, std::nullopt};
+  SetFile(file().data, file().attr.mtime.seconds + 10);
+  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now(), before);
+  EXPECT_EQ(rp_->stats().unconfirmed, 1u);
+  LearnGetattr(exp_);
+  ExpectData(ReadNow(0, 100), 0, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "kept under a version not known before";
 }
 
 }  // namespace

@@ -56,13 +56,14 @@ TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);
   rp_->NoteWrite(file_);
-  rp_->LearnForwarded(a, old_reply, 1, sent);
+  rp_->LearnForwarded(a, old_reply, 1, sent, ChangeId::FromFattr(file().attr));
   EXPECT_EQ(rp_->stats().overtaken, 1u);
   ExpectData(ReadNow(10, 100), 10, 100);
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "nothing was cached: fetched";
 
   const size_t calls = up_.calls.size();
-  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now());
+  rp_->LearnForwarded(a, Respond(seen), 1, std::chrono::steady_clock::now(),
+                      ChangeId::FromFattr(file().attr));
   ExpectData(ReadNow(kBlock, 100), kBlock, 100);
   EXPECT_EQ(up_.calls.size(), calls) << "a reply sent after the write is learned";
 }
@@ -76,7 +77,8 @@ TEST_F(ReadPathTest, ForwardedReplyOfAReadSentTwiceIsNotLearned) {
   const std::string old_reply = Respond(seen);
   SetFile(Content(10000, 9), file().attr.mtime.seconds);  // same size and times
   rp_->NoteWrite(file_);
-  rp_->LearnForwarded(a, old_reply, 2, std::chrono::steady_clock::now());
+  rp_->LearnForwarded(a, old_reply, 2, std::chrono::steady_clock::now(),
+                      ChangeId::FromFattr(file().attr));
   EXPECT_EQ(rp_->stats().overtaken, 1u);
   ExpectData(ReadNow(10, 100), 10, 100);
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "nothing was cached: fetched";
