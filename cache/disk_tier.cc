@@ -6,9 +6,12 @@
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -223,14 +226,25 @@ class DiskTier::Store {
   bool Delete(const std::string& key);
   bool DeleteFile(std::string_view handle);
 
+  // A marker left in the directory when a deletion failed: the store may
+  // hold blocks the index no longer counts (over disk_bytes) and that a
+  // restart would index again, of a version a write through the proxy
+  // replaced without changing it (coarse server timestamps). The next open
+  // rebuilds it; so does the close, if the marker could not be made.
+  static constexpr const char* kRebuildMarker = "NFSEDGE-REBUILD";
+
  private:
-  Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size);
+  Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir);
+  // A deletion failed (any thread): the marker, and the rebuild at close.
+  void Untrusted();
   // Each returns why the store cannot be used as is, or "" iff it can.
   static std::string CheckMeta(rocksdb::DB* db, uint32_t block_size);
   static std::string ScanIndex(rocksdb::DB* db, uint32_t block_size, std::vector<Record>* records);
 
-  const std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<rocksdb::DB> db_;
   const uint32_t block_size_;
+  const std::string dir_;
+  std::atomic<bool> untrusted_{false};
   rocksdb::WriteOptions write_;
   // Deletions go through the write-ahead log (not synced): a block deleted
   // because a write replaced its bytes must not come back after a crash of
@@ -239,8 +253,8 @@ class DiskTier::Store {
   rocksdb::ReadOptions read_;
 };
 
-DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size)
-    : db_(std::move(db)), block_size_(block_size) {
+DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir)
+    : db_(std::move(db)), block_size_(block_size), dir_(std::move(dir)) {
   write_.disableWAL = true;  // a cache: a crash may lose the latest writes
   delete_.disableWAL = false;
   read_.fill_cache = false;  // the memory tier holds what is hot
@@ -250,6 +264,24 @@ DiskTier::Store::~Store() {
   rocksdb::Status s = db_->Flush(rocksdb::FlushOptions());
   if (s.ok()) s = db_->Close();
   if (!s.ok()) NFSEDGE_LOG(kWarn) << "disk tier: closing the store: " << s.ToString();
+  if (!untrusted_.load()) return;
+  db_.reset();
+  // Deleting files works on a full disk, where the failed deletions did not.
+  s = rocksdb::DestroyDB(dir_, StoreOptions());
+  std::error_code ec;
+  if (s.ok()) std::filesystem::remove(std::filesystem::path(dir_) / kRebuildMarker, ec);
+  NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": emptied at close after a failed deletion"
+                     << (s.ok() ? "" : ": " + s.ToString() + " (rebuilt at the next start)");
+}
+
+void DiskTier::Store::Untrusted() {
+  if (untrusted_.exchange(true)) return;
+  const std::string marker = (std::filesystem::path(dir_) / kRebuildMarker).string();
+  const int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+  NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": a deletion failed; the store is "
+                     << "emptied at close and rebuilt at the next start"
+                     << (fd >= 0 ? "" : " (if it closes: the marker could not be made)");
 }
 
 std::string DiskTier::Store::CheckMeta(rocksdb::DB* db, uint32_t block_size) {
@@ -311,7 +343,10 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
 
   std::unique_ptr<rocksdb::DB> db;
   std::string why;  // why the directory must be rebuilt
-  if (fs::exists(fs::path(o.dir) / "CURRENT", ec)) {
+  const fs::path marker = fs::path(o.dir) / kRebuildMarker;
+  if (fs::exists(marker, ec)) {
+    why = "a deletion failed while it was in use";
+  } else if (fs::exists(fs::path(o.dir) / "CURRENT", ec)) {
     rocksdb::DB* raw = nullptr;
     rocksdb::Status s = rocksdb::DB::Open(StoreOptions(), o.dir, &raw);
     db.reset(raw);
@@ -337,6 +372,8 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     records->clear();
     rocksdb::Status s = rocksdb::DestroyDB(o.dir, StoreOptions());
     if (!s.ok()) return IoError("cannot rebuild the store in " + o.dir + ": " + s.ToString());
+    fs::remove(marker, ec);
+    if (ec) return IoError("cannot remove " + marker.string() + ": " + ec.message());
     *rebuilt = true;
   }
   if (!db) {
@@ -352,7 +389,7 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     s = db->Put(durable, kMetaKey, EncodeMeta(o.block_size));
     if (!s.ok()) return IoError("cannot write the metadata in " + o.dir + ": " + s.ToString());
   }
-  return std::unique_ptr<Store>(new Store(std::move(db), o.block_size));
+  return std::unique_ptr<Store>(new Store(std::move(db), o.block_size, o.dir));
 }
 
 DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeId& version,
@@ -395,7 +432,9 @@ bool DiskTier::Store::Delete(const std::string& key) {
   rocksdb::WriteBatch batch;
   batch.Delete(key);
   batch.Delete(IndexKey(key));
-  return db_->Write(delete_, &batch).ok();
+  if (db_->Write(delete_, &batch).ok()) return true;
+  Untrusted();
+  return false;
 }
 
 bool DiskTier::Store::DeleteFile(std::string_view handle) {
@@ -405,7 +444,9 @@ bool DiskTier::Store::DeleteFile(std::string_view handle) {
   rocksdb::WriteBatch batch;
   batch.DeleteRange(begin, end);
   batch.DeleteRange(IndexKey(begin), IndexKey(end));
-  return db_->Write(delete_, &batch).ok();
+  if (db_->Write(delete_, &batch).ok()) return true;
+  Untrusted();
+  return false;
 }
 
 // ---- The pool: one thread and one FIFO queue per shard ----
@@ -653,7 +694,10 @@ void DiskTier::Put(std::string_view handle, uint64_t index, Block block) {
     stats_.unchanged++;
     return;
   }
-  if (queued_puts_.load(std::memory_order_relaxed) >= options_.max_queued) {
+  const size_t queued = queued_puts_.load(std::memory_order_relaxed);
+  if (queued >= options_.max_queued ||
+      (queued > 0 &&
+       queued_bytes_.load(std::memory_order_relaxed) + size > options_.max_queued_bytes)) {
     stats_.dropped_puts++;
     return;
   }
@@ -661,9 +705,12 @@ void DiskTier::Put(std::string_view handle, uint64_t index, Block block) {
   Index(key, Entry{block.version, put_id}, charge);
   stats_.puts++;
   queued_puts_.fetch_add(1, std::memory_order_relaxed);
+  queued_bytes_.fetch_add(size, std::memory_order_relaxed);
   Submit(handle,
-         [this, weak = std::weak_ptr<DiskTier*>(self_), key, put_id, block = std::move(block)] {
+         [this, weak = std::weak_ptr<DiskTier*>(self_), key, put_id, size,
+          block = std::move(block)] {
            queued_puts_.fetch_sub(1, std::memory_order_relaxed);
+           queued_bytes_.fetch_sub(size, std::memory_order_relaxed);
            const bool ok = store_->Write(key, block, put_id);
            if (ok) return;
            post_([weak, key, put_id] {

@@ -19,8 +19,10 @@
 //
 // Bounded (DESIGN rule 8): in bytes (the keys, values and index records
 // written; RocksDB's own overhead comes on top), least recently used blocks
-// evicted; and in queued writes: while max_queued puts wait for the pool,
-// further puts are dropped and counted (it is a cache). Reads are not
+// evicted; and in queued writes: while max_queued puts, or max_queued_bytes
+// of their blocks, wait for the pool, further puts are dropped and counted
+// (it is a cache; each holds a copy of its block outside the memory tier's
+// bound). Reads are not
 // dropped (each has a caller waiting, bounded by the caller's reads in
 // flight), nor are deletions (each removes an entry the index counted).
 //
@@ -59,6 +61,7 @@ struct DiskTierOptions {
   int threads = 2;
   uint32_t block_size = 128 << 10;  // a power of two; part of the store's format
   size_t max_queued = 256;          // puts waiting for the pool
+  uint64_t max_queued_bytes = 32ull << 20;  // ... and their blocks' bytes (one always may)
 };
 
 struct DiskTierStats {
@@ -69,7 +72,7 @@ struct DiskTierStats {
   uint64_t puts = 0;          // writes queued
   uint64_t unchanged = 0;     // puts of a block already stored with that version: skipped
   uint64_t rejected = 0;      // puts of a block of the wrong shape or too big for the tier
-  uint64_t dropped_puts = 0;  // puts dropped because max_queued were waiting
+  uint64_t dropped_puts = 0;  // puts dropped because max_queued (or max_queued_bytes) waited
   uint64_t evictions = 0;
   uint64_t errors = 0;   // RocksDB reads or writes that failed
   uint64_t rebuilt = 0;  // 1 iff Open() found the directory unusable and rebuilt it
@@ -120,7 +123,8 @@ class DiskTier {
 
   // Writes the block on the pool (fire and forget), replacing any, and evicts
   // least recently used blocks so that bytes <= max_bytes. The index is
-  // updated at once. Dropped (and counted) while max_queued puts wait. A
+  // updated at once. Dropped (and counted) while max_queued puts (or
+  // max_queued_bytes) wait. A
   // block already stored with the same version is not written again. A block
   // longer than block_size, or shorter without eof, is rejected.
   void Put(std::string_view handle, uint64_t index, Block block);
@@ -171,7 +175,8 @@ class DiskTier {
   const PostFunction post_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Pool> pool_;
-  std::atomic<size_t> queued_puts_{0};  // puts queued and not yet started
+  std::atomic<size_t> queued_puts_{0};    // puts queued and not yet started
+  std::atomic<uint64_t> queued_bytes_{0};  // ... their blocks' bytes
 
   // Loop thread only.
   uint64_t max_bytes_;     // options_.max_bytes until SetMaxBytes()

@@ -396,6 +396,52 @@ TEST_F(DiskTierTest, PutsBeyondTheQueueBoundAreDropped) {
   EXPECT_EQ(tier_->stats().dropped_puts, 1u);
 }
 
+// The queue is bounded in bytes too: each put waiting holds a copy of its
+// block, outside the memory tier's bound.
+TEST_F(DiskTierTest, PutsBeyondTheQueuesBytesAreDropped) {
+  DiskTierOptions o = Options();
+  o.threads = 1;
+  o.max_queued = 100;
+  o.max_queued_bytes = 2 * kBlockSize;
+  Open(o);
+  tier_->Put("fh", 0, Full(kV1, '0'));
+  loop_.Hold();
+  bool got = false;
+  tier_->Get("fh", 0, kV1, [&](std::optional<Block> b) { got = b.has_value(); });
+  ASSERT_TRUE(loop_.WaitHeld());
+  tier_->Put("fh", 1, Full(kV1, '1'));
+  tier_->Put("fh", 2, Full(kV1, '2'));
+  tier_->Put("fh", 3, Full(kV1, '3'));  // two blocks' bytes already wait
+  EXPECT_EQ(tier_->stats().dropped_puts, 1u);
+  EXPECT_FALSE(tier_->MayContain("fh", 3));
+  loop_.Release();
+  ASSERT_TRUE(loop_.RunUntil([&] { return got; }));
+  EXPECT_TRUE(Get("fh", 2, kV1));
+  tier_->Put("fh", 3, Full(kV1, '3'));  // room again
+  EXPECT_TRUE(Get("fh", 3, kV1));
+}
+
+// A deletion that failed (a full disk) leaves a marker: the store may hold
+// blocks its index dropped, which a restart would find again. The next
+// open rebuilds it empty and removes the marker.
+TEST_F(DiskTierTest, AStoreMarkedAfterAFailedDeletionIsRebuilt) {
+  Open();
+  tier_->Put("fh", 0, Full(kV1, '0'));
+  ASSERT_TRUE(Get("fh", 0, kV1));
+  Close();
+  const std::filesystem::path marker = std::filesystem::path(dir_) / "NFSEDGE-REBUILD";
+  { std::ofstream(marker.string()).put('\n'); }
+  Open();
+  EXPECT_EQ(tier_->stats().rebuilt, 1u);
+  EXPECT_FALSE(tier_->MayContain("fh", 0));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  tier_->Put("fh", 1, Full(kV1, '1'));
+  Close();
+  Open();
+  EXPECT_EQ(tier_->stats().rebuilt, 0u) << "rebuilt once";
+  EXPECT_TRUE(tier_->MayContain("fh", 1));
+}
+
 TEST_F(DiskTierTest, AlteredValueIsAMissAndIsDeleted) {
   Open();
   tier_->Put("fh", 0, Full(kV1, 'a'));
