@@ -96,8 +96,20 @@ std::string ResultsMarkdown(const BenchRecord& record) {
       if (!phase.shown) continue;
       const PhaseResult* pd = FindPhase(direct, phase.name);
       const PhaseResult* pp = FindPhase(proxied, phase.name);
+      // Every metric either run reported (one may measure what the other
+      // has no need to; a ratio needs both).
+      std::vector<Metric> metrics = phase.metrics;
+      for (const PhaseResult* ph : {pd, pp}) {
+        if (ph == nullptr) continue;
+        for (const Metric& m : ph->metrics) {
+          if (std::none_of(metrics.begin(), metrics.end(),
+                           [&m](const Metric& x) { return x.name == m.name; })) {
+            metrics.push_back(m);
+          }
+        }
+      }
       bool first_metric = true;
-      for (const Metric& m : phase.metrics) {
+      for (const Metric& m : metrics) {
         const Metric* dm = FindMetric(pd, m.name);
         const Metric* pm = FindMetric(pp, m.name);
         std::string ratio = dm && pm && dm->value != 0 ? Fmt(pm->value / dm->value) : "-";

@@ -136,6 +136,7 @@ Status Runner::RunWorkload(const WorkloadInfo& w, Mode mode, const std::string& 
   ctx.seed = options_.seed;
   ctx.sizes = options_.sizes;
   ctx.link = result->link;
+  ctx.upstream_arrival = w.write_back;
   harness::RemoveTree(ctx.local_dir);
   Status s = harness::MakeDirs(ctx.local_dir, 0777);
   if (!s.ok()) return s;

@@ -23,6 +23,18 @@ StatusOr<PhaseResult*> PhaseRecorder::End(const std::string& name, bool shown) {
   return &report_->phases.back();
 }
 
+Status PhaseRecorder::AddLateWan(PhaseResult* phase) {
+  if (!ctx_.mark_wan) return Status::OK();
+  auto wan = ctx_.mark_wan();
+  if (!wan.ok()) {
+    return Status::Error("WAN stats after " + phase->name + ": " + wan.status().message());
+  }
+  phase->wan.calls.AddAll(wan->calls);
+  phase->wan.up_bytes += wan->up_bytes;
+  phase->wan.down_bytes += wan->down_bytes;
+  return Status::OK();
+}
+
 const std::vector<WorkloadInfo>& AllWorkloads() {
   static const std::vector<WorkloadInfo> kAll = {
       {"treewalk",

@@ -102,6 +102,9 @@ struct WorkloadContext {
   // Proxied through an export with the edge journal: stable writes reach the
   // upstream after the proxy's flush delay, not before their reply.
   bool write_back = false;
+  // The workload measures, in both modes, when the data is on the upstream
+  // as well as when the client was answered (the edge journal's workload).
+  bool upstream_arrival = false;
 };
 
 struct WorkloadReport {
@@ -125,6 +128,10 @@ class PhaseRecorder {
   // Ends the phase: records its time, calls and WAN delta; returns it so the
   // caller can add metrics. The pointer is valid until the next End().
   StatusOr<PhaseResult*> End(const std::string& name, bool shown = true);
+  // Adds to `phase` (the last ended) the WAN calls and bytes since its End():
+  // what the proxy sent for it after its clock stopped (the edge journal's
+  // flush of the writes it acknowledged).
+  Status AddLateWan(PhaseResult* phase);
 
  private:
   const WorkloadContext& ctx_;

@@ -108,19 +108,25 @@ Status RunStableWrite(const WorkloadContext& ctx, WorkloadReport* report) {
     (*phase)->metrics.push_back(
         {"throughput", MiBPerSecond(data.size(), (*phase)->seconds), "MiB/s", true});
     (*phase)->metrics.push_back({"copy time", (*phase)->seconds, "s", false});
+    const auto copied = std::chrono::steady_clock::now();
     st = VerifyContentFile(ctx.local_dir + "/" + name, seed, data.size());
-    if (ctx.write_back) {
+    if (ctx.upstream_arrival) {
       // The edge journal answered; the upstream gets the data after the
-      // proxy's flush delay: how long until it has all of it.
-      const auto copied = std::chrono::steady_clock::now();
+      // proxy's flush delay: how long until it has all of it (direct: one
+      // check of the upstream's copy, as here), and the throughput counted
+      // to then. The WAN calls of that flush count in this K's phase.
       while (!st.ok() && std::chrono::steady_clock::now() - copied < std::chrono::seconds(60)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         st = VerifyContentFile(ctx.local_dir + "/" + name, seed, data.size());
       }
-      (*phase)->metrics.push_back(
-          {"upstream has it after",
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - copied).count(),
-           "s", false});
+      const double after =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - copied).count();
+      (*phase)->metrics.push_back({"upstream has it after", after, "s", false});
+      (*phase)->metrics.push_back({"throughput to the upstream",
+                                   MiBPerSecond(data.size(), (*phase)->seconds + after), "MiB/s",
+                                   true});
+      Status late = phases.AddLateWan(*phase);
+      if (!late.ok()) return late;
     }
     if (!st.ok()) return Status::Error("upstream copy: " + st.message());
   }
