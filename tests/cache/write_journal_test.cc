@@ -36,7 +36,10 @@ class FailingWalFs : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* out,
                                     rocksdb::IODebugContext* dbg) override {
-    if (failing_open) return rocksdb::IOStatus::IOError("injected at open");
+    if (failing_open) {
+      refused_opens++;
+      return rocksdb::IOStatus::IOError("injected at open");
+    }
     rocksdb::IOStatus s = target()->NewWritableFile(name, o, out, dbg);
     if (s.ok() && name.ends_with(".log")) {
       *out = std::make_unique<File>(std::move(*out), failing);
@@ -45,6 +48,7 @@ class FailingWalFs : public rocksdb::FileSystemWrapper {
   }
   std::atomic<bool> failing{false};
   std::atomic<bool> failing_open{false};  // no file can be made (the database cannot open)
+  std::atomic<int> refused_opens{0};      // files not made for failing_open
 
  private:
   class File : public rocksdb::FSWritableFileOwnerWrapper {
@@ -346,9 +350,14 @@ TEST_F(WriteJournalTest, NothingIsWrittenAfterABatchDroppedAtStop) {
   journal_->Remove(1, [&](Status s) { failed = !s.ok(); });
   ASSERT_TRUE(RunUntil([&] { return failed; }));
   // The writer closes the database and fails to open it again, 100 ms
-  // apart; meanwhile the disk comes back, the newer record's removal is
-  // queued, and the journal stops.
-  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  // apart (a file refused after the failure was told: an attempt to open
+  // it again); meanwhile the disk comes back, the newer record's removal
+  // is queued, and the journal stops.
+  const int refused = fs->refused_opens.load();
+  for (int i = 0; i < 1000 && fs->refused_opens.load() <= refused; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(fs->refused_opens.load(), refused) << "the writer never tried to open it again";
   fs->failing = false;
   fs->failing_open = false;
   journal_->Remove(2, nullptr);

@@ -207,15 +207,17 @@ TEST(RelayTest, BulkFlowQueueDelaysOtherConnections) {
     }
   });
   usleep(300 * 1000);  // Let the bulk flow fill the queue (it takes about queue_ms).
+  // The ping waits behind a full queue: at least most of it (a queue not yet
+  // full on a loaded machine is measured again), at most half as long again.
   bool within = false;
+  double extra = 0;
   for (int attempt = 0; attempt < kAttempts && !within; ++attempt) {
     std::vector<double> loaded;
     for (int i = 0; i < 5; ++i) loaded.push_back(PingMillis(ping_fd));
     std::printf("ping RTT idle (ms) %s; behind a bulk flow (ms) %s; queue %.0f ms\n",
                 Join(idle).c_str(), Join(loaded).c_str(), queue_ms);
-    const double extra = Median(loaded) - 2 * delay;
-    EXPECT_GE(extra, 0.8 * queue_ms);  // Load cannot make the queue shorter.
-    within = extra <= 1.5 * queue_ms;
+    extra = Median(loaded) - 2 * delay;
+    within = extra >= 0.8 * queue_ms && extra <= 1.5 * queue_ms;
   }
   stop = true;
   shutdown(bulk_fd, SHUT_RDWR);  // Unblocks both threads.
@@ -225,7 +227,8 @@ TEST(RelayTest, BulkFlowQueueDelaysOtherConnections) {
   close(ping_fd);
   // Without the bulk flow there is no queue: the fastest idle ping is a bare round trip.
   EXPECT_LT(*std::min_element(idle.begin(), idle.end()), 2 * delay + 5);
-  EXPECT_TRUE(within) << "the ping waited far longer than the queue";
+  EXPECT_TRUE(within) << "the ping waited " << extra << " ms beyond the round trip, against a "
+                      << queue_ms << " ms queue";
 }
 
 // RPC calls are counted through the relay; a non-RPC flow is relayed intact on either kind of
