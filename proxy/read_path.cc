@@ -499,12 +499,14 @@ void ReadPath::LearnFsinfo(std::string_view results) {
                          << server_rtmax_;
     }
   }
-  if (options_.read_size != 0) return;
-  uint32_t rs = ok.rtpref ? ok.rtpref : ok.rtmax;
-  if (ok.rtmax) rs = std::min(rs, ok.rtmax);
-  rs = std::min(rs, options_.max_transfer);
+  // The configured size, else the server's preferred one; never more than
+  // the server reads at once (every fetch would come back short).
+  uint64_t rs = options_.read_size != 0 ? options_.read_size : (ok.rtpref ? ok.rtpref : ok.rtmax);
+  if (ok.rtmax) rs = std::min<uint64_t>(rs, ok.rtmax);
+  rs = std::min<uint64_t>(rs, options_.max_transfer);
   if (rs == 0) return;
-  read_size_ = std::max(block_size_, rs / block_size_ * block_size_);
+  read_size_ =
+      static_cast<uint32_t>(std::max<uint64_t>(block_size_, rs / block_size_ * block_size_));
 }
 
 std::string ReadPath::BlockId(std::string_view fh, uint64_t index) {

@@ -187,6 +187,19 @@ TEST_F(ReadPathTest, ForwardedReplyIsLearned) {
   ExpectData(ReadNow(kBlock + 10, kBlock), kBlock + 10, kBlock);
   EXPECT_EQ(up_.calls.size(), 0u);
 }
+// A configured cache.read_size is held to what the server reads at once
+// (FSINFO rtmax): larger, every fetch would come back short.
+TEST_F(ReadPathTest, AConfiguredReadSizeIsHeldToTheServersMaximum) {
+  ReadPathOptions o;
+  o.read_size = 8 * kBlock;
+  MakeReadPath(o);
+  EXPECT_EQ(rp_->read_size(), 8 * kBlock);
+  LearnFsinfo(2 * kBlock + 100, 2 * kBlock);  // rtmax, rtpref
+  EXPECT_EQ(rp_->read_size(), 2 * kBlock);
+  LearnFsinfo(64 * kBlock, 2 * kBlock);
+  EXPECT_EQ(rp_->read_size(), 8 * kBlock) << "the configured size, within the maximum";
+}
+
 TEST_F(ReadPathTest, FetchesUseTheServersPreferredSize) {
   LearnFsinfo(64 << 10, 4 * kBlock + 100);  // rtpref, rounded down to blocks
   EXPECT_EQ(rp_->read_size(), 4 * kBlock);
