@@ -174,6 +174,33 @@ class DiskTierTest : public ::testing::Test {
     ASSERT_TRUE(db->Close().ok());
   }
 
+  // With the only pool thread kept busy (it blocks posting a Get's result),
+  // puts of blocks 1, 2 and 3 queue behind it: the third is dropped, the
+  // first two are stored once the thread goes on, and the third fits again.
+  void ThirdQueuedPutIsDropped(DiskTierOptions o) {
+    o.threads = 1;
+    Open(o);
+    DiskTier& tier = *tier_;
+    tier.Put("fh", 0, Full(kV1, '0'));
+    loop_.Hold();
+    bool got = false;
+    tier.Get("fh", 0, kV1, [&](std::optional<Block> b) { got = b.has_value(); });
+    ASSERT_TRUE(loop_.WaitHeld());
+    tier.Put("fh", 1, Full(kV1, '1'));
+    tier.Put("fh", 2, Full(kV1, '2'));
+    tier.Put("fh", 3, Full(kV1, '3'));  // two already wait
+    EXPECT_EQ(tier.stats().dropped_puts, 1u);
+    EXPECT_EQ(tier.stats().puts, 3u);
+    EXPECT_FALSE(tier.MayContain("fh", 3));
+    loop_.Release();
+    ASSERT_TRUE(loop_.RunUntil([&] { return got; }));
+    EXPECT_TRUE(Get("fh", 1, kV1));
+    EXPECT_TRUE(Get("fh", 2, kV1));
+    tier.Put("fh", 3, Full(kV1, '3'));  // room again
+    EXPECT_TRUE(Get("fh", 3, kV1));
+    EXPECT_EQ(tier.stats().dropped_puts, 1u);
+  }
+
   TestLoop loop_;
   std::string root_;
   std::string dir_;
@@ -372,53 +399,17 @@ TEST_F(DiskTierTest, DropFileDeletesOnlyThatFile) {
 
 TEST_F(DiskTierTest, PutsBeyondTheQueueBoundAreDropped) {
   DiskTierOptions o = Options();
-  o.threads = 1;
   o.max_queued = 2;
-  Open(o);
-  tier_->Put("fh", 0, Full(kV1, '0'));
-  // Keep the only pool thread busy: it blocks posting the Get's result.
-  loop_.Hold();
-  bool got = false;
-  tier_->Get("fh", 0, kV1, [&](std::optional<Block> b) { got = b.has_value(); });
-  ASSERT_TRUE(loop_.WaitHeld());
-  tier_->Put("fh", 1, Full(kV1, '1'));
-  tier_->Put("fh", 2, Full(kV1, '2'));
-  tier_->Put("fh", 3, Full(kV1, '3'));  // two already wait
-  EXPECT_EQ(tier_->stats().dropped_puts, 1u);
-  EXPECT_EQ(tier_->stats().puts, 3u);
-  EXPECT_FALSE(tier_->MayContain("fh", 3));
-  loop_.Release();
-  ASSERT_TRUE(loop_.RunUntil([&] { return got; }));
-  EXPECT_TRUE(Get("fh", 1, kV1));
-  EXPECT_TRUE(Get("fh", 2, kV1));
-  tier_->Put("fh", 3, Full(kV1, '3'));  // room again
-  EXPECT_TRUE(Get("fh", 3, kV1));
-  EXPECT_EQ(tier_->stats().dropped_puts, 1u);
+  ThirdQueuedPutIsDropped(o);
 }
 
 // The queue is bounded in bytes too: each put waiting holds a copy of its
 // block, outside the memory tier's bound.
 TEST_F(DiskTierTest, PutsBeyondTheQueuesBytesAreDropped) {
   DiskTierOptions o = Options();
-  o.threads = 1;
   o.max_queued = 100;
   o.max_queued_bytes = 2 * kBlockSize;
-  Open(o);
-  tier_->Put("fh", 0, Full(kV1, '0'));
-  loop_.Hold();
-  bool got = false;
-  tier_->Get("fh", 0, kV1, [&](std::optional<Block> b) { got = b.has_value(); });
-  ASSERT_TRUE(loop_.WaitHeld());
-  tier_->Put("fh", 1, Full(kV1, '1'));
-  tier_->Put("fh", 2, Full(kV1, '2'));
-  tier_->Put("fh", 3, Full(kV1, '3'));  // two blocks' bytes already wait
-  EXPECT_EQ(tier_->stats().dropped_puts, 1u);
-  EXPECT_FALSE(tier_->MayContain("fh", 3));
-  loop_.Release();
-  ASSERT_TRUE(loop_.RunUntil([&] { return got; }));
-  EXPECT_TRUE(Get("fh", 2, kV1));
-  tier_->Put("fh", 3, Full(kV1, '3'));  // room again
-  EXPECT_TRUE(Get("fh", 3, kV1));
+  ThirdQueuedPutIsDropped(o);
 }
 
 // A deletion that failed (a full disk) leaves a marker: the store may hold

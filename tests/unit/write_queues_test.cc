@@ -29,6 +29,18 @@ using test_xdr::Xdr;
 
 class WriteQueuesTest : public JournalTest {
  protected:
+  // Users X and Y write file F, UNSTABLE (tags 1 and 2: X's 1000 bytes at
+  // 0, Y's 10 at 5000), without the journal; the flush delay sends them.
+  void TwoWritersFlushed() {
+    options_.journal = nullptr;
+    Make();
+    fh_ = "F";
+    cred_ = Cred("uid-X");
+    Write(1, 0, std::string(1000, 'x'), UNSTABLE);
+    cred_ = Cred("uid-Y");
+    Write(2, 5000, std::string(10, 'y'), UNSTABLE);
+    Advance(options_.flush_delay);
+  }
   // How many upstream WRITEs (both callers) carried `data`.
   size_t SentWrites(const std::string& data) const {
     size_t n = 0;
@@ -209,14 +221,7 @@ TEST_F(WriteQueuesTest, AWriteOverAnotherCallersBytesWaitsBehindItsWriterWaiting
 // waits; X's WRITE is refused NOSPC (X's quota). Y's COMMIT is answered OK
 // once Y's bytes are stable, and X is told at its next WRITE.
 TEST_F(WriteQueuesTest, AWritersRefusalIsNotAnotherWritersCommits) {
-  options_.journal = nullptr;
-  Make();
-  fh_ = "F";
-  cred_ = Cred("uid-X");
-  Write(1, 0, std::string(1000, 'x'), UNSTABLE);
-  cred_ = Cred("uid-Y");
-  Write(2, 5000, std::string(10, 'y'), UNSTABLE);
-  Advance(options_.flush_delay);
+  TwoWritersFlushed();
   Commit(3);
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
   for (int round = 0; round < 20 && Tags().size() < 3; ++round) {
@@ -238,14 +243,7 @@ TEST_F(WriteQueuesTest, AWritersRefusalIsNotAnotherWritersCommits) {
 // bytes only; the other writer's are committed by a COMMIT of its own, and
 // its next WRITE is taken.
 TEST_F(WriteQueuesTest, ACommitRefusedForItsCallerFailsOnlyThatCallersBytes) {
-  options_.journal = nullptr;
-  Make();
-  fh_ = "F";
-  cred_ = Cred("uid-X");
-  Write(1, 0, std::string(1000, 'x'), UNSTABLE);
-  cred_ = Cred("uid-Y");
-  Write(2, 5000, std::string(10, 'y'), UNSTABLE);
-  Advance(options_.flush_delay);
+  TwoWritersFlushed();
   for (size_t i = 0; i < bg_.calls.size(); ++i) {  // the WRITEs, not the COMMIT
     if (!bg_.calls[i].answered && bg_.calls[i].proc == NFSPROC3_WRITE) AnswerOne(bg_, i);
   }
