@@ -3,15 +3,12 @@
 // deadline that closes a client too slow to send its request.
 #include "proxy/metrics_http.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_loop.h"
@@ -20,39 +17,6 @@ namespace nfsedge {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A connected socket to 127.0.0.1:port (-1 if the connect failed).
-int Connect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Everything the server sends until it closes; "<open>" appended if it did
-// not close within `timeout`.
-std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout = 5s) {
-  std::string out;
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        end - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-      return out + "<open>";
-    }
-    char buf[65536];
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) return out;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
 
 class MetricsHttpTest : public ::testing::Test {
  protected:
@@ -71,12 +35,11 @@ class MetricsHttpTest : public ::testing::Test {
   }
   // Sends `request` on a new connection; returns the whole response.
   std::string Ask(const std::string& request) {
-    const int fd = Connect(port_);
-    EXPECT_GE(fd, 0);
-    if (fd < 0) return "";
-    EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-    std::string r = ReadUntilClosed(fd);
-    close(fd);
+    BlockingClient c(port_);
+    EXPECT_TRUE(c.connected());
+    c.SendRaw(request);
+    std::string r;
+    EXPECT_TRUE(c.WaitClosed(5s, &r)) << "not closed after its reply";
     return r;
   }
   MetricsHttpStats Stats() {
@@ -139,24 +102,25 @@ TEST_F(MetricsHttpTest, ConnectionsAreBoundedAndSlowOnesClosedAtTheDeadline) {
   o.max_connections = 3;
   o.deadline = 400ms;
   Start(o);
-  std::vector<int> slow;
+  std::vector<std::unique_ptr<BlockingClient>> slow;
   for (int i = 0; i < 3; ++i) {
-    slow.push_back(Connect(port_));
-    ASSERT_GE(slow.back(), 0);
-    ASSERT_EQ(write(slow.back(), "GET /met", 8), 8);  // a head never finished
+    slow.push_back(std::make_unique<BlockingClient>(port_));
+    ASSERT_TRUE(slow.back()->connected());
+    slow.back()->SendRaw("GET /met");  // a head never finished
   }
   for (int i = 0; i < 200 && Open() < 3; ++i) std::this_thread::sleep_for(5ms);
   ASSERT_EQ(Open(), 3u);
-  const int extra = Connect(port_);
-  ASSERT_GE(extra, 0);
-  EXPECT_EQ(ReadUntilClosed(extra, 2s), "") << "closed at accept, nothing sent";
-  close(extra);
+  BlockingClient extra(port_);
+  ASSERT_TRUE(extra.connected());
+  std::string sent;
+  EXPECT_TRUE(extra.WaitClosed(2s, &sent)) << "closed at accept";
+  EXPECT_EQ(sent, "");
   EXPECT_EQ(Stats().refused, 1u);
 
-  for (int fd : slow) {
-    EXPECT_EQ(ReadUntilClosed(fd, 5s), "") << "closed at the deadline";
-    close(fd);
+  for (auto& c : slow) {
+    EXPECT_TRUE(c->WaitClosed(5s, &sent)) << "closed at the deadline";
   }
+  EXPECT_EQ(sent, "");
   EXPECT_EQ(Stats().timed_out, 3u);
   EXPECT_EQ(Open(), 0u);
   EXPECT_EQ(Ask("GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);

@@ -113,7 +113,7 @@ std::optional<std::string> BlockingClient::ReadRecord(std::chrono::milliseconds 
   }
 }
 
-bool BlockingClient::WaitClosed(std::chrono::milliseconds timeout) {
+bool BlockingClient::WaitClosed(std::chrono::milliseconds timeout, std::string* received) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -121,9 +121,10 @@ bool BlockingClient::WaitClosed(std::chrono::milliseconds timeout) {
     if (left.count() <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    char buf[4096];
+    char buf[65536];
     ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n <= 0) return true;
+    if (received != nullptr) received->append(buf, static_cast<size_t>(n));
   }
 }
 

@@ -44,8 +44,10 @@ class BlockingClient {
   void SendRecord(const std::string& record);
   // Returns the next reply record iff one arrives within `timeout`.
   std::optional<std::string> ReadRecord(std::chrono::milliseconds timeout = std::chrono::seconds(5));
-  // Returns true iff the server closes the connection within `timeout`.
-  bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Returns true iff the server closes the connection within `timeout`;
+  // what it sends meanwhile is appended to `*received` if given.
+  bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                  std::string* received = nullptr);
 
  private:
   int fd_ = -1;
