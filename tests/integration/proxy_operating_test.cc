@@ -31,7 +31,7 @@ using namespace harness;  // NOLINT: test file, harness types throughout.
 constexpr uint16_t kMetricsPort = 30567;
 
 // GET `path` from 127.0.0.1:`port`; returns the whole response ("" if
-// nothing listens).
+// nothing listens; what came within 10 s if the reply never ends).
 std::string HttpGet(const std::string& path, uint16_t port = kMetricsPort) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -42,8 +42,13 @@ std::string HttpGet(const std::string& path, uint16_t port = kMetricsPort) {
     close(fd);
     return "";
   }
+  timeval tv{10, 0};  // a hung daemon fails the test, not the ctest timeout
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return "";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return "";
+  }
   std::string out;
   char buf[65536];
   ssize_t n;
