@@ -54,10 +54,7 @@ bool MadeByThisCreate(const CREATE3args& a, const CREATE3resok& ok) {
   if (!w.before.attributes_follow || !w.after.attributes_follow) return false;
   const wcc_attr& before = w.before.pre_op_attr_u.attributes;
   const fattr3& after = w.after.post_op_attr_u.attributes;
-  const bool changed = before.size != after.size || before.mtime.seconds != after.mtime.seconds ||
-                       before.mtime.nseconds != after.mtime.nseconds ||
-                       before.ctime.seconds != after.ctime.seconds ||
-                       before.ctime.nseconds != after.ctime.nseconds;
+  const bool changed = !(ChangeId::FromWcc(before) == ChangeId::FromFattr(after));
   return changed && ok.obj_attributes.post_op_attr_u.attributes.size == 0;
 }
 
@@ -596,13 +593,10 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   // answered from cache, whose key may be another's (duplicate groups).
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
   // A READ's data is kept under the version known before its reply.
-  std::optional<ChangeId> before;
-  if (read_path_ && p.proc == NFSPROC3_READ) {
-    if (std::optional<fattr3> a =
-            cache_->LatestAttributes(HandleBytes(static_cast<const READ3args*>(args)->file))) {
-      before = ChangeId::FromFattr(*a);
-    }
-  }
+  const std::optional<ChangeId> before =
+      read_path_ && p.proc == NFSPROC3_READ
+          ? read_path_->KnownVersion(HandleBytes(static_cast<const READ3args*>(args)->file))
+          : std::nullopt;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
                   SentCall{reply->sent_at, reply->transmissions});

@@ -479,6 +479,12 @@ void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
         got, false);
 }
 
+std::optional<ChangeId> ReadPath::KnownVersion(std::string_view fh) {
+  std::optional<fattr3> a = meta_.LatestAttributes(fh);
+  if (!a) return std::nullopt;
+  return ChangeId::FromFattr(*a);
+}
+
 void ReadPath::NoteWrite(std::string_view fh) {
   writes_.Note(fh);
   blocks_.DropFile(fh);
