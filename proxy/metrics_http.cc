@@ -155,14 +155,26 @@ void MetricsHttpServer::OnRead(bufferevent* bev, void* arg) {
   bufferevent_write(bev, response.data(), response.size());
 }
 
-void MetricsHttpServer::OnWritten(bufferevent*, void* arg) {
-  auto* c = static_cast<Conn*>(arg);
-  c->server->Close(c);
+void MetricsHttpServer::OnWritten(bufferevent* bev, void* arg) {
+  // The reply is out: end the stream, and read (and drop) what the client
+  // still sends until it closes (or the deadline). Closed with bytes unread
+  // (a body, a second request), the socket would be reset, and the end of
+  // the reply lost with it.
+  shutdown(bufferevent_getfd(bev), SHUT_WR);
+  evbuffer* in = bufferevent_get_input(bev);
+  evbuffer_drain(in, evbuffer_get_length(in));
+  bufferevent_setcb(bev, &MetricsHttpServer::OnDrain, nullptr, &MetricsHttpServer::OnEvent, arg);
+  bufferevent_enable(bev, EV_READ);
+}
+
+void MetricsHttpServer::OnDrain(bufferevent* bev, void*) {
+  evbuffer* in = bufferevent_get_input(bev);
+  evbuffer_drain(in, evbuffer_get_length(in));
 }
 
 void MetricsHttpServer::OnEvent(bufferevent*, short, void* arg) {
   auto* c = static_cast<Conn*>(arg);
-  c->server->Close(c);  // end of file or an error, before the reply was out
+  c->server->Close(c);  // end of file or an error
 }
 
 void MetricsHttpServer::Close(Conn* c) { conns_.erase(c); }

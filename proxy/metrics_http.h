@@ -2,7 +2,9 @@
 // GET (or HEAD) /metrics returns the text exposition; another path is 404,
 // another method on /metrics 405, a request that is not HTTP/1.x 400, one
 // whose head is larger than kMaxRequestBytes 431. One request per
-// connection (the reply says `Connection: close`, as Prometheus accepts).
+// connection (the reply says `Connection: close`, as Prometheus accepts;
+// the server ends its side after the reply and closes at the client's end
+// of file, or at the deadline).
 //
 // It is a small server of its own rather than libevent's evhttp, whose 2.1
 // has no bound on connections and an idle timeout that every byte restarts
@@ -71,6 +73,7 @@ class MetricsHttpServer {
   static void OnAccept(evconnlistener* l, evutil_socket_t fd, sockaddr* sa, int len, void* arg);
   static void OnRead(bufferevent* bev, void* arg);
   static void OnWritten(bufferevent* bev, void* arg);
+  static void OnDrain(bufferevent* bev, void* arg);
   static void OnEvent(bufferevent* bev, short what, void* arg);
   void Close(Conn* c);
   void Sweep();  // closes the connections past their deadline

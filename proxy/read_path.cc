@@ -479,9 +479,14 @@ void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
         got, false);
 }
 
-std::optional<ChangeId> ReadPath::KnownVersion(std::string_view fh) {
+std::optional<ChangeId> ReadPath::KnownVersion(std::string_view fh,
+                                               std::chrono::steady_clock::time_point sent_at) {
   std::optional<fattr3> a = meta_.LatestAttributes(fh);
-  if (!a) return std::nullopt;
+  std::optional<Duration> age = meta_.AttributesAge(fh);
+  if (!a || !age) return std::nullopt;
+  if (clock_.MonoNow() - *age > std::chrono::time_point_cast<Duration>(sent_at)) {
+    return std::nullopt;  // learned after the READ left
+  }
   return ChangeId::FromFattr(*a);
 }
 

@@ -120,7 +120,8 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   // Journaled: only what the ACCESS cache proves the upstream will take.
   const bool journal = write_back && may_buffer;
   auto b = std::make_unique<Blocked>(Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n),
-                                             stable, journal, cred, std::move(reply)});
+                                             stable, journal, cred, std::move(reply),
+                                             ++arrivals_});
   // No caller's bytes replace another's in the buffer: the upstream judges
   // each caller's own writes (the older one may have been taken without
   // evidence that it may write), and a refusal reaches only its writer. A
@@ -650,11 +651,18 @@ bool WritePath::SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool s
 
 void WritePath::SendCommit(File& f, bool urgent) {
   const uint64_t id = next_id_++;
+  // As one of the writers of what it covers; not the one the last COMMIT
+  // was refused for, if another wrote some (as that writer, it may be
+  // refused again, round after round, and leave the others' bytes
+  // uncommitted).
   OpaqueAuth cred;
+  bool other = false;
   for (auto& [off, p] : f.pieces) {
     if (p.state == Piece::kWritten && p.commit == 0) {
       p.commit = id;
-      cred = p.cred;
+      const bool not_refused = write_path_internal::WriterKey(p.cred) != f.refused_committer;
+      if (!other || not_refused) cred = p.cred;
+      other |= not_refused;
     }
   }
   COMMIT3args a{};

@@ -418,10 +418,10 @@ class WritePath {
   // `reply` with it.
   bool KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred, const ReplyFn& reply,
                          bool commit);
-  // Takes write `b` into the buffer, or makes it wait for room (blocked_).
-  // `older`: it came before the file's writes waiting for room (a parked
-  // write whose turn came), so it goes before them.
-  void Enter(File& f, std::unique_ptr<Blocked> b, bool older = false);
+  // Takes write `b` into the buffer, or makes it wait for room (blocked_,
+  // before the file's writes that came after it: a parked write whose turn
+  // came may be older than some waiting there).
+  void Enter(File& f, std::unique_ptr<Blocked> b);
   // Room for `n` more bytes in all, and in `f`.
   bool TotalRoom(uint64_t n) const;
   static bool FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes);
@@ -466,6 +466,8 @@ class WritePath {
   // writes, not other files' (AdmitBlocked); one waiting for room in all
   // holds every later write.
   std::deque<std::unique_ptr<Blocked>> blocked_;
+  std::multiset<uint64_t> blocked_sizes_;  // their sizes (TotalShort)
+  uint64_t arrivals_ = 0;                  // Blocked::arrival of the last write
   // Handles the upstream called stale under buffered writes (bounded).
   LruMap<bool> stale_;
   // Files whose data answered from the buffer was lost to an upstream

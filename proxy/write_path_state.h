@@ -186,6 +186,9 @@ struct WritePath::Blocked {
   bool journal;
   OpaqueAuth cred;
   ReplyFn reply;
+  // When it came (WritePath::arrivals_): a file's waiting writes are taken
+  // in this order, whichever queue (room, parked) each waits in.
+  uint64_t arrival = 0;
 };
 
 struct WritePath::File {
@@ -208,6 +211,9 @@ struct WritePath::File {
   // Upstream errors kept for writers' next WRITE or COMMIT of the file, by
   // writer (WriterKey): a refusal of one writer's bytes is not another's.
   std::vector<std::pair<std::string, nfsstat3>> errors;
+  // The writer (WriterKey) the last upstream COMMIT went as and was refused
+  // for (ACCES, PERM, denial); the next goes as another if it can.
+  std::string refused_committer;
   // Gathering.
   bool window = false;
   uint64_t window_gen = 0;

@@ -25,7 +25,12 @@ bool WritePath::KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred,
 
 void WritePath::Park(File& f, std::unique_ptr<Blocked> b) {
   stats_.parked++;
-  f.parked.push_back(std::move(b));
+  // In arrival order: one taken from the room queue may be older than
+  // writes parked meanwhile.
+  auto at = std::find_if(f.parked.begin(), f.parked.end(), [&b](const std::unique_ptr<Blocked>& w) {
+    return w->arrival > b->arrival;
+  });
+  f.parked.insert(at, std::move(b));
   if (!f.retry_scheduled) SendDirty(f, true, false);
   Pump(f);
 }
@@ -39,23 +44,31 @@ bool WritePath::FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes) {
 }
 
 bool WritePath::TotalShort() const {
-  for (const auto& b : blocked_) {
-    if (!TotalRoom(b->data.size())) return true;
-  }
-  return false;
+  // Room in all is monotone in the size: the largest write waiting decides.
+  return !blocked_sizes_.empty() && !TotalRoom(*blocked_sizes_.rbegin());
 }
 
-void WritePath::Enter(File& f, std::unique_ptr<Blocked> b, bool older) {
+void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
   const uint64_t n = b->data.size();
   const bool room = TotalRoom(n) && FileRoom(f, n, options_.max_file_bytes);
-  if (!room || (f.blocked > 0 && !older) || TotalShort()) {
+  // Where it waits, if it must: before the file's writes that came after
+  // it; it must if an older write of the file waits for room.
+  auto at = blocked_.end();
+  bool older_waits = false;
+  if (f.blocked > 0) {
+    for (auto it = blocked_.begin(); it != blocked_.end(); ++it) {
+      if ((*it)->fh != f.fh) continue;
+      if ((*it)->arrival > b->arrival) {
+        at = it;
+        break;
+      }
+      older_waits = true;
+    }
+  }
+  if (!room || older_waits || TotalShort()) {
     stats_.blocked++;
     f.blocked++;
-    auto at = blocked_.end();
-    if (older) {
-      at = std::find_if(blocked_.begin(), blocked_.end(),
-                        [&f](const std::unique_ptr<Blocked>& w) { return w->fh == f.fh; });
-    }
+    blocked_sizes_.insert(n);
     blocked_.insert(at, std::move(b));
     // Pressure: the file flushes and commits so that room is made; every
     // file, when the room in all is short.
@@ -95,7 +108,7 @@ void WritePath::AdmitParked(const std::string& fh) {
     if (stale_.Peek(fh) != nullptr) {
       taken->reply(WriteError(NFS3ERR_STALE));
     } else {
-      Enter(f, std::move(taken), /*older=*/true);
+      Enter(f, std::move(taken));
     }
     if (auto again = files_.find(fh); again != files_.end()) again->second->admitting = false;
   }
@@ -127,6 +140,7 @@ void WritePath::AdmitBlocked() {
     if (pick == blocked_.end()) return;
     std::unique_ptr<Blocked> taken = std::move(*pick);
     blocked_.erase(pick);
+    blocked_sizes_.erase(blocked_sizes_.find(taken->data.size()));
     auto it = files_.find(taken->fh);
     if (it == files_.end()) continue;
     File& f = *it->second;
@@ -136,10 +150,13 @@ void WritePath::AdmitBlocked() {
       ForgetIfIdle(taken->fh);
       continue;
     }
-    if (!f.parked.empty() ||
-        OthersHeld(f, taken->offset, taken->offset + taken->data.size(), taken->cred)) {
+    const uint64_t end = taken->offset + taken->data.size();
+    if (!f.parked.empty() || OthersHeld(f, taken->offset, end, taken->cred) ||
+        SentAndWaitedFor(f, taken->offset, end)) {
       // Over another caller's bytes taken meanwhile (a write that waited
-      // for room before this one): it waits for them as any such write.
+      // for room before this one), or over bytes on their way that a call
+      // waits for: it waits for them as any such write (in arrival order
+      // among the file's parked writes).
       Park(f, std::move(taken));
       continue;
     }

@@ -163,6 +163,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     // own bytes fail; the others' are committed by another writer's COMMIT
     // (the flush sends it).
     if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
+    f.refused_committer = who;
     DropAndFail(f, Denied(r) ? NFS3ERR_ACCES : res->status, [&covered, &who](const Piece& p) {
       return covered(p) && write_path_internal::WriterKey(p.cred) == who;
     });
@@ -189,6 +190,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
     LearnAttr(f, ok.file_wcc, solo);
+    f.refused_committer.clear();
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());
     f.upstream_verf = verf;

@@ -216,6 +216,46 @@ TEST_F(WriteQueuesTest, AWriteOverAnotherCallersBytesWaitsBehindItsWriterWaiting
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4}));
 }
 
+// Area 1: a writer's writes of a file are taken in the order they came,
+// whichever queue each waited in. B's W1 (64 KiB over A's bytes) and W2
+// (newer bytes of its start) are parked; A's bytes become stable while
+// B's earlier far write is still on its way, so W1 finds no room in the
+// file and waits for it, while W2 would fit: it must not be taken first
+// (W1's older bytes would then land over W2's, both acknowledged).
+TEST_F(WriteQueuesTest, AWritersParkedWritesKeepTheirOrderWhenTheFirstWaitsForRoom) {
+  options_.journal = nullptr;
+  options_.max_file_bytes = 65536;
+  Make();
+  fh_ = "F";
+  cred_ = Cred("uid-A");
+  Write(1, 0, std::string(40000, 'a'), UNSTABLE);  // over half the file's room: committed at once
+  cred_ = Cred("uid-B");
+  Write(2, 100000, std::string(4096, 'f'), UNSTABLE);
+  Write(3, 0, std::string(65536, 'B'), UNSTABLE);  // over A's bytes: parked
+  Write(4, 0, std::string(4096, 'C'), UNSTABLE);   // behind it
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+  // A's WRITE and the COMMIT are answered; B's far WRITE stays on its way.
+  for (bool any = true; any;) {
+    any = false;
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      for (size_t i = 0; i < u->calls.size(); ++i) {
+        if (u->calls[i].answered) continue;
+        const bool commit = u->calls[i].proc == NFSPROC3_COMMIT;
+        if (commit || DecodeWriteArgs(u->calls[i].args).data == std::string(40000, 'a')) {
+          AnswerOne(*u, i);
+          any = true;
+        }
+      }
+    }
+  }
+  for (int round = 0; round < 20 && Tags().size() < 4; ++round) {
+    while (AnswerAll(bg_) || AnswerAll(up_)) {
+    }
+    Advance(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 4})) << "W2 was taken before W1";
+}
+
 // Area 1: one writer's refusal is not another's COMMIT. X's and Y's
 // buffered bytes of one file go upstream; Y's COMMIT of the whole file
 // waits; X's WRITE is refused NOSPC (X's quota). Y's COMMIT is answered OK

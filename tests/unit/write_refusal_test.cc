@@ -317,5 +317,41 @@ TEST_F(WritePathTest, BytesResentAfterAVerifierChangeAreCommitted) {
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
 }
 
+// A COMMIT refused for the writer it went as (ACCES) keeps that writer's
+// journaled bytes for another try; the next COMMIT goes as another writer,
+// whose bytes it commits, not as the refused one again, round after round.
+TEST_F(RefusalTest, TheNextCommitGoesAsAWriterNotRefused) {
+  fh_ = "F";
+  cred_ = Cred("uid-X");
+  Acknowledged("F", 1, 0, std::string(1000, 'x'));
+  cred_ = Cred("uid-Y");
+  Acknowledged("F", 2, 5000, std::string(10, 'y'));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  Advance(options_.flush_delay);
+  for (size_t i = 0; i < bg_.calls.size(); ++i) {  // the WRITEs, not the COMMIT
+    if (!bg_.calls[i].answered && bg_.calls[i].proc == NFSPROC3_WRITE) AnswerOne(bg_, i);
+  }
+  ASSERT_EQ(bg_.Count(NFSPROC3_COMMIT), 1u);
+  const size_t c = bg_.calls.size() - 1;
+  ASSERT_EQ(bg_.calls[c].proc, NFSPROC3_COMMIT);
+  const std::string refused = bg_.calls[c].cred.body;
+  COMMIT3res res{};
+  res.status = NFS3ERR_ACCES;
+  bg_.Answer(c, Xdr(Proc(xdr_COMMIT3res), res));
+  journal_.Complete();
+  for (int round = 0; round < 50 && bg_.Count(NFSPROC3_COMMIT) < 2; ++round) {
+    Advance(std::chrono::milliseconds(100));
+    for (size_t i = 0; i < bg_.calls.size(); ++i) {
+      if (!bg_.calls[i].answered && bg_.calls[i].proc == NFSPROC3_WRITE) AnswerOne(bg_, i);
+    }
+  }
+  ASSERT_GE(bg_.Count(NFSPROC3_COMMIT), 2u);
+  size_t next = 0;
+  for (size_t i = c + 1; i < bg_.calls.size(); ++i) {
+    if (bg_.calls[i].proc == NFSPROC3_COMMIT) next = i;
+  }
+  EXPECT_NE(bg_.calls[next].cred.body, refused) << "sent as the refused writer again";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
