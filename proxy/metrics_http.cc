@@ -94,8 +94,9 @@ void MetricsHttpServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*,
     evutil_closesocket(fd);
     return;
   }
-  bufferevent* bev =
-      bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+  // (No deferred callbacks: a connection freed while one is queued, as at
+  // shutdown, would keep its bufferevent for ever.)
+  bufferevent* bev = bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE);
   if (bev == nullptr) {
     evutil_closesocket(fd);
     return;
