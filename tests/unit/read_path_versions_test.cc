@@ -206,21 +206,5 @@ TEST_F(ReadPathTest, AForwardedReplyShowingAnotherVersionIsNotKept) {
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "kept under a version not known before";
 }
 
-// The version a forwarded READ's reply is kept under is the one known when
-// the READ left: attributes learned since (another READ's reply, showing
-// the version of a write between a server's read and its attributes) are
-// not evidence for this one.
-TEST_F(ReadPathTest, AVersionLearnedAfterAReadLeftIsNotKnownBeforeIt) {
-  LearnGetattr(exp_);
-  const std::chrono::steady_clock::time_point sent = clock_.MonoNow();
-  ASSERT_TRUE(rp_->KnownVersion(file_, sent));
-  EXPECT_EQ(*rp_->KnownVersion(file_, sent), ChangeId::FromFattr(file().attr));
-  clock_.Advance(std::chrono::seconds(1));
-  SetFile(file().data, file().attr.mtime.seconds + 10);
-  LearnGetattr(exp_);  // learned after the READ left
-  EXPECT_FALSE(rp_->KnownVersion(file_, sent));
-  EXPECT_TRUE(rp_->KnownVersion(file_, clock_.MonoNow()));
-}
-
 }  // namespace
 }  // namespace nfsedge
