@@ -95,8 +95,6 @@ class MetadataCache {
   // The latest attributes of `fh` the upstream gave, fresh or not (see
   // AttrCache::Latest).
   std::optional<fattr3> LatestAttributes(std::string_view fh) { return attrs_.Latest(fh); }
-  // How long ago the attributes of `fh` were last learned (any reply).
-  std::optional<Duration> AttributesAge(std::string_view fh) { return attrs_.Age(fh); }
   // Counts an answer of procedure `proc` given from expired entries.
   void NoteStaleAnswer(uint32_t proc) { stale_answers_[proc]++; }
   // Answers given from expired entries during outages, by procedure.

@@ -592,11 +592,10 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   // ACCESS results are kept per credential: none for a credential never
   // answered from cache, whose key may be another's (duplicate groups).
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
-  // A READ's data is kept under the version known when it left.
+  // A READ's data is kept under the version known before its reply.
   const auto* read = p.proc == NFSPROC3_READ ? static_cast<const READ3args*>(args) : nullptr;
   const std::optional<ChangeId> before =
-      read_path_ && read ? read_path_->KnownVersion(HandleBytes(read->file), reply->sent_at)
-                         : std::nullopt;
+      read_path_ && read ? read_path_->KnownVersion(HandleBytes(read->file)) : std::nullopt;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
                   SentCall{reply->sent_at, reply->transmissions});

@@ -479,12 +479,7 @@ void ReadPath::LearnForwarded(const READ3args& a, std::string_view results,
         got, false);
 }
 
-std::optional<ChangeId> ReadPath::KnownVersion(std::string_view fh,
-                                               std::chrono::steady_clock::time_point sent_at) {
-  // (Not yet: whether the version changed since `sent_at`. Any learning
-  // since, the speculative ACCESS's reply included, kept the first READs of
-  // a file from the cache.)
-  (void)sent_at;
+std::optional<ChangeId> ReadPath::KnownVersion(std::string_view fh) {
   std::optional<fattr3> a = meta_.LatestAttributes(fh);
   if (!a) return std::nullopt;
   return ChangeId::FromFattr(*a);

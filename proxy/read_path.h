@@ -129,13 +129,9 @@ class ReadPath {
   // `before`, the version the proxy knew before the reply (a server takes
   // them after reading the data: a write between the two leaves old bytes
   // under the new version).
-  // The version of `fh` the metadata cache knew when a READ left at
-  // `sent_at` (the transport's clock) and knows still, if any: `before`
-  // for LearnForwarded, taken before its reply is learned. None if the
-  // cache learned the file's attributes since (another READ's reply may
-  // have taught the very version this one's shows).
-  std::optional<ChangeId> KnownVersion(std::string_view fh,
-                                       std::chrono::steady_clock::time_point sent_at);
+  // The version of `fh` the metadata cache holds (fresh or not), if any:
+  // `before` for LearnForwarded, taken before the reply is learned.
+  std::optional<ChangeId> KnownVersion(std::string_view fh);
   void LearnForwarded(const READ3args& a, std::string_view results, uint32_t transmissions,
                       std::chrono::steady_clock::time_point sent_at,
                       const std::optional<ChangeId>& before);

@@ -5,6 +5,7 @@
 #include <rpc/xdr/nfs3.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,27 @@ using test_xdr::Xdr;
 
 class WriteQueuesTest : public JournalTest {
  protected:
+  // The file handle a WRITE3args or COMMIT3args begins with.
+  static std::string FhOf(const std::string& args) {
+    uint32_t n = 0;
+    for (int k = 0; k < 4; ++k) n = (n << 8) | static_cast<uint8_t>(args[k]);
+    return args.substr(4, n);
+  }
+  // Answers (as AnswerOne) the calls of up_ and bg_ that `which` picks,
+  // and those their answers bring that it picks, until none is left.
+  void AnswerWhere(const std::function<bool(const HeldUpstream::Held&)>& which) {
+    for (bool any = true; any;) {
+      any = false;
+      for (HeldUpstream* u : {&up_, &bg_}) {
+        for (size_t i = 0; i < u->calls.size(); ++i) {
+          if (!u->calls[i].answered && which(u->calls[i])) {
+            AnswerOne(*u, i);
+            any = true;
+          }
+        }
+      }
+    }
+  }
   // Users X and Y write file F, UNSTABLE (tags 1 and 2: X's 1000 bytes at
   // 0, Y's 10 at 5000), without the journal; the flush delay sends them.
   void TwoWritersFlushed() {
@@ -194,20 +216,7 @@ TEST_F(WriteQueuesTest, AWriteOverAnotherCallersBytesWaitsBehindItsWriterWaiting
   Write(4, 0, std::string(100, 'A'), UNSTABLE);     // over B's bytes
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
   // Z's bytes become stable first: room for A's writes.
-  auto fh_of = [](const std::string& args) {  // WRITE3args and COMMIT3args begin with it
-    const uint32_t n = (static_cast<uint8_t>(args[0]) << 24) | (static_cast<uint8_t>(args[1]) << 16) |
-                       (static_cast<uint8_t>(args[2]) << 8) | static_cast<uint8_t>(args[3]);
-    return args.substr(4, n);
-  };
-  for (bool any = true; any;) {
-    any = false;
-    for (size_t i = 0; i < bg_.calls.size(); ++i) {
-      if (!bg_.calls[i].answered && fh_of(bg_.calls[i].args) == "Z") {
-        AnswerOne(bg_, i);
-        any = true;
-      }
-    }
-  }
+  AnswerWhere([](const HeldUpstream::Held& c) { return FhOf(c.args) == "Z"; });
   for (int round = 0; round < 20 && Tags().size() < 4; ++round) {
     while (AnswerAll(bg_) || AnswerAll(up_)) {
     }
@@ -235,19 +244,9 @@ TEST_F(WriteQueuesTest, AWritersParkedWritesKeepTheirOrderWhenTheFirstWaitsForRo
   Write(4, 0, std::string(4096, 'C'), UNSTABLE);   // behind it
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
   // A's WRITE and the COMMIT are answered; B's far WRITE stays on its way.
-  for (bool any = true; any;) {
-    any = false;
-    for (HeldUpstream* u : {&up_, &bg_}) {
-      for (size_t i = 0; i < u->calls.size(); ++i) {
-        if (u->calls[i].answered) continue;
-        const bool commit = u->calls[i].proc == NFSPROC3_COMMIT;
-        if (commit || DecodeWriteArgs(u->calls[i].args).data == std::string(40000, 'a')) {
-          AnswerOne(*u, i);
-          any = true;
-        }
-      }
-    }
-  }
+  AnswerWhere([](const HeldUpstream::Held& c) {
+    return c.proc == NFSPROC3_COMMIT || DecodeWriteArgs(c.args).data == std::string(40000, 'a');
+  });
   for (int round = 0; round < 20 && Tags().size() < 4; ++round) {
     while (AnswerAll(bg_) || AnswerAll(up_)) {
     }
