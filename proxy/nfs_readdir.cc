@@ -105,4 +105,12 @@ void NfsService::LackingPlus() {
                         "they are from now on (no listings from cache)";
 }
 
+uint64_t NfsService::ExpectedListing(const READDIRPLUS3args& a) const {
+  if (cache_ == nullptr) return a.maxcount;
+  CookieVerf verf{};
+  std::copy(a.cookieverf, a.cookieverf + NFS3_COOKIEVERFSIZE, verf.begin());
+  return cache_->ListingReplyHint(std::string_view(a.dir.data.data_val, a.dir.data.data_len),
+                                  a.cookie, verf, a.maxcount);
+}
+
 }  // namespace nfsedge

@@ -375,8 +375,15 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
       return;
     }
   }
-  auto done = [this, &p, exp, call, args, cred, flight, before](StatusOr<RpcReply> r) {
-    OnReply(p, *exp, call, args, cred, flight, before, std::move(r));
+  // A READ's data is kept only under the version known as it leaves (a
+  // version first learned after, from another reply, may be one the
+  // server took after reading older bytes for this one).
+  std::optional<ChangeId> version;
+  if (read_path_ && p.proc == NFSPROC3_READ) {
+    version = read_path_->KnownVersion(HandleBytes(static_cast<const READ3args*>(args->get())->file));
+  }
+  auto done = [this, &p, exp, call, args, cred, flight, before, version](StatusOr<RpcReply> r) {
+    OnReply(p, *exp, call, args, cred, flight, before, version, std::move(r));
   };
   Status s = p.proc == NFSPROC3_READDIRPLUS
                  ? upstream_.CallExpecting(
@@ -390,14 +397,6 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": " << s.ToString();
     call->ReplySuccess(EncodeNfsError(p, NFS3ERR_JUKEBOX));
   }
-}
-
-uint64_t NfsService::ExpectedListing(const READDIRPLUS3args& a) const {
-  if (cache_ == nullptr) return a.maxcount;
-  CookieVerf verf{};
-  std::copy(a.cookieverf, a.cookieverf + NFS3_COOKIEVERFSIZE, verf.begin());
-  return cache_->ListingReplyHint(std::string_view(a.dir.data.data_val, a.dir.data.data_len),
-                                  a.cookie, verf, a.maxcount);
 }
 
 void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred,
@@ -526,7 +525,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
                          const std::shared_ptr<IncomingCall>& call,
                          const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
                          const std::string& flight, uint64_t before,
-                         StatusOr<RpcReply> reply) {
+                         const std::optional<ChangeId>& read_version, StatusOr<RpcReply> reply) {
   std::vector<std::shared_ptr<IncomingCall>> joined;
   if (!flight.empty()) {
     auto it = joined_.find(flight);
@@ -548,7 +547,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   RpcReply& r = *reply;
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
     if (p.proc == NFSPROC3_CREATE) HideUnsentWrites(&r);
-    LearnAndSpeculate(p, args->get(), &r, exp, cred);
+    LearnAndSpeculate(p, args->get(), &r, exp, cred, read_version);
     const Export* e = &exp;
     // A call served again after a hold is not held by later writes; calls
     // that joined it came later and may not be bounded by its stamp.
@@ -570,8 +569,9 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
 }
 
 void NfsService::LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply,
-                                   const Export& exp, const OpaqueAuth& cred) {
-  LearnReply(p, args, reply, exp, cred);
+                                   const Export& exp, const OpaqueAuth& cred,
+                                   const std::optional<ChangeId>& read_version) {
+  LearnReply(p, args, reply, exp, cred, read_version);
   if (!cache_ || !IsCacheableCred(cred)) return;
   SpeculateAfter(p, args, reply->results(), exp, cred);
   if (p.proc == NFSPROC3_READDIRPLUS) PrefetchBelow(args, reply->results(), exp, cred);
@@ -588,21 +588,18 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
 }
 
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
-                            const Export& exp, const OpaqueAuth& cred) {
+                            const Export& exp, const OpaqueAuth& cred,
+                            const std::optional<ChangeId>& read_version) {
   // ACCESS results are kept per credential: none for a credential never
   // answered from cache, whose key may be another's (duplicate groups).
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
-  // A READ's data is kept under the version known before its reply.
-  const auto* read = p.proc == NFSPROC3_READ ? static_cast<const READ3args*>(args) : nullptr;
-  const std::optional<ChangeId> before =
-      read_path_ && read ? read_path_->KnownVersion(HandleBytes(read->file)) : std::nullopt;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
                   SentCall{reply->sent_at, reply->transmissions});
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
-                               reply->transmissions, reply->sent_at, before);
+                               reply->transmissions, reply->sent_at, read_version);
   } else if (read_path_ && p.proc == NFSPROC3_WRITE) {
     read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
   } else if (read_path_ && p.proc == NFSPROC3_SETATTR) {

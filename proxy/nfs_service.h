@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cache/change_id.h"
 #include "cache/handle_registry.h"
 #include "proxy/dispatcher.h"
 #include "proxy/drc.h"
@@ -96,8 +97,10 @@ class NfsService : public RpcProgram {
   // Learns from a successful upstream `reply` to `p` with decoded `args`
   // sent for `cred` on `exp`: caches, handle registry, data cache; clamps
   // FSINFO and masks ACCESS on a read-only export (may rewrite the record).
+  // A READ's data is kept only under `read_version`, the version the cache
+  // held when the READ left (none: not kept).
   void LearnReply(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
-                  const OpaqueAuth& cred);
+                  const OpaqueAuth& cred, const std::optional<ChangeId>& read_version = {});
 
  private:
   // Returns NFS3_OK and sets *exp iff the call's handles and the export's
@@ -106,7 +109,8 @@ class NfsService : public RpcProgram {
                  const Export** exp);
   void OnReply(const NfsProc& p, const Export& exp, const std::shared_ptr<IncomingCall>& call,
                const std::shared_ptr<XdrBox>& args, const OpaqueAuth& cred,
-               const std::string& flight, uint64_t before, StatusOr<RpcReply> reply);
+               const std::string& flight, uint64_t before,
+               const std::optional<ChangeId>& read_version, StatusOr<RpcReply> reply);
   // The key under which identical read-only calls share one upstream call.
   static std::string FlightKey(uint32_t proc, uint32_t export_id, const OpaqueAuth& cred,
                                std::string_view args);
@@ -148,7 +152,7 @@ class NfsService : public RpcProgram {
   // After a successful upstream reply to `p`: LearnReply, then speculation
   // and tree-walk prefetch for what the client will ask next.
   void LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
-                         const OpaqueAuth& cred);
+                         const OpaqueAuth& cred, const std::optional<ChangeId>& read_version = {});
   // Tree-walk prefetch below a READDIRPLUS listing (`args`, `results`),
   // from the upstream or the cache (the prefetcher skips what it did).
   void PrefetchBelow(const void* args, std::string_view results, const Export& exp,

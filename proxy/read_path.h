@@ -126,11 +126,11 @@ class ReadPath {
   // transport's clock) before the upstream answered a write of the file, or
   // was sent more than once (`transmissions`: the reply may answer the
   // first, and `sent_at` is the last one's), or its attributes are not
-  // `before`, the version the proxy knew before the reply (a server takes
+  // `before`, the version the proxy knew when the READ left (a server takes
   // them after reading the data: a write between the two leaves old bytes
-  // under the new version).
+  // under the new version, which another reply may teach the cache first).
   // The version of `fh` the metadata cache holds (fresh or not), if any:
-  // `before` for LearnForwarded, taken before the reply is learned.
+  // `before` for LearnForwarded, taken as the READ leaves.
   std::optional<ChangeId> KnownVersion(std::string_view fh);
   void LearnForwarded(const READ3args& a, std::string_view results, uint32_t transmissions,
                       std::chrono::steady_clock::time_point sent_at,

@@ -1,6 +1,7 @@
 // Cached data, attributes and names against what happened upstream
 // meanwhile: a disk read overtaken by a write, nested exports' lifetimes, a
-// RENAME within one server clock tick, and the file a RENAME replaced.
+// RENAME within one server clock tick, the file a RENAME replaced, and a
+// forwarded READ answered after a newer version was learned.
 
 #include <condition_variable>
 #include <deque>
@@ -10,6 +11,9 @@
 #include "cache/handle_registry.h"
 #include "proxy/exports.h"
 #include "proxy/nfs_service.h"
+#include "rpc/rpc_message.h"
+#include "rpc/rpc_server.h"
+#include "rpc/sockaddr.h"
 #include "read_path_fixture.h"
 
 namespace nfsedge {
@@ -382,6 +386,115 @@ TEST_F(OvertakenNamesTest, AListingSentBeforeARenameIsNotStored) {
       << "a listing from before the rename was answered from cache";
   std::optional<std::string> r = AnswerLookup(dir_, "a");
   EXPECT_FALSE(r && StatusOf(*r) == NFS3_OK);
+}
+
+// --- Data: a forwarded READ answered after a newer version was learned -------
+//
+// A server reads a READ's data, then takes its post-op attributes: another
+// client's write between the two answers old bytes under the new version.
+// A forwarded READ's data is kept only under the version the proxy knew as
+// the READ left; that the cache learned the new version in the meantime
+// (from a second READ, sent after the write and answered first) does not
+// make the old bytes the new version's.
+class ForwardedReadTest : public CoherenceTest {
+ protected:
+  ForwardedReadTest()
+      : table_({Reachable(exp_.config())}),
+        registry_(1000),
+        nfs_(table_, registry_, up_, Options(), &meta_, rp_.get()) {
+    registry_.Add(file_, exp_.id());
+  }
+  static ExportConfig Reachable(ExportConfig c) {
+    c.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    return c;
+  }
+  static NfsServiceOptions Options() {
+    NfsServiceOptions o;
+    o.drc_entries = 0;  // it would take the reply hook
+    return o;
+  }
+  // A client READ handed to the proxy's NFS program; its reply lands in
+  // `*results`.
+  void SendRead(uint64_t offset, uint32_t count, std::optional<std::string>* results) {
+    READ3args a{};
+    a.file = Fh(file_);
+    a.offset = offset;
+    a.count = count;
+    CallHeader h;
+    h.xid = next_xid_++;
+    h.prog = kNfsProgram;
+    h.vers = kNfsVersion;
+    h.proc = NFSPROC3_READ;
+    h.cred = user_;
+    const std::string record = EncodeCallHeader(h) + Xdr(Proc(xdr_READ3args), a);
+    ParsedCall parsed = ParseCall(record);
+    ASSERT_EQ(parsed.error, CallError::kNone);
+    auto call = std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
+                                               *ResolveAddress("127.0.0.1", 700));
+    call->AddReplyHook([results](std::string_view reply) {
+      StatusOr<ReplyHeader> rh = ParseReply(reply);
+      if (rh.ok()) *results = std::string(reply.substr(rh->results_offset));
+    });
+    nfs_.Handle(call);
+  }
+  // The index of the last upstream READ at `offset`, or -1.
+  int UpstreamRead(uint64_t offset) const {
+    for (int i = static_cast<int>(up_.calls.size()) - 1; i >= 0; --i) {
+      const FakeUpstream::Seen& s = up_.calls[static_cast<size_t>(i)];
+      if (s.proc != NFSPROC3_READ) continue;
+      XdrValue<READ3args> a(Proc(xdr_READ3args));
+      if (a.Decode(s.args) && a->offset == offset) return i;
+    }
+    return -1;
+  }
+
+  ExportTable table_;
+  HandleRegistry registry_;
+  NfsService nfs_;
+  uint32_t next_xid_ = 1;
+};
+
+TEST_F(ForwardedReadTest, OldBytesUnderAVersionLearnedAfterTheReadLeftAreNotKept) {
+  hold_ = true;  // every upstream call waits for the test
+  MetaGetattr(exp_, file_, file().attr);
+  // No ACCESS evidence yet: the READ goes upstream as it is.
+  std::optional<std::string> first, second;
+  SendRead(0, kBlock, &first);
+  const int r1 = UpstreamRead(0);
+  ASSERT_GE(r1, 0);
+  const std::string old_block = file().data.substr(0, kBlock);
+
+  // Another client writes the file at the head office; a second READ leaves
+  // after it and is answered first, with the new version.
+  SetFile(Content(10000, 5), kWall0 - 60);
+  SendRead(kBlock, kBlock, &second);
+  const int r2 = UpstreamRead(kBlock);
+  ASSERT_GE(r2, 0);
+  up_.Answer(static_cast<size_t>(r2), Respond(up_.calls[static_cast<size_t>(r2)]));
+  Drain();
+  ASSERT_TRUE(second.has_value());
+
+  // The first READ read its bytes before the write, its attributes after.
+  READ3res res{};
+  res.status = NFS3_OK;
+  READ3resok& ok = res.READ3res_u.resok;
+  ok.file_attributes = PostOp(file().attr);
+  ok.count = kBlock;
+  ok.data.data_val = const_cast<char*>(old_block.data());
+  ok.data.data_len = kBlock;
+  up_.Answer(static_cast<size_t>(r1), Xdr(Proc(xdr_READ3res), res));
+  Drain();
+  ASSERT_TRUE(first.has_value());
+
+  // With ACCESS evidence, a READ of the first block is served by the data
+  // cache: from the upstream, or from blocks of the new version.
+  hold_ = false;
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const Outcome out = ReadNow(0, kBlock);
+  ASSERT_EQ(out.replies, 1);
+  EXPECT_TRUE(out.reply().data == file().data.substr(0, kBlock))
+      << "the bytes the write replaced were kept under the version it made";
+  EXPECT_EQ(rp_->stats().unconfirmed, 2u) << "neither forwarded READ's data was kept";
 }
 
 }  // namespace
