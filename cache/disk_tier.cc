@@ -41,7 +41,7 @@ namespace {
 
 // ---- The format (docs/cache-format.md) ----
 
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr std::string_view kMagic = "nfsedge-block-store";
 // Sorts after every block key and index record (their first byte is the high
 // byte of a handle length, 0 in practice).
@@ -71,9 +71,12 @@ constexpr std::array<uint32_t, 256> MakeCrcTable() {
 }
 constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
-uint32_t Crc32c(std::string_view bytes) {
+// The CRC32C of `first` followed by `then`.
+uint32_t Crc32c(std::string_view first, std::string_view then) {
   uint32_t c = ~0u;
-  for (char ch : bytes) c = kCrcTable[(c ^ static_cast<unsigned char>(ch)) & 0xff] ^ (c >> 8);
+  for (std::string_view bytes : {first, then}) {
+    for (char ch : bytes) c = kCrcTable[(c ^ static_cast<unsigned char>(ch)) & 0xff] ^ (c >> 8);
+  }
   return ~c;
 }
 
@@ -100,7 +103,10 @@ std::string EncodeMeta(uint32_t block_size) {
   return out;
 }
 
-std::string EncodeValue(const Block& b) {
+// The value of block `b` stored under `key`: its CRC covers the key too, so
+// a value found under another key (another block's, another file's) is not
+// intact.
+std::string EncodeValue(std::string_view key, const Block& b) {
   std::string out;
   out.reserve(kValueOverhead + b.data.size());
   out.push_back(static_cast<char>(kFormatVersion));
@@ -108,16 +114,17 @@ std::string EncodeValue(const Block& b) {
   AppendChangeId(&out, b.version);
   AppendU32(&out, static_cast<uint32_t>(b.data.size()));
   out.append(b.data);
-  AppendU32(&out, Crc32c(out));
+  AppendU32(&out, Crc32c(key, out));
   return out;
 }
 
-// Returns true iff `v` is an intact value of a well-formed block.
-bool DecodeValue(std::string_view v, uint32_t block_size, Block* b) {
+// Returns true iff `v` is an intact value of a well-formed block, stored
+// under `key`.
+bool DecodeValue(std::string_view key, std::string_view v, uint32_t block_size, Block* b) {
   if (v.size() < kValueOverhead) return false;
   const size_t len = ReadU32(v.data() + 26);
   if (v.size() != kValueOverhead + len) return false;
-  if (ReadU32(v.data() + kValueHeader + len) != Crc32c(v.substr(0, kValueHeader + len))) {
+  if (ReadU32(v.data() + kValueHeader + len) != Crc32c(key, v.substr(0, kValueHeader + len))) {
     return false;
   }
   const auto flags = static_cast<uint8_t>(v[1]);
@@ -399,7 +406,7 @@ DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeI
   if (s.IsNotFound()) return ReadResult::kAbsent;
   if (!s.ok() && !s.IsCorruption()) return ReadResult::kError;
   Block b;
-  if (!s.ok() || !DecodeValue(value, block_size_, &b)) {
+  if (!s.ok() || !DecodeValue(key, value, block_size_, &b)) {
     Delete(key);
     return ReadResult::kCorrupt;
   }
@@ -415,7 +422,7 @@ DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeI
 }
 
 bool DiskTier::Store::Write(const std::string& key, const Block& b, uint64_t seq) {
-  const std::string value = EncodeValue(b);
+  const std::string value = EncodeValue(key, b);
   rocksdb::WriteBatch batch;
   batch.Put(key, value);
   batch.Put(IndexKey(key), EncodeRecord(seq, value.size(), b.version));

@@ -464,6 +464,27 @@ TEST_F(DiskTierTest, AlteredValueIsAMissAndIsDeleted) {
   });
 }
 
+// A value's checksum covers its key: another block's intact value, found
+// under this block's key (same file and version), is not served as it.
+TEST_F(DiskTierTest, AValueUnderAnotherBlocksKeyIsAMiss) {
+  Open();
+  tier_->Put("fh", 0, Full(kV1, 'a'));
+  tier_->Put("fh", 1, Full(kV1, 'b'));
+  tier_->Put("other", 0, Full(kV1, 'c'));
+  Close();
+  WithRawDb([](rocksdb::DB* db) {
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), BlockKey("fh", 1), &v).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), BlockKey("fh", 0), v).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), BlockKey("other", 0), v).ok());
+  });
+  Open();
+  EXPECT_FALSE(Get("fh", 0, kV1)) << "block 1's bytes served as block 0's";
+  EXPECT_FALSE(Get("other", 0, kV1)) << "another file's bytes served";
+  EXPECT_TRUE(Get("fh", 1, kV1));
+  EXPECT_EQ(tier_->stats().corrupt, 2u);
+}
+
 // Overwrites the store's metadata value (docs/cache-format.md).
 void WriteMeta(rocksdb::DB* db, uint32_t version, uint32_t block_size) {
   std::string meta = "nfsedge-block-store";
@@ -476,12 +497,13 @@ TEST_F(DiskTierTest, OtherFormatVersionIsRebuilt) {
   Open();
   tier_->Put("fh", 0, Full(kV1, 'a'));
   Close();
-  WithRawDb([](rocksdb::DB* db) { WriteMeta(db, 1, kBlockSize); });
+  WithRawDb([](rocksdb::DB* db) { WriteMeta(db, 2, kBlockSize); });
   Open();  // the same metadata, rewritten: still trusted
   EXPECT_EQ(tier_->stats().rebuilt, 0u);
   EXPECT_TRUE(tier_->MayContain("fh", 0));
   Close();
-  WithRawDb([](rocksdb::DB* db) { WriteMeta(db, 2, kBlockSize); });
+  // Version 1's block checksums did not cover the key.
+  WithRawDb([](rocksdb::DB* db) { WriteMeta(db, 1, kBlockSize); });
   Open();
   EXPECT_EQ(tier_->stats().rebuilt, 1u);
   EXPECT_EQ(tier_->stats().entries, 0u);
