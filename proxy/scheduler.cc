@@ -202,7 +202,12 @@ std::map<std::string, UpstreamScheduler::ClientQueue>::iterator UpstreamSchedule
     // does not hold back its other calls.
     size_t i = 0;
     while (i < calls.size() && capped && IsWrite(calls[i].prog, calls[i].proc)) ++i;
-    if (i == calls.size()) continue;
+    if (i == calls.size()) {
+      // Nothing it could send: it banks no share over the clients sent
+      // meanwhile (it counts as one that just came).
+      it->second.served = std::max(it->second.served, q.vtime);
+      continue;
+    }
     if (best == q.clients.end() || it->second.served < best->second.served) {
       best = it;
       *index = i;
@@ -230,22 +235,17 @@ void UpstreamScheduler::Pump() {
     pump_again_ = false;
     for (;;) {
       // Client data first, unless background has credit left.
-      ClassQueue* order[2] = {&queues_[0], &queues_[1]};
-      if (queues_[1].size > 0 && (queues_[0].size == 0 || background_credit_ > 0)) {
-        std::swap(order[0], order[1]);
-      }
-      ClassQueue* q = nullptr;
-      std::map<std::string, ClientQueue>::iterator client;
-      size_t index = 0;
-      for (ClassQueue* c : order) {
-        if (c->size == 0) continue;
-        client = PickClient(*c, &index);
-        if (client != c->clients.end()) {
-          q = c;
-          break;
-        }
-      }
-      if (q == nullptr) break;
+      size_t data_index = 0, background_index = 0;
+      const auto data = PickClient(queues_[0], &data_index);
+      const auto background = PickClient(queues_[1], &background_index);
+      const bool data_sendable = data != queues_[0].clients.end();
+      const bool background_sendable = background != queues_[1].clients.end();
+      if (!data_sendable && !background_sendable) break;
+      const bool take_background =
+          background_sendable && (!data_sendable || background_credit_ > 0);
+      ClassQueue* q = take_background ? &queues_[1] : &queues_[0];
+      const auto client = take_background ? background : data;
+      const size_t index = take_background ? background_index : data_index;
       Queued call = std::move(client->second.calls[index]);
       if (!cc_.CanSend(call.bytes)) {
         client->second.calls[index] = std::move(call);
@@ -259,7 +259,13 @@ void UpstreamScheduler::Pump() {
       queued_--;
       const double credit_before = background_credit_;
       if (call.cls == CallClass::kBackground) {
-        background_credit_ = queues_[0].size > 0 ? background_credit_ - call.bytes : 0;
+        // It owes client data only what it took from calls that could go
+        // (not from client data all held by the write cap).
+        if (data_sendable) {
+          background_credit_ -= call.bytes;
+        } else if (queues_[0].size == 0) {
+          background_credit_ = 0;
+        }
       } else if (queues_[1].size > 0) {
         const double share = std::min(options_.background_share_percent, 99u) / 100.0;
         background_credit_ =

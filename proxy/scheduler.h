@@ -19,10 +19,13 @@
 // Client data and background calls go on the bulk lane when the congestion
 // window (proxy/congestion.h) has room, client data first, except that
 // background keeps `background_share_percent` of the bytes sent while both
-// wait (what it could not use, held back, is kept up to 256 KiB). Within a
-// class, clients (told apart by the AUTH_SYS machine name of the call's
-// credential) share the bytes fairly: the next call is the one of the
-// client that has been sent the fewest bytes while it had calls waiting.
+// wait (what it could not use, held back, is kept up to 256 KiB; what it
+// sends while all client data waiting is held by the write cap is not
+// taken from client data's part). Within a class, clients (told apart by
+// the AUTH_SYS machine name of the call's credential) share the bytes
+// fairly: the next call is the one of the client that has been sent the
+// fewest bytes while it had calls waiting that could go (a client whose
+// calls are all WRITEs held by the cap banks nothing meanwhile).
 // WRITEs in flight never exceed `max_writes_in_flight`, whatever the window.
 //
 // Every reply is a round-trip sample for the controller (from the moment

@@ -58,6 +58,14 @@ RpcClient::RpcClient(event_base* base, ClientOptions options)
     conns_[i].retry = std::make_unique<Timer>(base_, [this, i] { Connect(i); });
     conns_[i].setup = std::make_unique<Timer>(base_, [this, i] {
       const Conn& c = conns_[i];
+      if (c.state == Conn::State::kConnecting) {
+        ConnLost(i, "connect: no answer within " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           ConnectTimeout())
+                                           .count()) +
+                        " ms");
+        return;
+      }
       if (c.state == Conn::State::kProbing || c.state == Conn::State::kHandshaking) {
         TlsFailed(i, std::string(c.state == Conn::State::kProbing ? "no reply to the AUTH_TLS probe"
                                                                   : "handshake not finished") +
@@ -84,6 +92,10 @@ RpcClient::~RpcClient() {
 
 Duration RpcClient::TlsSetupTimeout() const {
   return std::min<Duration>(options_.timeout, std::chrono::seconds(30));
+}
+
+Duration RpcClient::ConnectTimeout() const {
+  return std::min(options_.connect_timeout, TlsSetupTimeout());
 }
 
 void RpcClient::Start() {
@@ -139,7 +151,9 @@ void RpcClient::Connect(int i) {
   if (bufferevent_socket_connect(c.bev.get(), options_.server.get(),
                                  static_cast<int>(options_.server.len)) != 0) {
     ConnLost(i, std::string("connect: ") + std::strerror(errno));
+    return;
   }
+  if (c.state == Conn::State::kConnecting) c.setup->Arm(ConnectTimeout());
 }
 
 void RpcClient::SetCallbacks(int i) {

@@ -54,6 +54,12 @@ struct ClientOptions {
   Duration timeout = std::chrono::seconds(60);
   Duration reconnect_min = std::chrono::milliseconds(100);
   Duration reconnect_max = std::chrono::seconds(5);
+  // A connect the server has not answered within this (SYNs dropped: a
+  // path down, a full accept queue) is abandoned and tried again after the
+  // back-off, so that a path that comes back is found within about
+  // connect_timeout + reconnect_max rather than at the kernel's next SYN
+  // retransmission (up to a minute apart). At most the TLS setup time.
+  Duration connect_timeout = std::chrono::seconds(5);
   bool privileged_port = false;
   size_t max_record_size = 4 << 20;
   // RPC-over-TLS (RFC 9289, rpc/tls.h): when set, every connection first
@@ -204,6 +210,7 @@ class RpcClient : public RpcCaller {
   // How long the AUTH_TLS probe and the handshake may take together: the
   // call timeout, at most 30 s.
   Duration TlsSetupTimeout() const;
+  Duration ConnectTimeout() const;
   // TLS steps: the probe's reply on connection `i`, then the handshake.
   void OnProbeReply(int i);
   void StartHandshake(int i);

@@ -4,6 +4,7 @@
 #include "rpc/rpc_client.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -503,6 +504,42 @@ TEST_F(RpcClientTest, ConnectsOnceTheServerComesUp) {
   usleep(100000);
   loop_.RunSync([&] { StartServer(port); });
   EXPECT_EQ(Wait(1), "early");
+}
+
+// A server whose accept queue is full drops the client's SYNs (as a path
+// that is down does): the connect is abandoned after connect_timeout and
+// made again, so the server is found soon after it can take it, not at
+// the kernel's next SYN retransmission (at 7 s here: linear ones at 1, 2,
+// 3, 4 and 5 s on kernels with tcp_syn_linear_timeouts, at 1, 3 and 7 s
+// on older ones).
+TEST_F(RpcClientTest, AConnectTheServerDoesNotAnswerIsMadeAgain) {
+  // A listener that takes one connection and never accepts it: its queue
+  // is full, further SYNs are dropped.
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  SockAddr any = *ResolveAddress("127.0.0.1", 0);
+  ASSERT_EQ(bind(listener, any.get(), any.len), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  SockAddr bound;
+  bound.len = sizeof(bound.ss);
+  ASSERT_EQ(getsockname(listener, bound.get(), &bound.len), 0);
+  port_ = bound.port();
+  int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(filler, bound.get(), bound.len), 0);
+  ClientOptions o;
+  o.connect_timeout = std::chrono::milliseconds(300);
+  StartClient(o);
+  loop_.Start();
+  Send("early", 1);
+  usleep(5500000);  // the kernel's SYN retransmissions so far are dropped too
+  // The server can take connections now (on the same port).
+  close(filler);
+  close(listener);
+  loop_.RunSync([&] { StartServer(bound.port()); });
+  const auto up = std::chrono::steady_clock::now();
+  EXPECT_EQ(Wait(1), "early");
+  EXPECT_LT(std::chrono::steady_clock::now() - up, std::chrono::milliseconds(1000))
+      << "connected only at the kernel's next SYN retransmission (7 s after the first)";
 }
 
 TEST_F(RpcClientTest, SetLimitsSendsWhatAHigherCapAdmits) {

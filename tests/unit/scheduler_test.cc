@@ -247,6 +247,58 @@ TEST_F(SchedulerTest, BackgroundHeldByTheWriteCapBanksABoundedShare) {
       << "client data waited behind the share banked while the flush was held";
 }
 
+// The mirror case: client data whose WRITE the cap holds cannot go, so
+// background calls that go meanwhile are not taken from its share. Once
+// the cap lets it go, background (a write-behind flush a client COMMIT
+// waits for) does not owe client data for the time it was held.
+TEST_F(SchedulerTest, BackgroundDoesNotOweForTimeClientDataWasCapped) {
+  SchedulerOptions o = OneAtATime();
+  o.background_share_percent = 20;
+  o.max_writes_in_flight = 1;
+  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w0", "a").ok());  // takes the cap
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w1", "a").ok());  // waits for it
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "pre", "b").ok());
+    clock_.Advance(std::chrono::milliseconds(10));
+    bulk_.Answer(bulk_.held.size() - 1);  // the READ; the WRITE stays
+  }
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "b").ok());
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
+  bulk_.sent.clear();
+  bulk_.Answer(0);  // w0: the cap lets w1 go
+  std::vector<std::string> order = Drain();
+  const auto first = std::find(order.begin(), order.end(), "bg");
+  EXPECT_LE(first - order.begin(), 7)
+      << "background owed client data for the 4 MB it sent while client data was capped";
+}
+
+// Within a class, a client whose only waiting call is a WRITE the cap holds
+// is not waiting to be sent: it banks no share over the clients whose calls
+// went meanwhile, and does not pass them all once it has a call to send.
+TEST_F(SchedulerTest, AClientHeldByTheWriteCapBanksNoShare) {
+  SchedulerOptions o = OneAtATime();
+  o.max_writes_in_flight = 1;
+  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w0", "a").ok());  // takes the cap
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w1", "a").ok());  // waits for it
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "r", "b").ok());
+    clock_.Advance(std::chrono::milliseconds(10));
+    bulk_.Answer(bulk_.held.size() - 1);
+  }
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b0", "b").ok());  // sent: the window is full
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b", "b").ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "a").ok());
+  bulk_.sent.clear();
+  std::vector<std::string> order = Drain();
+  ASSERT_GE(order.size(), 10u);
+  EXPECT_GE(std::count(order.begin(), order.begin() + 10, "b"), 3)
+      << "client a, held by the cap, passed client b for the 4 MB b sent meanwhile";
+}
+
 TEST_F(SchedulerTest, WritesInFlightNeverExceedTheCap) {
   SchedulerOptions o;
   o.max_writes_in_flight = 2;
