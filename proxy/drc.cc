@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cache/lru_map.h"
+#include "proxy/nfs_procs.h"
 
 namespace nfsedge {
 
@@ -33,6 +34,13 @@ std::string KeyOf(const IncomingCall& call) {
   return key;
 }
 
+// WRITEs are kept apart from the other calls (namespace changes, SETATTR):
+// a client streaming writes would otherwise push out, within seconds, the
+// REMOVE another client sends again after reconnecting.
+bool IsWrite(const IncomingCall& call) {
+  return call.header().prog == kNfsProgram && call.header().proc == NFSPROC3_WRITE;
+}
+
 }  // namespace
 
 struct DuplicateRequestCache::State {
@@ -41,9 +49,16 @@ struct DuplicateRequestCache::State {
     std::string reply;  // the whole reply message, with the call's XID
     std::vector<std::shared_ptr<IncomingCall>> waiting;  // retransmissions
   };
+  // The calls of one kind, at most max_entries of them finished.
+  struct Kind {
+    LruMap<Entry> entries;
+    size_t finished = 0;
+  };
   explicit State(size_t max) : max_entries(max) {}
 
-  void Finish(const std::string& key, std::string_view reply) {
+  void Finish(bool write, const std::string& key, std::string_view reply) {
+    Kind& k = write ? writes : others;
+    LruMap<Entry>& entries = k.entries;
     // Kept from now (most recent): a slow call, the one its client most
     // likely sends again, is not the first to go.
     Entry* e = entries.Find(key);
@@ -57,29 +72,28 @@ struct DuplicateRequestCache::State {
     e->reply.assign(reply);
     std::vector<std::shared_ptr<IncomingCall>> waiting = std::move(e->waiting);
     std::string kept = e->reply;
-    ++finished;
-    EvictToLimit();
+    ++k.finished;
+    EvictToLimit(k);
     for (auto& w : waiting) w->Reply(kept);
   }
 
-  void EvictToLimit() {
+  void EvictToLimit(Kind& k) {
     // Only finished entries go; one still in progress moves to the front.
-    size_t guard = entries.size();
-    while (finished > max_entries && guard-- > 0) {
-      auto* oldest = entries.Oldest();
+    size_t guard = k.entries.size();
+    while (k.finished > max_entries && guard-- > 0) {
+      auto* oldest = k.entries.Oldest();
       if (!oldest->value.done) {
-        entries.Find(oldest->key);  // now the most recent
+        k.entries.Find(oldest->key);  // now the most recent
         continue;
       }
-      entries.Erase(oldest->key);
-      --finished;
+      k.entries.Erase(oldest->key);
+      --k.finished;
       ++stats.evicted;
     }
   }
 
   const size_t max_entries;
-  size_t finished = 0;
-  LruMap<Entry> entries;
+  Kind writes, others;
   DrcStats stats;
 };
 
@@ -92,7 +106,9 @@ bool DuplicateRequestCache::Admit(const std::shared_ptr<IncomingCall>& call) {
   State& s = *state_;
   if (s.max_entries == 0) return true;
   std::string key = KeyOf(*call);
-  if (State::Entry* e = s.entries.Find(key)) {
+  const bool write = IsWrite(*call);
+  LruMap<State::Entry>& entries = (write ? s.writes : s.others).entries;
+  if (State::Entry* e = entries.Find(key)) {
     if (e->done) {
       s.stats.replayed++;
       call->Reply(e->reply);
@@ -102,18 +118,18 @@ bool DuplicateRequestCache::Admit(const std::shared_ptr<IncomingCall>& call) {
     }
     return false;
   }
-  s.entries.Put(key, State::Entry{});
+  entries.Put(key, State::Entry{});
   s.stats.recorded++;
   std::weak_ptr<State> weak = state_;
-  call->AddReplyHook([weak, key](std::string_view reply) {
-    if (auto st = weak.lock()) st->Finish(key, reply);
+  call->AddReplyHook([weak, write, key](std::string_view reply) {
+    if (auto st = weak.lock()) st->Finish(write, key, reply);
   });
   return true;
 }
 
 DrcStats DuplicateRequestCache::stats() const {
   DrcStats st = state_->stats;
-  st.entries = state_->entries.size();
+  st.entries = state_->writes.entries.size() + state_->others.entries.size();
   return st;
 }
 

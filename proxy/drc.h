@@ -15,9 +15,11 @@
 // A call seen for the first time is recorded as in progress and its reply,
 // whenever it is sent, is kept. A retransmission of a call in progress waits
 // for that reply; one of a finished call gets the kept reply at once. The
-// cache holds at most `max_entries` finished calls (least recently used go
-// first, a call counting as used when it finishes and when it is sent
-// again); calls in progress are never evicted, and their number is bounded
+// cache holds at most `max_entries` finished WRITEs and as many finished
+// other calls (so that a client streaming writes does not push out another
+// client's REMOVE within seconds; least recently used go first, a call
+// counting as used when it finishes and when it is sent again); calls in
+// progress are never evicted, and their number is bounded
 // by the server's connection and per-connection call limits (the calls of
 // closed connections included, per client address and in all:
 // RpcServer's ClientCalls and OrphanedCalls).

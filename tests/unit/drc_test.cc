@@ -15,20 +15,43 @@
 namespace nfsedge {
 namespace {
 
-// A REMOVE call with `xid` from `host`, not tied to a connection (its reply
-// goes nowhere, its hooks run).
-std::shared_ptr<IncomingCall> Remove(uint32_t xid, const std::string& host = "10.0.0.1") {
+// An NFS call of `proc` with `xid` from `host`, not tied to a connection
+// (its reply goes nowhere, its hooks run).
+std::shared_ptr<IncomingCall> Call(uint32_t proc, uint32_t xid, const std::string& host) {
   CallHeader h;
   h.xid = xid;
   h.prog = 100003;
   h.vers = 3;
-  h.proc = NFSPROC3_REMOVE;
+  h.proc = proc;
   h.cred = OpaqueAuth{kAuthNone, ""};
   const std::string record = EncodeCallHeader(h) + std::string(12, 'x');
   ParsedCall parsed = ParseCall(record);
   EXPECT_EQ(parsed.error, CallError::kNone);
   return std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
                                         *ResolveAddress(host, 800));
+}
+
+std::shared_ptr<IncomingCall> Remove(uint32_t xid, const std::string& host = "10.0.0.1") {
+  return Call(NFSPROC3_REMOVE, xid, host);
+}
+
+// A client streaming writes (each kept, as a WRITE may be held long enough
+// to be sent again) does not push out another client's REMOVE: that
+// client, sending it again after a reconnect, would run it twice (NOENT).
+TEST(DuplicateRequestCache, WritesDoNotPushOutOtherCalls) {
+  DuplicateRequestCache drc(4);
+  auto remove = Remove(1);
+  ASSERT_TRUE(drc.Admit(remove));
+  remove->ReplySuccess("removed");
+  for (uint32_t xid = 100; xid < 120; ++xid) {
+    auto write = Call(NFSPROC3_WRITE, xid, "10.0.0.9");
+    ASSERT_TRUE(drc.Admit(write));
+    write->ReplySuccess("written");
+  }
+  EXPECT_FALSE(drc.Admit(Remove(1))) << "the REMOVE would run again";
+  EXPECT_TRUE(drc.Admit(Call(NFSPROC3_WRITE, 100, "10.0.0.9")))
+      << "WRITEs are bounded among themselves";
+  EXPECT_FALSE(drc.Admit(Call(NFSPROC3_WRITE, 119, "10.0.0.9")));
 }
 
 TEST(DuplicateRequestCache, ARetransmissionGetsTheFirstReply) {
