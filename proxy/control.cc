@@ -35,16 +35,20 @@ Status FillUnixAddress(const std::string& path, sockaddr_un* addr) {
 class ControlServer::Connection : public ControlReply,
                                   public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ControlServer* server, BuffereventPtr bev) : server_(server), bev_(std::move(bev)) {}
+  Connection(ControlServer* server, BuffereventPtr bev)
+      : server_(server), bev_(std::move(bev)), deadline_(server->base_, [this] {
+          if (!started_ && !finished_) Close();
+        }) {}
 
   void Start() {
     bufferevent_setcb(bev_.get(), &Connection::OnRead, &Connection::OnWrite, &Connection::OnEvent,
                       this);
-    // A client that sends no request line in time is closed.
-    const timeval request_timeout{kRequestTimeoutS, 0};
-    bufferevent_set_timeouts(bev_.get(), &request_timeout, nullptr);
+    // A client that sends no request line in time (from its connect, however
+    // slowly its bytes come) is closed.
+    deadline_.Arm(std::chrono::seconds(kRequestTimeoutS));
     bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
   }
+  size_t buffered_input() const { return evbuffer_get_length(bufferevent_get_input(bev_.get())); }
 
   void Line(const std::string& text) override { Write(text + "\n"); }
   void Progress(uint64_t done, uint64_t total) override {
@@ -66,8 +70,12 @@ class ControlServer::Connection : public ControlReply,
   }
   static void OnRead(bufferevent* bev, void* arg) {
     auto* self = static_cast<Connection*>(arg);
-    if (self->started_ || self->finished_) return;
     evbuffer* in = bufferevent_get_input(bev);
+    if (self->started_ || self->finished_) {
+      // Read on to see the client go; what it sends is dropped.
+      evbuffer_drain(in, evbuffer_get_length(in));
+      return;
+    }
     size_t len = 0;
     char* line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
     if (!line) {
@@ -82,7 +90,7 @@ class ControlServer::Connection : public ControlReply,
   }
   void Run(std::string request) {
     started_ = true;
-    bufferevent_set_timeouts(bev_.get(), nullptr, nullptr);  // a command may take long
+    deadline_.Cancel();  // a command may take long
     std::string command = request, argument;
     size_t space = request.find(' ');
     if (space != std::string::npos) {
@@ -126,6 +134,7 @@ class ControlServer::Connection : public ControlReply,
 
   ControlServer* server_;
   BuffereventPtr bev_;
+  Timer deadline_;  // for the request line
   bool started_ = false;
   bool finished_ = false;
   bool closed_ = false;
@@ -202,6 +211,13 @@ void ControlServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*, int
     ::close(fd);
     return;
   }
+  if (self->connections_.size() >= kMaxControlConnections) {
+    static constexpr char kBusy[] = "error busy: too many control connections\n";
+    (void)::send(fd, kBusy, sizeof(kBusy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    NFSEDGE_LOG(kWarn) << "control: " << kMaxControlConnections
+                       << " connections open; refused another";
+    return;  // bev closes the descriptor
+  }
   auto conn = std::make_shared<Connection>(self, std::move(bev));
   self->connections_[conn.get()] = conn;
   conn->Start();
@@ -210,6 +226,12 @@ void ControlServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*, int
     NFSEDGE_LOG(kWarn) << "control: refused a client with uid " << peer.uid;
     conn->Finish(Status(StatusCode::kInvalidArgument, "permission denied"));
   }
+}
+
+size_t ControlServer::buffered_input() const {
+  size_t n = 0;
+  for (const auto& [c, conn] : connections_) n += conn->buffered_input();
+  return n;
 }
 
 // ---- client ----

@@ -10,7 +10,10 @@
 //
 // Protection: the socket file is created with `socket_mode` (0600 by
 // default) and owned by the daemon's user; in addition the peer's
-// credentials (SO_PEERCRED) must be root or the daemon's own uid.
+// credentials (SO_PEERCRED) must be root or the daemon's own uid. At most
+// kMaxControlConnections are open at once (more are told "error busy" and
+// closed); a request line must come within 30 s of the connect; what a
+// client sends after its request line is read and dropped.
 //
 // Thread-safety: ControlServer lives on the event loop's thread;
 // RunControlCommand is a blocking client for the command line.
@@ -30,6 +33,8 @@
 #include "rpc/status.h"
 
 namespace nfsedge {
+
+inline constexpr size_t kMaxControlConnections = 16;
 
 // The answer to one control request. Line() and Progress() may be called
 // any number of times, then Finish() once; calls after the client went
@@ -64,6 +69,8 @@ class ControlServer {
 
   const std::string& path() const { return path_; }
   uint64_t refused() const { return refused_; }
+  // Bytes read from clients and not yet taken, in all (for tests).
+  size_t buffered_input() const;
 
  private:
   class Connection;

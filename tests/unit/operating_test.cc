@@ -345,6 +345,63 @@ TEST(Control, AClientThatHalfClosesGetsItsAnswer) {
   EXPECT_EQ(seen[1], "status|now");
 }
 
+// Connects to the control socket at `path`; returns the descriptor.
+int ConnectControl(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  return fd;
+}
+
+// What a client sends after its request line is dropped, not kept for as
+// long as its command runs; and no more than kMaxControlConnections are
+// open at once.
+TEST(Control, ABusyOrTalkativeClientHoldsNoMemory) {
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-busy-" + std::to_string(getpid());
+  std::vector<std::shared_ptr<ControlReply>> pending;
+  auto server = std::make_unique<ControlServer>(
+      loop.base(), [&](const std::string&, const std::string&, std::shared_ptr<ControlReply> r) {
+        pending.push_back(std::move(r));  // never answered here
+      });
+  ASSERT_TRUE(server->Listen(path, 0600).ok());
+  loop.Start();
+  int talker = ConnectControl(path);
+  const std::string request = "flush\n";
+  ASSERT_EQ(send(talker, request.data(), request.size(), 0), 6);
+  const std::string chatter(1 << 20, 'x');
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(send(talker, chatter.data(), chatter.size(), 0),
+              static_cast<ssize_t>(chatter.size()));
+  }
+  size_t buffered = 1;
+  for (int i = 0; i < 500 && buffered != 0; ++i) {
+    loop.RunSync([&] { buffered = server->buffered_input(); });
+    if (buffered != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(buffered, 0u) << "the bytes after the request line are kept";
+  loop.RunSync([&] { EXPECT_EQ(pending.size(), 1u); });
+
+  std::vector<int> idle;
+  for (size_t i = 1; i < kMaxControlConnections; ++i) idle.push_back(ConnectControl(path));
+  int extra = ConnectControl(path);
+  std::string got;
+  char buf[256];
+  timeval tv{5, 0};
+  setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  for (ssize_t n; (n = recv(extra, buf, sizeof(buf), 0)) > 0;) got.append(buf, n);
+  EXPECT_EQ(got.rfind("error busy", 0), 0u) << got;
+  close(extra);
+  for (int fd : idle) close(fd);
+  close(talker);
+  loop.RunSync([&] {
+    pending.clear();
+    server.reset();
+  });
+}
+
 // Each client connection is a descriptor: the daemon raises its soft
 // limit to the hard one (at start and at a reload).
 TEST(DescriptorLimit, TheSoftLimitIsRaisedToTheHardOne) {
