@@ -123,53 +123,6 @@ NfsService::NfsService(const ExportTable& exports, HandleRegistry& handles, RpcC
   });
 }
 
-nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
-                           const Export** exp) {
-  std::vector<const nfs_fh3*> fhs;
-  p.arg_handles(args, &fhs);
-  *exp = nullptr;
-  if (fhs.empty()) return NFS3ERR_BADHANDLE;
-  // The exports every handle of the call was handed out for.
-  uint64_t common = ~uint64_t{0};
-  for (const nfs_fh3* fh : fhs) {
-    if (fh->data.data_len == 0) return NFS3ERR_BADHANDLE;
-    std::optional<ExportSet> set = handles_.FindAll(HandleBytes(*fh));
-    if (!set) return NFS3ERR_STALE;
-    common &= set->exports;
-    // ".." of an export's root leads out of that export: not through it.
-    if (p.proc == NFSPROC3_LOOKUP) {
-      const char* name = static_cast<const LOOKUP3args*>(args)->what.name;
-      if (name != nullptr && std::string_view(name) == "..") common &= ~set->roots;
-    }
-  }
-  if (common == 0) {
-    if (p.proc == NFSPROC3_LOOKUP) {
-      NFSEDGE_LOG(kInfo) << "NFS3 LOOKUP \"..\" of an export's root from "
-                         << call.peer().ToString() << " refused: it leaves the export";
-      return NFS3ERR_ACCES;
-    }
-    return NFS3ERR_XDEV;
-  }
-  bool port_refused = false;
-  *exp = exports_.Choose(common, call.peer(), &port_refused);
-  if (!*exp) {
-    if (port_refused) {
-      NFSEDGE_LOG(kInfo) << "NFS3 " << p.name << " from " << call.peer().ToString()
-                         << " refused: source port not privileged (export is 'secure')";
-      return NFS3ERR_PERM;
-    }
-    return NFS3ERR_ACCES;
-  }
-  if (!(*exp)->AllowsTransport(call.tls())) {
-    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " from " << call.peer().ToString()
-                       << " refused: plaintext connection to export " << (*exp)->config().path
-                       << " (tls = \"required\")";
-    return NFS3ERR_ACCES;
-  }
-  if ((p.flags & kMutating) && (*exp)->read_only()) return NFS3ERR_ROFS;
-  return NFS3_OK;
-}
-
 void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   const NfsProc& p = *FindNfsProc(call->header().proc);
   NfsProcStats& st = stats_[p.proc];

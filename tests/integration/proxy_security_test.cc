@@ -6,8 +6,8 @@
 //   not serve get STALE and never reach the upstream (the proxy's upstream
 //   call counter does not move, and the upstream itself would have answered
 //   them); handles of two exports in one call (RENAME, LINK) get XDEV and
-//   never reach the upstream; nested exports: ".." of an export's root is
-//   not handed out.
+//   never reach the upstream, a nested export and the one around it
+//   included; nested exports: ".." of an export's root is not handed out.
 // - Credentials: all_squash, secure (privileged source port).
 // - DESIGN rule 6 on every cache path (LOOKUP, ACCESS, GETATTR, READ,
 //   READDIR, READLINK): after the owner has filled the caches, another user
@@ -302,6 +302,39 @@ TEST_F(SecurityTest, NestedExportsConfineHandles) {
   LookupResult up = inside->Lookup(sub.fh, "..");
   ASSERT_TRUE(up.ok()) << up.StatusString();
   EXPECT_EQ(up.fh, data_root);
+}
+
+// A RENAME or LINK between a nested export's tree and the tree around it
+// (handles of /data/sub, also handed out for /data, and handles of /data
+// alone) is across exports: XDEV, as a server answers, not the outer
+// export's rules for both (which would drop the inner one's: read-only,
+// squashing).
+TEST_F(SecurityTest, RenameAndLinkOutOfANestedExportAreXdev) {
+  ASSERT_TRUE(WriteFile(Disk(0) + "/outer-file", "outer").ok());
+  ASSERT_TRUE(WriteFile(Disk(0) + "/sub/inner-file", "inner").ok());
+  auto c = Proxy();  // 127.0.0.1: both exports
+  ASSERT_TRUE(c);
+  auto m = ConnectOrFail("127.0.0.1", bed_->proxy()->mount_port(), {}, "");
+  ASSERT_TRUE(m);
+  MntResult mounted = m->Mnt("/data/sub");
+  ASSERT_TRUE(mounted.ok());
+  const std::string data_root = ProxyRoot(*c, "/data");
+  LookupResult sub = c->Lookup(data_root, "sub");  // now of /data and /data/sub
+  ASSERT_TRUE(sub.ok()) << sub.StatusString();
+  ASSERT_EQ(sub.fh, mounted.fh);
+  LookupResult outer = c->Lookup(data_root, "outer-file");
+  ASSERT_TRUE(outer.ok());
+
+  const uint64_t before = UpstreamCalls();
+  EXPECT_EQ(c->Rename(sub.fh, "inner-file", data_root, "escaped").status, kNfs3ErrXdev);
+  EXPECT_EQ(c->Rename(data_root, "outer-file", sub.fh, "moved-in").status, kNfs3ErrXdev);
+  EXPECT_EQ(c->Link(outer.fh, sub.fh, "linked").status, kNfs3ErrXdev);
+  EXPECT_EQ(UpstreamCalls(), before) << "a call across the exports reached the upstream";
+  EXPECT_EQ(ReadFile(Disk(0) + "/sub/inner-file"), "inner");
+  EXPECT_NE(access((Disk(0) + "/escaped").c_str(), F_OK), 0);
+  EXPECT_NE(access((Disk(0) + "/sub/linked").c_str(), F_OK), 0);
+  // Within the nested export, both go.
+  EXPECT_TRUE(c->Rename(sub.fh, "inner-file", sub.fh, "renamed").ok());
 }
 
 // ---- Credentials ----

@@ -1,0 +1,69 @@
+// NfsService::Admit: which export's rules a call is under, and whether the
+// handles it carries let it through at all (docs/security.md).
+#include <optional>
+#include <vector>
+
+#include "proxy/nfs_service.h"
+#include "rpc/log.h"
+
+namespace nfsedge {
+
+nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCall& call,
+                           const Export** exp) {
+  std::vector<const nfs_fh3*> fhs;
+  p.arg_handles(args, &fhs);
+  *exp = nullptr;
+  if (fhs.empty()) return NFS3ERR_BADHANDLE;
+  // The exports every handle of the call was handed out for.
+  uint64_t common = ~uint64_t{0};
+  std::vector<uint64_t> each;
+  for (const nfs_fh3* fh : fhs) {
+    if (fh->data.data_len == 0) return NFS3ERR_BADHANDLE;
+    std::optional<ExportSet> set = handles_.FindAll(std::string_view(fh->data.data_val, fh->data.data_len));
+    if (!set) return NFS3ERR_STALE;
+    common &= set->exports;
+    each.push_back(set->exports);
+    // ".." of an export's root leads out of that export: not through it.
+    if (p.proc == NFSPROC3_LOOKUP) {
+      const char* name = static_cast<const LOOKUP3args*>(args)->what.name;
+      if (name != nullptr && std::string_view(name) == "..") common &= ~set->roots;
+    }
+  }
+  if (common == 0) {
+    if (p.proc == NFSPROC3_LOOKUP) {
+      NFSEDGE_LOG(kInfo) << "NFS3 LOOKUP \"..\" of an export's root from "
+                         << call.peer().ToString() << " refused: it leaves the export";
+      return NFS3ERR_ACCES;
+    }
+    return NFS3ERR_XDEV;
+  }
+  bool port_refused = false;
+  *exp = exports_.Choose(common, call.peer(), &port_refused);
+  if (!*exp) {
+    if (port_refused) {
+      NFSEDGE_LOG(kInfo) << "NFS3 " << p.name << " from " << call.peer().ToString()
+                         << " refused: source port not privileged (export is 'secure')";
+      return NFS3ERR_PERM;
+    }
+    return NFS3ERR_ACCES;
+  }
+  // A RENAME or LINK between a nested export and the one around it: each
+  // handle is under its own deepest export's rules, so one export for both
+  // would drop the inner one's (read-only, squashing). Across exports, as
+  // a server does.
+  for (uint64_t set : each) {
+    if (each.size() > 1 && exports_.Choose(set, call.peer(), &port_refused) != *exp) {
+      return NFS3ERR_XDEV;
+    }
+  }
+  if (!(*exp)->AllowsTransport(call.tls())) {
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " from " << call.peer().ToString()
+                       << " refused: plaintext connection to export " << (*exp)->config().path
+                       << " (tls = \"required\")";
+    return NFS3ERR_ACCES;
+  }
+  if ((p.flags & kMutating) && (*exp)->read_only()) return NFS3ERR_ROFS;
+  return NFS3_OK;
+}
+
+}  // namespace nfsedge
