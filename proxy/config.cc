@@ -237,13 +237,6 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     if ((c.cache.block_size & (c.cache.block_size - 1)) != 0) {
       r.Error("block_size", "must be a power of two");
     }
-    // A block is fetched in one READ, whose reply must fit a record.
-    const uint64_t max_transfer = (c.server.max_record_size - 4096) / 4096 * 4096;
-    if (c.cache.block_size > max_transfer) {
-      r.Error("block_size", "must not exceed " + std::to_string(max_transfer) +
-                                " bytes, what one READ carries within [server] max_record_size (" +
-                                std::to_string(c.server.max_record_size) + ")");
-    }
     r.String("disk_dir", &c.cache.disk_dir);
     if (!c.cache.disk_dir.empty() && c.cache.disk_dir[0] != '/') {
       r.Error("disk_dir", "must be an absolute path");

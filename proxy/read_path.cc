@@ -61,6 +61,11 @@ ReadPath::ReadPath(const Clock& clock, MetadataCache& meta, BlockCache& blocks, 
   uint32_t rs = options.read_size ? options.read_size : (1u << 20);
   rs = std::min(rs, options.max_transfer);
   read_size_ = std::max(block_size_, rs / block_size_ * block_size_);
+  if (block_size_ > options.max_transfer) {
+    NFSEDGE_LOG(kWarn) << "data cache: cache.block_size (" << block_size_
+                       << ") is more than one READ carries within server.max_record_size ("
+                       << options.max_transfer << " bytes): READs go upstream as they are";
+  }
 }
 
 void ReadPath::Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
@@ -311,6 +316,8 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   // short: nothing could be stored, and the client's READ would pay a
   // second round trip.
   if (server_rtmax_ != 0 && server_rtmax_ < block_size_) return false;
+  // Nor one whose reply would not fit the records the proxy takes.
+  if (block_size_ > options_.max_transfer) return false;
   READ3args a{};
   a.file = FhView(fh);
   a.offset = first * block_size_;

@@ -131,22 +131,6 @@ readahead_max_bytes = "3X"
   EXPECT_NE(m.find("t.toml:"), std::string::npos) << m;
 }
 
-// A block is fetched in one READ: its reply must fit the records the
-// proxy's upstream connections accept (server.max_record_size).
-TEST(Config, BlockSizeMustFitARecord) {
-  StatusOr<Config> c = ParseConfig(std::string(kMinimal) + R"(
-[server]
-max_record_size = 524288
-[cache]
-block_size = "1M"
-)",
-                                   "t.toml");
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("block_size: must not exceed 520192 bytes"),
-            std::string::npos)
-      << c.status().message();
-}
-
 TEST(Config, TheJournalHasADirectoryOfItsOwn) {
   const std::string base = std::string(kMinimal) +
                            "[server]\nhandle_store = \"/var/lib/nfsedge/handles\"\n"

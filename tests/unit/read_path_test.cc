@@ -187,6 +187,22 @@ TEST_F(ReadPathTest, ForwardedReplyIsLearned) {
   ExpectData(ReadNow(kBlock + 10, kBlock), kBlock + 10, kBlock);
   EXPECT_EQ(up_.calls.size(), 0u);
 }
+// A block larger than one READ carries within the records the proxy takes
+// (server.max_record_size) is never fetched: its reply would close the
+// upstream connection, and be sent again, until its deadline. READs go
+// upstream as they are.
+TEST_F(ReadPathTest, ABlockLargerThanARecordCarriesIsNotFetched) {
+  ReadPathOptions o;
+  o.readahead_max = 0;
+  o.max_transfer = kBlock / 2;
+  MakeReadPath(o);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const Outcome out = ReadNow(0, 1000);
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(out.replies, 0);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 0u);
+}
+
 // A configured cache.read_size is held to what the server reads at once
 // (FSINFO rtmax): larger, every fetch would come back short.
 TEST_F(ReadPathTest, AConfiguredReadSizeIsHeldToTheServersMaximum) {
