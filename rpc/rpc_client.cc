@@ -95,7 +95,10 @@ Duration RpcClient::TlsSetupTimeout() const {
 }
 
 Duration RpcClient::ConnectTimeout() const {
-  return std::min(options_.connect_timeout, TlsSetupTimeout());
+  // Not held to the call deadline: a reconnect from the old source port
+  // may wait for the kernel's SYN retransmission (1 s) while the server
+  // still holds the old connection.
+  return options_.connect_timeout;
 }
 
 void RpcClient::Start() {

@@ -58,7 +58,8 @@ struct ClientOptions {
   // path down, a full accept queue) is abandoned and tried again after the
   // back-off, so that a path that comes back is found within about
   // connect_timeout + reconnect_max rather than at the kernel's next SYN
-  // retransmission (up to a minute apart). At most the TLS setup time.
+  // retransmission (up to a minute apart). Not below a few seconds: a
+  // reconnect from the old source port may wait for a SYN retransmission.
   Duration connect_timeout = std::chrono::seconds(5);
   bool privileged_port = false;
   size_t max_record_size = 4 << 20;
