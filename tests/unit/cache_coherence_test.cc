@@ -10,10 +10,8 @@
 
 #include "cache/handle_registry.h"
 #include "proxy/exports.h"
+#include "incoming_call.h"
 #include "proxy/nfs_service.h"
-#include "rpc/rpc_message.h"
-#include "rpc/rpc_server.h"
-#include "rpc/sockaddr.h"
 #include "read_path_fixture.h"
 
 namespace nfsedge {
@@ -420,22 +418,8 @@ class ForwardedReadTest : public CoherenceTest {
     a.file = Fh(file_);
     a.offset = offset;
     a.count = count;
-    CallHeader h;
-    h.xid = next_xid_++;
-    h.prog = kNfsProgram;
-    h.vers = kNfsVersion;
-    h.proc = NFSPROC3_READ;
-    h.cred = user_;
-    const std::string record = EncodeCallHeader(h) + Xdr(Proc(xdr_READ3args), a);
-    ParsedCall parsed = ParseCall(record);
-    ASSERT_EQ(parsed.error, CallError::kNone);
-    auto call = std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
-                                               *ResolveAddress("127.0.0.1", 700));
-    call->AddReplyHook([results](std::string_view reply) {
-      StatusOr<ReplyHeader> rh = ParseReply(reply);
-      if (rh.ok()) *results = std::string(reply.substr(rh->results_offset));
-    });
-    nfs_.Handle(call);
+    nfs_.Handle(IncomingNfsCall(next_xid_++, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a),
+                                [results](std::string r) { *results = std::move(r); }));
   }
   // The index of the last upstream READ at `offset`, or -1.
   int UpstreamRead(uint64_t offset) const {

@@ -89,6 +89,24 @@ class SchedulerTest : public ::testing::Test {
                                         if (!r.ok()) errors_.push_back(name);
                                       });
   }
+  // One WRITE in flight at most, and room for it and one call more.
+  static SchedulerOptions CappedAtOneWrite(uint32_t background_share_percent) {
+    SchedulerOptions o = OneAtATime();
+    o.background_share_percent = background_share_percent;
+    o.max_writes_in_flight = 1;
+    o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
+    return o;
+  }
+  // `n` READs of `cls` from `machine`, each sent and answered while the
+  // WRITE the cap holds stays.
+  void ReadsWhileCapped(CallClass cls, const std::string& name, const std::string& machine,
+                        int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(Submit(cls, kRead, name, machine).ok());
+      clock_.Advance(std::chrono::milliseconds(10));
+      bulk_.Answer(bulk_.held.size() - 1);
+    }
+  }
   // Answers bulk calls one by one until none is held; returns the order in
   // which they were sent.
   std::vector<std::string> Drain() {
@@ -223,19 +241,10 @@ TEST_F(SchedulerTest, SmallClientCallsThatFitDoNotStarveALargerBackgroundCall) {
 // long as the READs went (here 16 MiB of them: 4 MiB of share at 20%, the
 // 40 background calls' 1.6 MB many times over).
 TEST_F(SchedulerTest, BackgroundHeldByTheWriteCapBanksABoundedShare) {
-  SchedulerOptions o = OneAtATime();
-  o.background_share_percent = 20;
-  o.max_writes_in_flight = 1;
-  // Room for the WRITE held and one call more.
-  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
-  Make(o);
+  Make(CappedAtOneWrite(20));
   ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w", "a").ok());  // takes the cap
   ASSERT_TRUE(Submit(CallClass::kBackground, kWrite, "flush", "b").ok());
-  for (int i = 0; i < 400; ++i) {
-    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
-    clock_.Advance(std::chrono::milliseconds(10));
-    bulk_.Answer(bulk_.held.size() - 1);  // the READ; the WRITE stays
-  }
+  ReadsWhileCapped(CallClass::kClientData, "d", "a", 400);
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d2", "a").ok());
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "b").ok());
   bulk_.sent.clear();
@@ -252,18 +261,10 @@ TEST_F(SchedulerTest, BackgroundHeldByTheWriteCapBanksABoundedShare) {
 // the cap lets it go, background (a write-behind flush a client COMMIT
 // waits for) does not owe client data for the time it was held.
 TEST_F(SchedulerTest, BackgroundDoesNotOweForTimeClientDataWasCapped) {
-  SchedulerOptions o = OneAtATime();
-  o.background_share_percent = 20;
-  o.max_writes_in_flight = 1;
-  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
-  Make(o);
+  Make(CappedAtOneWrite(20));
   ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w0", "a").ok());  // takes the cap
   ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w1", "a").ok());  // waits for it
-  for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "pre", "b").ok());
-    clock_.Advance(std::chrono::milliseconds(10));
-    bulk_.Answer(bulk_.held.size() - 1);  // the READ; the WRITE stays
-  }
+  ReadsWhileCapped(CallClass::kBackground, "pre", "b", 100);
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kBackground, kRead, "bg", "b").ok());
   for (int i = 0; i < 40; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "d", "a").ok());
   bulk_.sent.clear();
@@ -278,17 +279,10 @@ TEST_F(SchedulerTest, BackgroundDoesNotOweForTimeClientDataWasCapped) {
 // is not waiting to be sent: it banks no share over the clients whose calls
 // went meanwhile, and does not pass them all once it has a call to send.
 TEST_F(SchedulerTest, AClientHeldByTheWriteCapBanksNoShare) {
-  SchedulerOptions o = OneAtATime();
-  o.max_writes_in_flight = 1;
-  o.congestion.initial_window = o.congestion.min_window = o.congestion.max_window = 96 << 10;
-  Make(o);
+  Make(CappedAtOneWrite(0));
   ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w0", "a").ok());  // takes the cap
   ASSERT_TRUE(Submit(CallClass::kInteractive, kWrite, "w1", "a").ok());  // waits for it
-  for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "r", "b").ok());
-    clock_.Advance(std::chrono::milliseconds(10));
-    bulk_.Answer(bulk_.held.size() - 1);
-  }
+  ReadsWhileCapped(CallClass::kClientData, "r", "b", 100);
   ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b0", "b").ok());  // sent: the window is full
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "b", "b").ok());
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "a").ok());

@@ -19,6 +19,7 @@
 #include "rpc/rpc_message.h"
 #include "rpc/rpc_server.h"
 #include "rpc/sockaddr.h"
+#include "incoming_call.h"
 #include "write_path_fixture.h"
 #include "nfs_xdr_builders.h"
 
@@ -103,25 +104,10 @@ class WriteServiceTest : public ::testing::Test {
   // Hands a call to the program; returns its slot in results_ (empty until
   // the call is answered).
   size_t Send(uint32_t proc, const std::string& args) {
-    CallHeader h;
-    h.xid = next_xid_++;
-    h.prog = kNfsProgram;
-    h.vers = kNfsVersion;
-    h.proc = proc;
-    h.cred = cred_;
-    const std::string record = EncodeCallHeader(h) + args;
-    ParsedCall parsed = ParseCall(record);
-    EXPECT_EQ(parsed.error, CallError::kNone);
-    auto call = std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
-                                               *ResolveAddress("127.0.0.1", 700));
     const size_t slot = results_.size();
     results_.emplace_back();
-    call->AddReplyHook([this, slot](std::string_view reply) {
-      if (reply.empty()) return;  // destroyed unanswered
-      StatusOr<ReplyHeader> rh = ParseReply(reply);
-      EXPECT_TRUE(rh.ok() && rh->accept_stat == kSuccess);
-      if (rh.ok()) results_[slot] = std::string(reply.substr(rh->results_offset));
-    });
+    auto call = IncomingNfsCall(next_xid_++, proc, cred_, args,
+                                [this, slot](std::string results) { results_[slot] = results; });
     calls_.push_back(call);
     nfs_.Handle(call);
     return slot;
