@@ -485,9 +485,17 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
 void MetadataCache::LearnCreate(const diropargs3& where, const post_op_fh3* obj,
                                 const post_op_attr* obj_attr, const wcc_data& w,
                                 const ExportLifetimes& l) {
+  // The file the name led to before (an UNCHECKED CREATE that sets the size
+  // truncates it).
+  const std::string before = obj ? KnownChild(where) : std::string();
   NoteDirChange(Bytes(where.dir));
   Wcc(where.dir, w, l);
   if (!obj) return;  // failed: the wcc data said all there is to say
+  if (!obj_attr->attributes_follow) {
+    // Nothing says what became of it: what is known of it goes.
+    if (!before.empty()) attrs_.Invalidate(before);
+    if (obj->handle_follows) attrs_.Invalidate(Bytes(obj->post_op_fh3_u.handle));
+  }
   if (obj->handle_follows) {
     const nfs_fh3& child = obj->post_op_fh3_u.handle;
     PostOp(child, *obj_attr, l);

@@ -386,6 +386,36 @@ TEST_F(OvertakenNamesTest, AListingSentBeforeARenameIsNotStored) {
   EXPECT_FALSE(r && StatusOf(*r) == NFS3_OK);
 }
 
+// A CREATE over a file that is there (UNCHECKED, setting the size: it
+// truncates it) whose reply leaves out the file's attributes (optional in
+// RFC 1813; the proxy leaves them out itself while it holds unsent writes
+// of the file) does not leave the old size, and the blocks cached under it,
+// answered from cache.
+TEST_F(CoherenceTest, ACreateOverAFileWithoutItsAttributesForgetsTheOldOnes) {
+  const fattr3 d = DirAttr(kWall0 - 100);
+  const fattr3 f = FileAttr(5, kWall0 - 100);
+  MetaLookup(dir_, "f", d, &file_, &f);
+  ASSERT_TRUE(AnswerGetattr(exp_, file_));
+  for (const bool with_handle : {true, false}) {
+    MetaLookup(dir_, "f", d, &file_, &f);
+    CREATE3args args{};
+    args.where.dir = Fh(dir_);
+    args.where.name = const_cast<char*>("f");
+    args.how.mode = UNCHECKED;
+    args.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+    CREATE3res res{};
+    res.status = NFS3_OK;
+    res.CREATE3res_u.resok.obj.handle_follows = with_handle ? TRUE : FALSE;
+    res.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
+    res.CREATE3res_u.resok.dir_wcc = Wcc(d, d);
+    meta_.Learn(*FindNfsProc(NFSPROC3_CREATE), &args, Xdr(Proc(xdr_CREATE3res), res), exp_,
+                Key());
+    EXPECT_FALSE(AnswerGetattr(exp_, file_))
+        << "the size from before the truncation answered from cache"
+        << (with_handle ? "" : " (reply without the handle)");
+  }
+}
+
 // --- Data: a forwarded READ answered after a newer version was learned -------
 //
 // A server reads a READ's data, then takes its post-op attributes: another
