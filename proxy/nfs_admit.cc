@@ -19,7 +19,7 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
   std::vector<uint64_t> each;
   for (const nfs_fh3* fh : fhs) {
     if (fh->data.data_len == 0) return NFS3ERR_BADHANDLE;
-    std::optional<ExportSet> set = handles_.FindAll(std::string_view(fh->data.data_val, fh->data.data_len));
+    std::optional<ExportSet> set = handles_.FindAll(HandleBytes(*fh));
     if (!set) return NFS3ERR_STALE;
     common &= set->exports;
     each.push_back(set->exports);
@@ -51,9 +51,9 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
   // handle is under its own deepest export's rules, so one export for both
   // would drop the inner one's (read-only, squashing). Across exports, as
   // a server does.
-  for (uint64_t set : each) {
-    if (each.size() > 1 && exports_.Choose(set, call.peer(), &port_refused) != *exp) {
-      return NFS3ERR_XDEV;
+  if (each.size() > 1) {
+    for (uint64_t set : each) {
+      if (exports_.Choose(set, call.peer(), &port_refused) != *exp) return NFS3ERR_XDEV;
     }
   }
   if (!(*exp)->AllowsTransport(call.tls())) {

@@ -12,9 +12,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nfsedge {
+
+// The bytes of handle `fh` (viewed, not copied).
+inline std::string_view HandleBytes(const nfs_fh3& fh) {
+  return std::string_view(fh.data.data_val, fh.data.data_len);
+}
 
 inline constexpr uint32_t kNfsProgram = 100003;
 inline constexpr uint32_t kNfsVersion = 3;

@@ -11,10 +11,6 @@ namespace nfsedge {
 
 namespace {
 
-std::string_view HandleBytes(const nfs_fh3& fh) {
-  return std::string_view(fh.data.data_val, fh.data.data_len);
-}
-
 void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
   for (uint32_t* v : {&ok->rtmax, &ok->rtpref, &ok->wtmax, &ok->wtpref, &ok->dtpref}) {
     *v = std::min(*v, max);
