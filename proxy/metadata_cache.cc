@@ -213,14 +213,21 @@ Lifetime MetadataCache::LifetimeOf(std::string_view fh, const ExportLifetimes& l
 }
 
 void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {
-  if (!a.attributes_follow || fh.data.data_len == 0) return;
+  if (!a.attributes_follow || fh.data.data_len == 0 || AttrsOvertaken(Bytes(fh))) return;
   attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
 }
 
 bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w,
                                             const ExportLifetimes& l) {
+  if (!w.after.attributes_follow || AttrsOvertaken(fh)) {
+    // What the object became is not known (or not from this reply).
+    const bool own = attrs_.ApplyWcc(fh, wcc_data{w.before, {}}, Lifetime{}) ==
+                     WccResult::kOwnChange;
+    ForgetMutated(fh);
+    return own && w.after.attributes_follow == FALSE;
+  }
   std::optional<ChangeId> prev = attrs_.CachedChangeId(fh);
-  ftype3 type = w.after.attributes_follow ? w.after.post_op_attr_u.attributes.type : NF3REG;
+  ftype3 type = w.after.post_op_attr_u.attributes.type;
   WccResult r = attrs_.ApplyWcc(fh, w, LifetimeOf(fh, l, type));
   if (r == WccResult::kOwnChange) return true;
   // No "before" (common on failures): unchanged iff "after" is what we had.
@@ -241,9 +248,29 @@ bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent
   return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= changed.at;
 }
 
+void MetadataCache::ForgetMutated(std::string_view fh) {
+  attrs_.Invalidate(fh);
+  attr_changes_.Note(fh);
+}
+
+bool MetadataCache::AttrsOvertaken(std::string_view fh) {
+  const ChangeMarks::Mark changed = attr_changes_.Last(fh);
+  if (changed.seq == 0) return false;
+  const bool overtaken =
+      learning_.transmissions > 1 ||
+      (learning_.at != std::chrono::steady_clock::time_point{} && learning_.at <= changed.at);
+  if (overtaken) attrs_overtaken_++;
+  return overtaken;
+}
+
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
                           const Export& exp, const CredKey& cred, SentCall sent) {
   if (p.proc == NFSPROC3_NULL) return;
+  learning_ = sent;
+  struct Done {
+    SentCall* learning;
+    ~Done() { *learning = SentCall{}; }
+  } done{&learning_};
   std::string_view named;  // the directory whose names or listing the reply tells
   if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);
   if (p.proc == NFSPROC3_READDIR) named = Bytes(static_cast<const READDIR3args*>(args)->dir);
@@ -283,7 +310,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (!ok) return;
       const fattr3& a = static_cast<const GETATTR3res*>(res)->GETATTR3res_u.resok.obj_attributes;
       const std::string_view fh = Bytes(static_cast<const GETATTR3args*>(args)->object);
-      attrs_.Put(fh, a, LifetimeOf(fh, l, a.type));
+      if (!AttrsOvertaken(fh)) attrs_.Put(fh, a, LifetimeOf(fh, l, a.type));
       return;
     }
     case NFSPROC3_SETATTR: {
@@ -321,7 +348,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const post_op_attr& attr =
           ok ? r->ACCESS3res_u.resok.obj_attributes : r->ACCESS3res_u.resfail.obj_attributes;
       PostOp(a->object, attr, l);
-      if (ok && attr.attributes_follow) {
+      if (ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object))) {
         const fattr3& f = attr.post_op_attr_u.attributes;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
                     LifetimeOf(Bytes(a->object), l, f.type));
@@ -412,7 +439,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       PostOp(a->file, fa, l);
       // A new link changed the file's link count and ctime: without its
       // attributes in the reply, the ones cached are out of date.
-      if (ok && !fa.attributes_follow) attrs_.Invalidate(Bytes(a->file));
+      if (ok && !fa.attributes_follow) ForgetMutated(Bytes(a->file));
       const wcc_data& w = ok ? r->LINK3res_u.resok.linkdir_wcc : r->LINK3res_u.resfail.linkdir_wcc;
       NoteDirChange(Bytes(a->link.dir));
       Wcc(a->link.dir, w, l);
@@ -493,8 +520,8 @@ void MetadataCache::LearnCreate(const diropargs3& where, const post_op_fh3* obj,
   if (!obj) return;  // failed: the wcc data said all there is to say
   if (!obj_attr->attributes_follow) {
     // Nothing says what became of it: what is known of it goes.
-    if (!before.empty()) attrs_.Invalidate(before);
-    if (obj->handle_follows) attrs_.Invalidate(Bytes(obj->post_op_fh3_u.handle));
+    if (!before.empty()) ForgetMutated(before);
+    if (obj->handle_follows) ForgetMutated(Bytes(obj->post_op_fh3_u.handle));
   }
   if (obj->handle_follows) {
     const nfs_fh3& child = obj->post_op_fh3_u.handle;
@@ -540,7 +567,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   if (dir_wcc != nullptr && dir_wcc->after.attributes_follow) {
     attrs_.InvalidateBefore(child, NfsTime::From(dir_wcc->after.post_op_attr_u.attributes.ctime));
   } else {
-    attrs_.Invalidate(child);
+    ForgetMutated(child);
   }
   // If it was a directory, its names and listing went too (a listing's ".."
   // names the parent it had).

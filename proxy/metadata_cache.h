@@ -51,6 +51,7 @@
 #include "proxy/exports.h"
 #include "proxy/nfs_procs.h"
 #include "proxy/outage.h"
+#include "rpc/rpc_caller.h"
 
 namespace nfsedge {
 
@@ -61,6 +62,8 @@ struct SentCall {
   std::chrono::steady_clock::time_point at{};
   uint32_t transmissions = 0;
 };
+// The SentCall of an upstream reply.
+inline SentCall SentOf(const RpcReply& r) { return SentCall{r.sent_at, r.transmissions}; }
 
 class MetadataCache {
  public:
@@ -109,12 +112,18 @@ class MetadataCache {
   // REMOVE, RENAME, LINK, ... answered since), or that was sent more than
   // once after one, teaches nothing: the server may have answered it before
   // the change, and within one server clock tick the directory's
-  // attributes would not tell (counter names_overtaken).
+  // attributes would not tell (counter names_overtaken). Likewise the
+  // attributes of an object in a reply to a call that left before a
+  // mutation of it whose reply left them out (counter attrs_overtaken).
   void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
              const CredKey& cred, SentCall sent = {});
   // Replies of LOOKUP and listings not learned: overtaken by a change of
   // their directory through the proxy.
   uint64_t names_overtaken() const { return names_overtaken_; }
+  // Attributes in replies not learned: their call left before a mutation
+  // through the proxy whose reply did not return the object's attributes
+  // (or was itself such a reply).
+  uint64_t attrs_overtaken() const { return attrs_overtaken_; }
 
   // Returns true iff the caches prove that `cred` may search directory
   // `dir` (fresh attributes and an ACCESS result granting LOOKUP).
@@ -256,6 +265,14 @@ class MetadataCache {
   // Whether a reply about `dir` to a call `sent` may predate a change of
   // `dir` marked by NoteDirChange.
   bool OvertakenByChange(std::string_view dir, const SentCall& sent) const;
+  // Drops the attributes of `fh` after a mutation whose reply did not say
+  // what they became, and marks the moment: a reply to a call that left
+  // before it may carry the attributes from before the mutation (the
+  // server answered it first), with nothing to order them by.
+  void ForgetMutated(std::string_view fh);
+  // Whether the reply being learned (learning_) may predate a mutation of
+  // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
+  bool AttrsOvertaken(std::string_view fh);
 
   AttrCache attrs_;
   AccessCache access_;
@@ -268,7 +285,13 @@ class MetadataCache {
   std::array<uint64_t, kNfsProcCount> stale_answers_{};
   // Directory -> when it last changed through the proxy (bounded).
   ChangeMarks dir_changes_{4096};
+  // Object -> when a mutation through the proxy last left its attributes
+  // unknown (ForgetMutated; bounded).
+  ChangeMarks attr_changes_{4096};
+  // The call whose reply Learn() is learning from.
+  SentCall learning_{};
   uint64_t names_overtaken_ = 0;
+  uint64_t attrs_overtaken_ = 0;
   LifetimeLimit limit_;
 };
 

@@ -378,7 +378,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
           ACCESS3args a{};
           a.object = FhView(handle);
           a.access = kAllAccessBits;
-          cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key);
+          cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key, SentOf(*r));
         }
         // Answered from what was just learned, or sent on as usual.
         for (Waiter& w : waiters) Serve(*w.proc, w.call, w.args, *w.exp, w.cred);
@@ -544,7 +544,7 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   const bool per_credential = p.proc == NFSPROC3_ACCESS;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
-                  SentCall{reply->sent_at, reply->transmissions});
+                  SentOf(*reply));
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),

@@ -197,7 +197,7 @@ void ReadPath::Revalidate(const OpPtr& op) {
         if (Succeeded(r)) {
           GETATTR3args args{};
           args.object = FhView(fh);
-          meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, r->results(), *exp, key);
+          meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, r->results(), *exp, key, SentOf(*r));
           XdrValue<GETATTR3res> res(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
           if (res.Decode(r->results()) && res->status == NFS3_OK) {
             validated = res->GETATTR3res_u.resok.obj_attributes;
@@ -376,7 +376,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
     // An error's post-op attributes (or a STALE file) teach the caches too,
     // as a forwarded READ's do.
     if (decoded && res->status != NFS3ERR_JUKEBOX) {
-      meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred));
+      meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred), SentOf(*reply));
     }
     if (decoded && res->status == NFS3_OK) {
       const READ3resok& ok = res->READ3res_u.resok;

@@ -93,7 +93,8 @@ bool Refresher::SendGetattr(const std::string& handle, const Export& exp) {
         GETATTR3args a{};
         a.object.data.data_val = copy.data();
         a.object.data.data_len = static_cast<u_int>(copy.size());
-        cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &a, r->results(), *e, CredKey::AuthNone());
+        cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &a, r->results(), *e, CredKey::AuthNone(),
+                     SentOf(*r));
       });
   if (!s.ok()) return false;
   in_flight_++;
@@ -131,7 +132,7 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
         if (!Succeeded(r)) return;
         READDIRPLUS3args a = make_args(copy);
         cache_.Learn(*FindNfsProc(NFSPROC3_READDIRPLUS), &a, r->results(), *e,
-                     CredKey::AuthNone(), SentCall{r->sent_at, r->transmissions});
+                     CredKey::AuthNone(), SentOf(*r));
         XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
         if (!res.Decode(r->results()) || res->status != NFS3_OK) return;
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;

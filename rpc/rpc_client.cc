@@ -112,19 +112,31 @@ int RpcClient::connections_up() const {
   return n;
 }
 
-int RpcClient::MakeSocket(Conn& c) {
-  int family = options_.server.family();
-  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+void RpcClient::OwnedFd::reset(int fd) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+}
+
+int RpcClient::NewSocket() const {
+  int fd = socket(options_.server.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   // Every connection's socket may share its port (SO_REUSEADDR), so that
   // the next connection can bind it again while this one's remains (its
   // TIME_WAIT, or a close not yet finished) are in the kernel.
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  return fd;
+}
+
+int RpcClient::MakeSocket(Conn& c) {
+  if (c.local_port != 0 && c.held.valid()) return c.held.release();
+  int family = options_.server.family();
+  int fd = NewSocket();
+  if (fd < 0) return -1;
   if (c.local_port != 0) {
     if (BindPort(fd, family, c.local_port)) return fd;
-    // The old connection's socket may not be gone yet: this counts as a
-    // failed connect from that port, tried again after the backoff.
+    // Taken by another socket meanwhile: this counts as a failed connect
+    // from that port, tried again after the backoff.
     NFSEDGE_LOG(kDebug) << options_.name << ": cannot reuse source port " << c.local_port
                         << " yet (" << std::strerror(errno) << ")";
     close(fd);
@@ -292,6 +304,18 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
   if (!was_up && c.local_port != 0 && ++c.port_failures >= kSourcePortAttempts) {
     NFSEDGE_LOG(kDebug) << options_.name << ": giving up source port " << c.local_port;
     c.local_port = 0;
+  }
+  // The port is bound anew before the old socket goes (both share it:
+  // SO_REUSEADDR), so that it is still this client's at the reconnect.
+  if (c.local_port == 0 || shut_down_) {
+    c.held.reset();
+  } else if (!c.held.valid()) {
+    const int fd = NewSocket();
+    if (fd >= 0 && BindPort(fd, options_.server.family(), c.local_port)) {
+      c.held.reset(fd);
+    } else if (fd >= 0) {
+      close(fd);
+    }
   }
   c.state = Conn::State::kDown;
   c.setup->Cancel();
@@ -654,6 +678,7 @@ void RpcClient::Shutdown(const Status& why) {
     c.retry->Cancel();
     c.setup->Cancel();
     c.bev.reset();
+    c.held.reset();
     c.state = Conn::State::kDown;
   }
   auto pending = std::move(pending_);

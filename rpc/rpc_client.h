@@ -179,6 +179,21 @@ class RpcClient : public RpcCaller {
     std::string bytes;
     size_t written = 0;
   };
+  // Closes the socket it owns when it goes.
+  class OwnedFd {
+   public:
+    OwnedFd() = default;
+    OwnedFd(const OwnedFd&) = delete;
+    OwnedFd& operator=(const OwnedFd&) = delete;
+    ~OwnedFd() { reset(); }
+    void reset(int fd = -1);
+    // Gives up ownership; returns the socket (-1 if none).
+    int release() { return std::exchange(fd_, -1); }
+    bool valid() const { return fd_ >= 0; }
+
+   private:
+    int fd_ = -1;
+  };
   struct Conn {
     // With TLS: kConnecting -> kProbing (AUTH_TLS probe sent) ->
     // kHandshaking -> kUp.
@@ -194,6 +209,12 @@ class RpcClient : public RpcCaller {
     size_t outstanding = 0;
     uint16_t local_port = 0;  // source port of the last good connection
     int port_failures = 0;    // failed connects from local_port since it was up
+    // A socket bound to local_port from the moment the connection was lost
+    // (or a connect from it failed) until the next connect uses it: the
+    // port cannot be taken meanwhile by another program's connect (which
+    // would leave the resent calls to come from another port, unknown to
+    // the server's duplicate request cache).
+    OwnedFd held;
     uint32_t probe_xid = 0;
     // Calls that are not repeatable, lost with this connection: sent again
     // on it, first, once it is back.
@@ -230,9 +251,13 @@ class RpcClient : public RpcCaller {
   void WriteCall(int i, uint32_t xid, Pending& p);
   void PaceOut();
   void RetransmitOverdue(SteadyClock::time_point now);
+  // A TCP socket of the server's family, non-blocking, SO_REUSEADDR; -1 on
+  // failure.
+  int NewSocket() const;
   // Returns a non-blocking socket (SO_REUSEADDR) bound as the options and
-  // `c` say, -1 to let libevent make one (no socket could be made), or
-  // kPortBusy when `c`'s old source port cannot be bound yet.
+  // `c` say (the held one, if `c` holds its port), -1 to let libevent make
+  // one (no socket could be made), or kPortBusy when `c`'s old source port
+  // cannot be bound yet.
   static constexpr int kPortBusy = -2;
   int MakeSocket(Conn& c);
 

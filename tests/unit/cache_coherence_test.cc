@@ -1,12 +1,14 @@
 // Cached data, attributes and names against what happened upstream
 // meanwhile: a disk read overtaken by a write, nested exports' lifetimes, a
 // RENAME within one server clock tick, the file a RENAME replaced, and a
-// forwarded READ answered after a newer version was learned.
+// forwarded READ answered after a newer version was learned; attributes
+// from a reply that left before a mutation which did not return them.
 
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "cache/handle_registry.h"
 #include "proxy/exports.h"
@@ -414,6 +416,94 @@ TEST_F(CoherenceTest, ACreateOverAFileWithoutItsAttributesForgetsTheOldOnes) {
         << "the size from before the truncation answered from cache"
         << (with_handle ? "" : " (reply without the handle)");
   }
+}
+
+// --- Attributes: a reply that left before a mutation without "after" ---------
+//
+// A mutation whose reply leaves out the object's new attributes (optional
+// in RFC 1813) drops what was known of it. A GETATTR, ACCESS or READ the
+// upstream answered before the mutation, whose reply comes after it, carries
+// the attributes from before, and nothing orders them against the change
+// (there is no entry left to compare with): they are not learned. A reply to
+// a call that left after the mutation's reply came is.
+class OvertakenAttributesTest : public OvertakenNamesTest {
+ protected:
+  // A successful SETATTR (size 0) of file_ whose reply has the "before"
+  // attributes only.
+  void MetaTruncate() {
+    SETATTR3args args{};
+    args.object = Fh(file_);
+    args.new_attributes.size.set_it = TRUE;
+    SETATTR3res res{};
+    res.status = NFS3_OK;
+    res.SETATTR3res_u.resok.obj_wcc = Wcc(f_, f_);
+    res.SETATTR3res_u.resok.obj_wcc.after.attributes_follow = FALSE;
+    meta_.Learn(*FindNfsProc(NFSPROC3_SETATTR), &args, Xdr(Proc(xdr_SETATTR3res), res), exp_,
+                Key());
+  }
+  void MetaGetattrSent(const fattr3& a, SentCall sent) {
+    GETATTR3args args{Fh(file_)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = a;
+    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), exp_,
+                Key(), sent);
+  }
+  // The size GETATTR of file_ is answered with from cache, or nullopt.
+  std::optional<uint64_t> CachedSize() {
+    std::optional<std::string> r = AnswerGetattr(exp_, file_);
+    if (!r) return std::nullopt;
+    XdrValue<GETATTR3res> res(Proc(xdr_GETATTR3res));
+    EXPECT_TRUE(res.Decode(*r));
+    return res->GETATTR3res_u.resok.obj_attributes.size;
+  }
+  static SentCall SentAfter() {
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+    return SentNow();
+  }
+};
+
+TEST_F(OvertakenAttributesTest, AGetattrSentBeforeTheMutationDoesNotBringTheOldSizeBack) {
+  ASSERT_EQ(CachedSize(), f_.size);
+  const SentCall before = SentNow();
+  MetaTruncate();
+  ASSERT_FALSE(CachedSize());
+  MetaGetattrSent(f_, before);  // answered before the SETATTR
+  EXPECT_FALSE(CachedSize()) << "the size from before the truncation answered from cache";
+  MetaGetattrSent(f_, SentNow(2));  // sent twice: may answer the first copy
+  EXPECT_FALSE(CachedSize());
+}
+
+TEST_F(OvertakenAttributesTest, AccessAndReadRepliesSentBeforeTheMutationAreNotLearned) {
+  const SentCall before = SentNow();
+  MetaTruncate();
+  ACCESS3args access{Fh(file_), 0x3f};
+  ACCESS3res granted{};
+  granted.status = NFS3_OK;
+  granted.ACCESS3res_u.resok.obj_attributes = PostOp(f_);
+  granted.ACCESS3res_u.resok.access = 0x3f;
+  meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &access, Xdr(Proc(xdr_ACCESS3res), granted), exp_,
+              Key(), before);
+  EXPECT_FALSE(CachedSize()) << "an ACCESS reply brought the old attributes back";
+  EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &access, exp_, Key()));
+  READ3args read{Fh(file_), 0, 5};
+  READ3res data{};
+  data.status = NFS3_OK;
+  data.READ3res_u.resok.file_attributes = PostOp(f_);
+  data.READ3res_u.resok.count = 0;
+  data.READ3res_u.resok.eof = TRUE;
+  meta_.Learn(*FindNfsProc(NFSPROC3_READ), &read, Xdr(Proc(xdr_READ3res), data), exp_, Key(),
+              before);
+  EXPECT_FALSE(CachedSize()) << "a READ reply brought the old attributes back";
+}
+
+TEST_F(OvertakenAttributesTest, AReplySentAfterTheMutationIsLearned) {
+  MetaTruncate();
+  fattr3 now = f_;
+  now.size = 0;
+  now.ctime.seconds = now.mtime.seconds = kWall0 + 1;
+  MetaGetattrSent(now, SentAfter());
+  EXPECT_EQ(CachedSize(), 0u);
 }
 
 // --- Data: a forwarded READ answered after a newer version was learned -------

@@ -4,6 +4,7 @@
 #include "rpc/rpc_client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -290,6 +291,40 @@ TEST_F(RpcClientTest, LostConnectionIsReopenedAndCallResentWithSameXid) {
     // Same source port, so the server's duplicate request cache knows it.
     EXPECT_EQ(handler_.seen_ports[0], handler_.seen_ports[1]);
     EXPECT_GE(client_->stats().resent, 1u);
+  });
+}
+
+// From the loss of a connection to its reconnect, its source port stays the
+// client's: another program's socket cannot take it meanwhile (the resent
+// calls would come from another port, unknown to the server's duplicate
+// request cache).
+TEST_F(RpcClientTest, LostConnectionHoldsItsSourcePortUntilTheReconnect) {
+  StartServer();
+  StartClient(ClientOptions{}, std::chrono::seconds(1), std::chrono::seconds(1));
+  loop_.Start();
+  Send("drop-once", 1);
+  bool lost = false;
+  uint16_t port = 0;
+  for (int i = 0; i < 200 && !lost; ++i) {
+    usleep(5000);
+    loop_.RunSync([&] {
+      lost = handler_.seen_ports.size() == 1 && client_->connections_up() == 0;
+      if (lost) port = handler_.seen_ports[0];
+    });
+  }
+  ASSERT_TRUE(lost);
+  const int other = socket(AF_INET, SOCK_STREAM, 0);  // no SO_REUSEADDR
+  ASSERT_GE(other, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  const int bound = bind(other, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  EXPECT_NE(bound, 0) << "another socket took port " << port << " before the reconnect";
+  close(other);
+  EXPECT_EQ(Wait(1), "drop-once");
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_ports.size(), 2u);
+    EXPECT_EQ(handler_.seen_ports[1], port);
   });
 }
 
