@@ -36,6 +36,7 @@ void ReadServer(const toml::table& t, const std::string& src, ServerConfig* s,
   r.Uint("max_connections", 1, 1000000, &s->max_connections);
   r.Uint("max_connections_per_client", 1, 1000000, &s->max_connections_per_client);
   r.Uint("max_calls_per_connection", 1, 65536, &s->max_calls_per_connection);
+  r.Bytes("max_held_call_bytes", 1 << 20, 1ull << 40, &s->max_held_call_bytes);
   r.Uint("idle_timeout_s", 0, 7 * 24 * 3600, &s->idle_timeout_s);
   r.Uint("drc_entries", 0, 1 << 20, &s->drc_entries);
   r.Uint("max_record_size", 8192, 64u << 20, &s->max_record_size);

@@ -32,6 +32,10 @@ struct ServerConfig {
   // Connections from one client address at most; more are refused.
   uint32_t max_connections_per_client = 64;
   uint32_t max_calls_per_connection = 128;
+  // Bytes of the call records the proxy holds (read, not yet answered),
+  // over all connections, at most: beyond, connections with a call in
+  // flight are not read until calls are answered.
+  uint64_t max_held_call_bytes = 512ull << 20;
   // A connection with no call in flight and no traffic for this long is
   // closed (seconds; 0 = never).
   uint32_t idle_timeout_s = 900;

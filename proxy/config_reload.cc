@@ -22,6 +22,7 @@ std::vector<ReloadKey> MakeReloadKeys() {
       NFSEDGE_KEY("server.max_connections", kLive, server.max_connections),
       NFSEDGE_KEY("server.max_connections_per_client", kLive, server.max_connections_per_client),
       NFSEDGE_KEY("server.max_calls_per_connection", kLive, server.max_calls_per_connection),
+      NFSEDGE_KEY("server.max_held_call_bytes", kLive, server.max_held_call_bytes),
       NFSEDGE_KEY("server.idle_timeout_s", kLive, server.idle_timeout_s),
       NFSEDGE_KEY("server.drc_entries", kRestart, server.drc_entries),
       NFSEDGE_KEY("server.max_record_size", kRestart, server.max_record_size),
@@ -169,6 +170,7 @@ ServerOptions ServerLimitsOf(const ServerConfig& s) {
   o.max_connections_per_client = s.max_connections_per_client;
   o.idle_timeout = std::chrono::seconds(s.idle_timeout_s);
   o.max_calls_per_connection = s.max_calls_per_connection;
+  o.max_held_call_bytes = static_cast<size_t>(s.max_held_call_bytes);
   o.max_record_size = s.max_record_size;
   return o;
 }

@@ -90,20 +90,25 @@ void Daemon::AddCollectors() {
     CountEach(w, "nfsedge_client_connection_events_total",
               "Client connections accepted, refused (max_connections), refused "
               "(max_connections_per_client), closed for a bad record, closed idle, accept() "
-              "paused (out of file descriptors or memory).",
+              "paused (out of file descriptors or memory), reading paused for "
+              "max_held_call_bytes.",
               {}, "event",
               {{"accepted", s.connections_accepted},
                {"refused", s.connections_refused},
                {"refused_per_client", s.connections_refused_per_client},
                {"bad_record", s.bad_records},
                {"idle_closed", s.idle_closed},
-               {"accept_paused", s.accept_paused}});
+               {"accept_paused", s.accept_paused},
+               {"held_bytes_wait", s.held_bytes_waits}});
     w.Counter("nfsedge_client_auth_errors_total", "Calls refused for their credential.", {},
               static_cast<double>(s.auth_errors));
     w.Gauge("nfsedge_client_connections", "Client connections open.", {},
             static_cast<double>(server_->connection_count()));
     w.Gauge("nfsedge_client_calls_in_flight", "Client calls received and not yet answered.", {},
             static_cast<double>(server_->calls_in_flight()));
+    w.Gauge("nfsedge_client_held_call_bytes",
+            "Bytes of the client calls read and not yet answered (server.max_held_call_bytes).",
+            {}, static_cast<double>(server_->held_call_bytes()));
     const DispatchStats& d = dispatcher_->stats();
     CountEach(w, "nfsedge_client_rpc_errors_total",
               "Calls for a program, version or procedure the proxy does not serve.", {}, "error",

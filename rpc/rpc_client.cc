@@ -280,10 +280,8 @@ void RpcClient::StartHandshake(int i) {
   // The filter takes over the TCP bufferevent (and frees it, and the SSL).
   bufferevent* tcp = c.bev.get();
   bufferevent_setcb(tcp, nullptr, nullptr, nullptr, nullptr);
-  bufferevent* tls = bufferevent_openssl_filter_new(base_, tcp, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                                    BEV_OPT_CLOSE_ON_FREE);
+  bufferevent* tls = NewTlsFilter(base_, tcp, ssl, BUFFEREVENT_SSL_CONNECTING);
   if (tls == nullptr) {
-    SSL_free(ssl);
     TlsFailed(i, "cannot set up the TLS filter");
     return;
   }

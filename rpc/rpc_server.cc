@@ -27,9 +27,21 @@ IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string rec
       args_offset_(parsed.args_offset),
       header_(parsed.header),
       peer_(peer),
-      received_(SteadyClock::now()) {}
+      received_(SteadyClock::now()) {
+  if (client_ != nullptr) {
+    held_bytes_ = record_.size();
+    client_->all->held_bytes += held_bytes_;
+  }
+}
 
-IncomingCall::~IncomingCall() { Release(); }
+IncomingCall::~IncomingCall() {
+  Release();
+  if (held_bytes_ == 0) return;
+  OrphanedCalls& all = *client_->all;
+  const bool over = all.held_bytes >= all.max_held_bytes;
+  all.held_bytes -= std::min(all.held_bytes, held_bytes_);
+  if (over && all.held_bytes < all.max_held_bytes) WakeWaiting(all);
+}
 
 void IncomingCall::Release() {
   if (replied_) return;
@@ -117,7 +129,7 @@ void ServerConnection::OnWrite(bufferevent*, void* arg) {
 bool ServerConnection::Backlogged() const {
   const ServerOptions& opts = server_->options_;
   return server_->reading_stopped_ || in_flight_ >= opts.max_calls_per_connection ||
-         HeldByOrphans() ||
+         HeldByOrphans() || OverHeldBytes() ||
          evbuffer_get_length(bufferevent_get_output(bev_.get())) > opts.max_record_size;
 }
 
@@ -125,6 +137,11 @@ bool ServerConnection::HeldByOrphans() const {
   const ServerOptions& opts = server_->options_;
   return client_->orphaned >= opts.max_connections_per_client * opts.max_calls_per_connection ||
          client_->all->total >= opts.max_connections * opts.max_calls_per_connection;
+}
+
+bool ServerConnection::OverHeldBytes() const {
+  const OrphanedCalls& all = *client_->all;
+  return in_flight_ > 0 && all.held_bytes >= all.max_held_bytes;
 }
 
 void ServerConnection::WaitForOrphans() {
@@ -252,7 +269,8 @@ void ServerConnection::Pause() {
   if (!closed_ && !paused_ && Backlogged()) {
     paused_ = true;
     bufferevent_disable(bev_.get(), EV_READ);
-    if (HeldByOrphans()) WaitForOrphans();
+    if (OverHeldBytes()) server_->stats_.held_bytes_waits++;
+    if (HeldByOrphans() || OverHeldBytes()) WaitForOrphans();
   }
 }
 
@@ -261,12 +279,9 @@ void ServerConnection::StartTls(uint32_t xid) {
   bufferevent_write(bev_.get(), reply.data(), reply.size());
   SSL* ssl = SSL_new(server_->options_.tls.get());
   bufferevent* tcp = bev_.get();
-  bufferevent* tls = ssl == nullptr ? nullptr
-                                    : bufferevent_openssl_filter_new(server_->base_, tcp, ssl,
-                                                                     BUFFEREVENT_SSL_ACCEPTING,
-                                                                     BEV_OPT_CLOSE_ON_FREE);
+  bufferevent* tls =
+      ssl == nullptr ? nullptr : NewTlsFilter(server_->base_, tcp, ssl, BUFFEREVENT_SSL_ACCEPTING);
   if (tls == nullptr) {
-    if (ssl != nullptr) SSL_free(ssl);
     NFSEDGE_LOG(kWarn) << "client " << peer_.ToString()
                        << ": cannot start TLS: " << TlsErrorText();
     Close();
@@ -285,7 +300,7 @@ void ServerConnection::StartTls(uint32_t xid) {
 }
 
 void ServerConnection::MaybeResume() {
-  if (paused_ && !closed_ && HeldByOrphans()) WaitForOrphans();
+  if (paused_ && !closed_ && (HeldByOrphans() || OverHeldBytes())) WaitForOrphans();
   if (paused_ && !closed_ && !Backlogged()) {
     paused_ = false;
     bufferevent_enable(bev_.get(), EV_READ);
@@ -330,7 +345,9 @@ void ServerConnection::Close() {
 // ---- RpcServer ----
 
 RpcServer::RpcServer(event_base* base, ServerOptions options, CallHandler* handler)
-    : base_(base), options_(options), handler_(handler) {}
+    : base_(base), options_(options), handler_(handler) {
+  orphaned_->max_held_bytes = options_.max_held_call_bytes;
+}
 
 RpcServer::~RpcServer() {
   StopListening();
@@ -366,6 +383,8 @@ void RpcServer::SetLimits(const ServerOptions& limits) {
   options_.max_connections = limits.max_connections;
   options_.max_connections_per_client = limits.max_connections_per_client;
   options_.max_calls_per_connection = limits.max_calls_per_connection;
+  options_.max_held_call_bytes = limits.max_held_call_bytes;
+  orphaned_->max_held_bytes = limits.max_held_call_bytes;
   options_.idle_timeout = limits.idle_timeout;
   for (auto& [ptr, conn] : connections_) conn->IdleTimeoutChanged();
   WakeWaiting(*orphaned_);  // held connections look again under the new limits

@@ -7,7 +7,8 @@
 // At `max_calls_per_connection` calls in flight, or with more than
 // `max_record_size` bytes of replies the client has not taken, the
 // connection stops being read until replies go out (back-pressure, DESIGN
-// rule 8). An oversized or
+// rule 8); likewise, with a call in flight, while the records of the calls
+// held over all connections add up to `max_held_call_bytes`. An oversized or
 // malformed record closes that connection only. Limits against abuse: at
 // most `max_connections` connections in all and `max_connections_per_client`
 // from one client address (more are closed at accept, with a log line), and
@@ -19,6 +20,7 @@
 #define NFSEDGE_RPC_RPC_SERVER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,10 +44,14 @@ class ServerConnection;
 // that was never answered frees its slot without a reply (the client will
 // retransmit).
 // Calls of closed connections not answered yet (orphaned: the proxy still
-// works on them, and holds their records), in all, with the connections
-// that wait for them to be fewer (ServerConnection::HeldByOrphans).
+// works on them, and holds their records), in all, and the bytes of the
+// records of every call held (ServerOptions::max_held_call_bytes), with the
+// connections that wait for either to be fewer (ServerConnection::
+// HeldByOrphans, OverHeldBytes).
 struct OrphanedCalls {
   size_t total = 0;
+  size_t held_bytes = 0;
+  size_t max_held_bytes = SIZE_MAX;
   std::vector<std::weak_ptr<ServerConnection>> waiting;
 };
 
@@ -109,6 +115,7 @@ class IncomingCall {
   std::weak_ptr<ServerConnection> conn_;
   std::shared_ptr<ClientCalls> client_;
   std::string record_;
+  size_t held_bytes_ = 0;  // counted in client_->all->held_bytes
   size_t args_offset_;
   CallHeader header_;
   SockAddr peer_;
@@ -140,6 +147,11 @@ struct ServerOptions {
   // times this; in all: max_connections times this): beyond, the client's
   // (or every) connection is not read until one is answered.
   size_t max_calls_per_connection = 128;
+  // Bytes of the call records held (received, not yet answered or dropped)
+  // over all connections at most: beyond, a connection that has a call in
+  // flight is not read until calls are answered (one with none may still
+  // bring one, so that no client is shut out by others).
+  size_t max_held_call_bytes = SIZE_MAX;
   size_t max_record_size = 1114112;
   // A connection with no call in flight that neither sent nor received a
   // byte for this long is closed; zero = never.
@@ -162,6 +174,7 @@ struct ServerStats {
   uint64_t auth_errors = 0;
   uint64_t tls_upgrades = 0;  // STARTTLS answered
   uint64_t tls_failures = 0;  // handshakes that failed
+  uint64_t held_bytes_waits = 0;  // connections paused for max_held_call_bytes
 };
 
 class RpcServer {
@@ -181,8 +194,8 @@ class RpcServer {
   void StopReading();
   // Replaces the limits (config reload) with those of `limits`:
   // max_connections and max_connections_per_client (for connections
-  // accepted from now on), max_calls_per_connection (at each connection's
-  // next read) and idle_timeout (new connections; open ones at their next
+  // accepted from now on), max_calls_per_connection and
+  // max_held_call_bytes (at each connection's next read) and idle_timeout (new connections; open ones at their next
   // idle check; zero: never closed). Other fields of `limits` are ignored.
   void SetLimits(const ServerOptions& limits);
   // Closes every connection now.
@@ -191,6 +204,8 @@ class RpcServer {
   size_t connection_count() const { return connections_.size(); }
   // Calls received and not yet answered, over all connections.
   size_t calls_in_flight() const;
+  // Bytes of the call records held now (max_held_call_bytes).
+  size_t held_call_bytes() const { return orphaned_->held_bytes; }
   const ServerStats& stats() const { return stats_; }
 
  private:

@@ -46,10 +46,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void StartTls(uint32_t xid);
   // Returns true iff the connection must not be read now: it has
   // max_calls_per_connection calls in flight, its client as many orphaned
-  // calls (HeldByOrphans), or more than max_record_size bytes of replies
+  // calls (HeldByOrphans), the server max_held_call_bytes with one of its
+  // calls among them (OverHeldBytes), or more than max_record_size bytes of replies
   // the client has not taken yet.
   bool Backlogged() const;
   bool HeldByOrphans() const;
+  // Whether it has a call in flight while the server holds
+  // max_held_call_bytes of call records or more.
+  bool OverHeldBytes() const;
   // Asks to be resumed when one of its client's orphaned calls is answered.
   void WaitForOrphans();
   // Notes traffic on the connection (it is not idle).

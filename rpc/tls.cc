@@ -190,6 +190,17 @@ bool AlpnAcceptable(const SSL* ssl) {
                       std::memcmp(proto, kAlpnSunrpc + 1, len) == 0);
 }
 
+bufferevent* NewTlsFilter(event_base* base, bufferevent* underlying, SSL* ssl,
+                          bufferevent_ssl_state state) {
+  // Some releases free `ssl` when the filter cannot be made, some do not:
+  // a reference of our own, dropped below, makes either free it once.
+  SSL_up_ref(ssl);
+  bufferevent* tls =
+      bufferevent_openssl_filter_new(base, underlying, ssl, state, BEV_OPT_CLOSE_ON_FREE);
+  SSL_free(ssl);
+  return tls;
+}
+
 SSL* NewClientSsl(SSL_CTX* ctx, const std::string& server_name) {
   SSL* ssl = SSL_new(ctx);
   if (ssl == nullptr || server_name.empty()) return ssl;

@@ -12,6 +12,7 @@
 #define NFSEDGE_RPC_TLS_H_
 
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 
 #include <cstdint>
@@ -77,6 +78,13 @@ bool AlpnAcceptable(const SSL* ssl);
 // `server_name` (DNS name or IP address) and sends it as SNI when it is a
 // DNS name; nullptr on allocation failure.
 SSL* NewClientSsl(SSL_CTX* ctx, const std::string& server_name);
+// Puts a TLS filter with `ssl` over `underlying` (BEV_OPT_CLOSE_ON_FREE: the
+// filter frees both when it goes). Returns null if it cannot be made (out
+// of memory), `underlying` still the caller's: `ssl` is then never freed
+// twice, whether the libevent 2.1 release frees it on that path or not (if
+// not, it is left, not freed).
+bufferevent* NewTlsFilter(event_base* base, bufferevent* underlying, SSL* ssl,
+                          bufferevent_ssl_state state);
 
 // Returns OpenSSL's queued errors as text (and clears the queue); `ssl`, if
 // given, adds its certificate verification result when that failed.

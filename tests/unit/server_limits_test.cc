@@ -1,7 +1,7 @@
 // The RPC server's limits against abuse (docs/security.md) over real
 // loopback sockets: connections per address and in all, idle connections
 // (a record that never completes is not activity; a timeout set by a
-// reload), and shutdown's end of reading.
+// reload), the bytes of the calls held, and shutdown's end of reading.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -242,6 +242,47 @@ TEST_F(ServerLimitsTest, AfterStopReadingNoNewCallIsRun) {
   EXPECT_EQ(ParseReply(*r)->xid, 1u) << "the call read before is answered";
   EXPECT_FALSE(c.ReadRecord(std::chrono::milliseconds(300)));
   EXPECT_EQ(Held(), 1u);
+}
+
+// The bytes of the calls held are bounded over all connections: past
+// max_held_call_bytes, a connection with a call in flight is not read until
+// calls are answered; a connection with none still brings one.
+TEST_F(ServerLimitsTest, HeldCallBytesAreBoundedOverAllConnections) {
+  ServerOptions so;
+  so.max_held_call_bytes = 300000;
+  StartServer(so);
+  const std::string big(100000, 'x');  // three records reach the bound
+  BlockingClient a(port_);
+  for (uint32_t xid = 1; xid <= 8; ++xid) a.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, big));
+  for (int i = 0; i < 500 && Held() < 3; ++i) usleep(10000);
+  usleep(200000);  // time for more, which must not come
+  EXPECT_EQ(Held(), 3u);
+  BlockingClient b(port_);
+  b.SendRecord(MakeCall(20, kNfsProgram, 3, 1, big));
+  for (int i = 0; i < 500 && Held() < 4; ++i) usleep(10000);
+  EXPECT_EQ(Held(), 4u) << "a connection with no call in flight was not read";
+  b.SendRecord(MakeCall(21, kNfsProgram, 3, 1, big));
+  usleep(200000);
+  EXPECT_EQ(Held(), 4u);
+  size_t bytes = 0;
+  loop_.RunSync([&] { bytes = server_->held_call_bytes(); });
+  EXPECT_GE(bytes, 4 * big.size());
+  // Two answered: under the bound again, one more call is read, no more.
+  loop_.RunSync([&] {
+    for (int k = 0; k < 2; ++k) {
+      handler_.held.front()->ReplySuccess("");
+      handler_.held.erase(handler_.held.begin());
+    }
+  });
+  for (int i = 0; i < 500 && Held() < 3; ++i) usleep(10000);
+  usleep(200000);
+  EXPECT_EQ(Held(), 3u);
+  EXPECT_GE(Stats().held_bytes_waits, 2u);
+  loop_.RunSync([&] {
+    handler_.held.clear();  // unanswered: their bytes go too
+    bytes = server_->held_call_bytes();
+  });
+  EXPECT_LT(bytes, 2 * big.size());
 }
 
 TEST_F(ServerLimitsTest, ZeroIdleTimeoutNeverCloses) {
