@@ -1,4 +1,5 @@
 #include "proxy/daemon.h"
+#include "proxy/dir_listing.h"
 
 #include <sys/resource.h>
 
@@ -58,6 +59,7 @@ Daemon::~Daemon() {
   refresher_.reset();
   mount_.reset();
   prefetcher_.reset();
+  if (nfs_) nfs_->SetWritePath(nullptr);  // the cache's hook into it goes first
   write_path_.reset();
   nfs_.reset();
   read_path_.reset();
@@ -366,8 +368,9 @@ Status Daemon::Start() {
 
   ClientOptions co = ClientLimitsOf(u);
   co.server = *nfs_addr;
-  // Replies carry up to the transfer size the proxy advertises, plus headers.
-  co.max_record_size = s.max_record_size + 65536;
+  // Replies carry up to the transfer size the proxy advertises, or a
+  // listing page of the proxy's own READDIRPLUS calls, plus headers.
+  co.max_record_size = std::max<uint64_t>(s.max_record_size, kListingMaxcount) + 65536;
   co.name = "upstream nfs";
   co.on_done = [this](uint32_t prog, uint32_t proc, const StatusOr<RpcReply>& r, Duration d) {
     meter_.ObserveUpstream(prog, proc, r, d);

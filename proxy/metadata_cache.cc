@@ -217,6 +217,18 @@ void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const Expor
   attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
 }
 
+void MetadataCache::MutatedPostOp(const nfs_fh3& fh, const post_op_attr& a,
+                                  const ExportLifetimes& l) {
+  if (fh.data.data_len == 0) return;
+  if (!a.attributes_follow || AttrsOvertaken(Bytes(fh))) {
+    // What the object became is not known (or not from this reply): what
+    // was cached of it predates the change.
+    ForgetMutated(Bytes(fh));
+    return;
+  }
+  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
+}
+
 bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w,
                                             const ExportLifetimes& l) {
   if (!w.after.attributes_follow || AttrsOvertaken(fh)) {
@@ -251,6 +263,7 @@ bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent
 void MetadataCache::ForgetMutated(std::string_view fh) {
   attrs_.Invalidate(fh);
   attr_changes_.Note(fh);
+  if (mutated_) mutated_(fh);
 }
 
 bool MetadataCache::AttrsOvertaken(std::string_view fh) {
@@ -436,10 +449,13 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const auto* r = static_cast<const LINK3res*>(res);
       const post_op_attr& fa =
           ok ? r->LINK3res_u.resok.file_attributes : r->LINK3res_u.resfail.file_attributes;
-      PostOp(a->file, fa, l);
       // A new link changed the file's link count and ctime: without its
       // attributes in the reply, the ones cached are out of date.
-      if (ok && !fa.attributes_follow) ForgetMutated(Bytes(a->file));
+      if (ok) {
+        MutatedPostOp(a->file, fa, l);
+      } else {
+        PostOp(a->file, fa, l);
+      }
       const wcc_data& w = ok ? r->LINK3res_u.resok.linkdir_wcc : r->LINK3res_u.resfail.linkdir_wcc;
       NoteDirChange(Bytes(a->link.dir));
       Wcc(a->link.dir, w, l);
@@ -518,14 +534,17 @@ void MetadataCache::LearnCreate(const diropargs3& where, const post_op_fh3* obj,
   NoteDirChange(Bytes(where.dir));
   Wcc(where.dir, w, l);
   if (!obj) return;  // failed: the wcc data said all there is to say
-  if (!obj_attr->attributes_follow) {
-    // Nothing says what became of it: what is known of it goes.
-    if (!before.empty()) ForgetMutated(before);
-    if (obj->handle_follows) ForgetMutated(Bytes(obj->post_op_fh3_u.handle));
+  // Nothing says what became of it (or not from this reply): what is known
+  // of it goes.
+  // (The new object's own, below.)
+  if (!before.empty() &&
+      (!obj->handle_follows ||
+       (!obj_attr->attributes_follow && Bytes(obj->post_op_fh3_u.handle) != before))) {
+    ForgetMutated(before);
   }
   if (obj->handle_follows) {
     const nfs_fh3& child = obj->post_op_fh3_u.handle;
-    PostOp(child, *obj_attr, l);
+    MutatedPostOp(child, *obj_attr, l);
     names_.OnCreate(Bytes(where.dir), where.name, Bytes(child), DirChange::FromWcc(w));
     RememberChild(Bytes(where.dir), where.name, Bytes(child));
   } else {
@@ -597,6 +616,7 @@ void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
   for (const nfs_fh3* fh : handles) {
     NoteDirChange(Bytes(*fh));
     Forget(Bytes(*fh));
+    ForgetMutated(Bytes(*fh));  // and replies sent before do not bring it back
   }
 }
 

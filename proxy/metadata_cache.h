@@ -207,6 +207,11 @@ class MetadataCache {
   // that always revalidates is not answered from what the other learned.
   using LifetimeLimit = std::function<std::optional<ExportLifetimes>(std::string_view fh)>;
   void SetLifetimeLimit(LifetimeLimit limit) { limit_ = std::move(limit); }
+  // Told of each object a mutation changed in a way no reply showed (its
+  // attributes were forgotten): another holder of them (the write path's
+  // replies) forgets them too.
+  using MutationObserver = std::function<void(std::string_view fh)>;
+  void SetMutationObserver(MutationObserver observer) { mutated_ = std::move(observer); }
 
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
@@ -252,6 +257,9 @@ class MetadataCache {
   // with lifetimes `l`, within limit_.
   Lifetime LifetimeOf(std::string_view fh, const ExportLifetimes& l, ftype3 type) const;
   void PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l);
+  // The same for the object a successful mutation changed: attributes it
+  // leaves out, or that are not learned (AttrsOvertaken), forget the old.
+  void MutatedPostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l);
   // Applies wcc data to the attribute cache. Returns true iff it shows that
   // only this operation changed the object (or nothing did), so what depends
   // on the object stays valid.
@@ -293,6 +301,7 @@ class MetadataCache {
   uint64_t names_overtaken_ = 0;
   uint64_t attrs_overtaken_ = 0;
   LifetimeLimit limit_;
+  MutationObserver mutated_;
 };
 
 // Returns the export's lifetimes from its config.

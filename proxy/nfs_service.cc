@@ -563,15 +563,24 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
 NfsService::~NfsService() {
   // (The write path, whose attribute source refers to the cache, not to
   // this, goes first: the daemon frees it before this.)
-  if (cache_ != nullptr) cache_->SetLifetimeLimit(nullptr);
+  if (cache_ != nullptr) {
+    cache_->SetLifetimeLimit(nullptr);
+    cache_->SetMutationObserver(nullptr);
+  }
 }
 
 void NfsService::SetWritePath(WritePath* write_path) {
   write_path_ = write_path;
-  if (write_path_ && cache_) {
-    write_path_->SetAttributeSource(
-        [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); });
+  if (cache_ == nullptr) return;
+  if (write_path_ == nullptr) {
+    cache_->SetMutationObserver(nullptr);
+    return;
   }
+  write_path_->SetAttributeSource(
+      [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); });
+  cache_->SetMutationObserver([writes = write_path_](std::string_view fh) {
+    writes->ForgetAttributes(fh);
+  });
 }
 
 bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,

@@ -397,6 +397,13 @@ uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
   return states;
 }
 
+void WritePath::ForgetAttributes(std::string_view fh) {
+  auto it = files_.find(std::string(fh));
+  if (it == files_.end()) return;
+  it->second->attr.reset();
+  it->second->attr_ambiguous = false;
+}
+
 void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
   if (!w.after.attributes_follow) {
     // What the file looks like after this call is not known.

@@ -203,6 +203,9 @@ class WritePath {
   // newer than those of its own last upstream call for the file.
   using AttributeSource = std::function<std::optional<fattr3>(std::string_view fh)>;
   void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
+  // `fh` changed upstream in a way no reply showed: the attributes of the
+  // file's last upstream WRITE or COMMIT are out of date.
+  void ForgetAttributes(std::string_view fh);
   // Returns true iff the proxy holds bytes of `fh` that the upstream does
   // not have yet.
   bool Unsent(std::string_view fh) const;

@@ -211,9 +211,9 @@ class RpcClient : public RpcCaller {
     int port_failures = 0;    // failed connects from local_port since it was up
     // A socket bound to local_port from the moment the connection was lost
     // (or a connect from it failed) until the next connect uses it: the
-    // port cannot be taken meanwhile by another program's connect (which
-    // would leave the resent calls to come from another port, unknown to
-    // the server's duplicate request cache).
+    // port cannot be bound meanwhile by another socket, ours or another
+    // program's (which would leave the resent calls to come from another
+    // port, unknown to the server's duplicate request cache).
     OwnedFd held;
     uint32_t probe_xid = 0;
     // Calls that are not repeatable, lost with this connection: sent again

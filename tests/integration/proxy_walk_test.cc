@@ -47,6 +47,7 @@ class WalkTest : public ::testing::Test {
     e.extra_toml = export_toml;
     o.proxy.exports.push_back(e);
     o.proxy.extra_toml = "[cache]\nrefresh_ahead_ms = 0\n[prefetch]\n" + prefetch_toml;
+    if (max_record_size_ != 0) o.proxy.max_record_size = max_record_size_;
     auto tb = Testbed::Start(o);
     ASSERT_TRUE(tb.ok()) << tb.status().message();
     bed_ = std::move(tb).value();
@@ -62,6 +63,10 @@ class WalkTest : public ::testing::Test {
         const std::string rel = dir + "/sub/g" + std::to_string(f);
         ASSERT_TRUE(WriteFile(disk + "/" + rel, Content(rel)).ok());
       }
+    }
+    for (int f = 0; f < extra_in_d150_; ++f) {
+      const std::string rel = "d150/x" + std::to_string(f);
+      ASSERT_TRUE(WriteFile(disk + "/" + rel, Content(rel)).ok());
     }
     client_ =
         ConnectOrFail("127.0.0.1", bed_->proxy()->nfs_port(), Credential{1000, 1000, {}, "t"});
@@ -134,6 +139,10 @@ class WalkTest : public ::testing::Test {
     EXPECT_EQ(ReadsFromCache(log) - before, kFiles) << LastLine(log, "stats nfs");
   }
 
+  // Set before Start(): the proxy's server.max_record_size (0: default),
+  // and files added to d150 beyond the tree's.
+  uint64_t max_record_size_ = 0;
+  int extra_in_d150_ = 0;
   std::unique_ptr<Testbed> bed_;
   std::unique_ptr<RawNfs> client_;
   std::string root_;
@@ -167,6 +176,30 @@ TEST_F(WalkTest, AWalkingClientFindsTheTreeAhead) {
   ASSERT_EQ(Prefetch(log, "files"), kTotalFiles) << LastLine(log, "stats prefetch");
   EXPECT_EQ(Prefetch(log, "walks"), 1);
   EXPECT_GE(Prefetch(log, "lists"), 2 * kDirs + 1) << "every directory and the root again";
+  ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
+}
+
+// Small records from the proxy's clients (68 KiB: READs of one 64 KiB
+// block) do not bound the listings the proxy fetches itself: d150's pages
+// of 256 KiB come back whole, and the walk finds d150 ahead of it.
+TEST_F(WalkTest, SmallClientRecordsDoNotBoundTheProxysOwnListings) {
+  max_record_size_ = 68 << 10;
+  extra_in_d150_ = 1500;
+  ASSERT_NO_FATAL_FAILURE(Start("max_in_flight = 64\nwalk_idle_ms = 5000\n"));
+  if (IsSkipped()) return;
+  ASSERT_NO_FATAL_FAILURE(List(root_));
+  const std::string d0 = Lookup(root_, "d0");
+  ASSERT_NO_FATAL_FAILURE(List(d0));
+  std::string log;
+  const int total = kTotalFiles + extra_in_d150_;
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  do {
+    client_->Getattr(d0);
+    log = Stats();
+  } while (Prefetch(log, "files") < total && steady_clock::now() < deadline);
+  ASSERT_EQ(Prefetch(log, "files"), total) << LastLine(log, "stats prefetch");
+  EXPECT_EQ(ReadFile(bed_->proxy()->log_path()).find("reply record larger"), std::string::npos)
+      << "a listing reply was too large for the upstream connection";
   ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
 }
 

@@ -506,6 +506,66 @@ TEST_F(OvertakenAttributesTest, AReplySentAfterTheMutationIsLearned) {
   EXPECT_EQ(CachedSize(), 0u);
 }
 
+// A mutation whose reply never came (a timeout) may have been carried out:
+// a GETATTR answered before it does not bring the old size back either.
+TEST_F(OvertakenAttributesTest, AGetattrSentBeforeAnUnansweredMutationIsNotLearned) {
+  const SentCall before = SentNow();
+  SETATTR3args args{};
+  args.object = Fh(file_);
+  args.new_attributes.size.set_it = TRUE;
+  meta_.ForgetUnanswered(*FindNfsProc(NFSPROC3_SETATTR), &args);
+  MetaGetattrSent(f_, before);
+  EXPECT_FALSE(CachedSize()) << "the size from before the SETATTR answered from cache";
+}
+
+// A mutation's own reply that left before the mark (or went twice) is not
+// learned either; what was cached of the object (learned since the mark)
+// predates this mutation's change: it goes too.
+TEST_F(OvertakenAttributesTest, AnOvertakenMutationReplyForgetsWhatWasCached) {
+  MetaTruncate();
+  fattr3 grown = f_;
+  grown.size = 100;
+  grown.ctime.seconds = grown.mtime.seconds = kWall0 + 1;
+  MetaGetattrSent(grown, SentAfter());
+  ASSERT_EQ(CachedSize(), 100u);
+  // An UNCHECKED CREATE of "a" setting the size truncated it again; its
+  // reply (sent twice) carries the file's attributes.
+  fattr3 truncated = grown;
+  truncated.size = 0;
+  truncated.ctime.seconds = truncated.mtime.seconds = kWall0 + 2;
+  CREATE3args args{};
+  args.where.dir = Fh(dir_);
+  args.where.name = const_cast<char*>("a");
+  args.how.mode = UNCHECKED;
+  args.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+  CREATE3res res{};
+  res.status = NFS3_OK;
+  res.CREATE3res_u.resok.obj.handle_follows = TRUE;
+  res.CREATE3res_u.resok.obj.post_op_fh3_u.handle = Fh(file_);
+  res.CREATE3res_u.resok.obj_attributes = PostOp(truncated);
+  res.CREATE3res_u.resok.dir_wcc = Wcc(d_, d_);
+  meta_.Learn(*FindNfsProc(NFSPROC3_CREATE), &args, Xdr(Proc(xdr_CREATE3res), res), exp_, Key(),
+              SentNow(2));
+  EXPECT_FALSE(CachedSize()) << "the size from before the CREATE answered from cache";
+  // The same for a LINK whose reply is refused: the link count changed.
+  MetaGetattrSent(grown, SentAfter());
+  ASSERT_EQ(CachedSize(), 100u);
+  LINK3args link{};
+  link.file = Fh(file_);
+  link.link.dir = Fh(dir_);
+  link.link.name = const_cast<char*>("c");
+  LINK3res linked{};
+  linked.status = NFS3_OK;
+  fattr3 two = grown;
+  two.nlink = 2;
+  two.ctime.seconds = kWall0 + 3;
+  linked.LINK3res_u.resok.file_attributes = PostOp(two);
+  linked.LINK3res_u.resok.linkdir_wcc = Wcc(d_, d_);
+  meta_.Learn(*FindNfsProc(NFSPROC3_LINK), &link, Xdr(Proc(xdr_LINK3res), linked), exp_, Key(),
+              SentNow(2));
+  EXPECT_FALSE(CachedSize()) << "the attributes from before the LINK answered from cache";
+}
+
 // --- Data: a forwarded READ answered after a newer version was learned -------
 //
 // A server reads a READ's data, then takes its post-op attributes: another

@@ -182,6 +182,38 @@ class WriteServiceTest : public ::testing::Test {
     return res->GETATTR3res_u.resok.obj_attributes;
   }
 
+  // A client's 4 KiB UNSTABLE write flushed and committed in the
+  // background (COMMIT reply: size 4096, ctime 3), then a SETATTR through
+  // the proxy that truncates the file (ctime 4); its reply has the "after"
+  // attributes or not.
+  void WriteAndTruncate(bool with_after) {
+    LearnAccess(FileAttr(0, 1));
+    const size_t w = WriteUnstable(0, std::string(4096, 'w'));
+    ASSERT_TRUE(results_[w].has_value());
+    Advance(std::chrono::milliseconds(50));  // the flush delay
+    int bw = Last(bg_, NFSPROC3_WRITE);
+    ASSERT_GE(bw, 0);
+    AnswerRecord(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+    int bc = Last(bg_, NFSPROC3_COMMIT);
+    ASSERT_GE(bc, 0) << "the flush delay commits what it wrote";
+    AnswerRecord(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
+    ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "stable upstream";
+
+    SETATTR3args sa{};
+    sa.object = Fh(file_);
+    sa.new_attributes.size.set_it = TRUE;
+    sa.new_attributes.size.set_size3_u.size = 0;
+    const size_t setattr = Send(NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), sa));
+    const int s = Last(up_, NFSPROC3_SETATTR);
+    ASSERT_GE(s, 0) << "nothing buffered: the SETATTR goes upstream at once";
+    SETATTR3res sr{};
+    sr.status = NFS3_OK;
+    if (with_after) sr.SETATTR3res_u.resok.obj_wcc.after = PostOp(FileAttr(0, 4));
+    AnswerRecord(up_, static_cast<size_t>(s), Xdr(Proc(xdr_SETATTR3res), sr));
+    ASSERT_TRUE(results_[setattr].has_value());
+    ASSERT_EQ(Status(*results_[setattr]), NFS3_OK);
+  }
+
   static nfsstat3 Status(const std::string& results) {
     return static_cast<nfsstat3>(LoadBE32(results.data()));
   }
@@ -262,33 +294,7 @@ TEST_F(WriteServiceTest, HeldGetattrIsNotHeldAgainBehindWritesThatCameAfterIt) {
 // not have (DESIGN rule 5: attributes follow the freshest the upstream
 // returned; a reply made up by the proxy must not carry older ones).
 TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThanASetattr) {
-  LearnAccess(FileAttr(0, 1));
-  const size_t w = WriteUnstable(0, std::string(4096, 'w'));
-  ASSERT_TRUE(results_[w].has_value());
-  Advance(std::chrono::milliseconds(50));  // the flush delay
-  int bw = Last(bg_, NFSPROC3_WRITE);
-  ASSERT_GE(bw, 0);
-  AnswerRecord(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
-  int bc = Last(bg_, NFSPROC3_COMMIT);
-  ASSERT_GE(bc, 0) << "the flush delay commits what it wrote";
-  AnswerRecord(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "stable upstream";
-
-  // Truncation through the proxy.
-  SETATTR3args sa{};
-  sa.object = Fh(file_);
-  sa.new_attributes.size.set_it = TRUE;
-  sa.new_attributes.size.set_size3_u.size = 0;
-  const size_t setattr = Send(NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), sa));
-  const int s = Last(up_, NFSPROC3_SETATTR);
-  ASSERT_GE(s, 0) << "nothing buffered: the SETATTR goes upstream at once";
-  SETATTR3res sr{};
-  sr.status = NFS3_OK;
-  sr.SETATTR3res_u.resok.obj_wcc.after = PostOp(FileAttr(0, 4));
-  AnswerRecord(up_, static_cast<size_t>(s), Xdr(Proc(xdr_SETATTR3res), sr));
-  ASSERT_TRUE(results_[setattr].has_value());
-  ASSERT_EQ(Status(*results_[setattr]), NFS3_OK);
-
+  WriteAndTruncate(/*with_after=*/true);
   const size_t getattr = Getattr();
   ASSERT_TRUE(results_[getattr].has_value());
   std::optional<fattr3> now = GetattrAttr(*results_[getattr]);
@@ -304,6 +310,19 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThan
     EXPECT_EQ(after->size, 0u) << "the COMMIT's reply shows a size the file no longer has";
     EXPECT_GE(after->ctime.seconds, 4u) << "... and times older than the truncation";
   }
+}
+
+// The same with a SETATTR reply that leaves out the attributes after it
+// (optional in RFC 1813), and no GETATTR in between: the proxy knows nothing
+// newer than the background COMMIT's attributes, which are older than the
+// truncation. Its COMMIT reply carries none.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterASetattrWithoutAttributesCarriesNone) {
+  WriteAndTruncate(/*with_after=*/false);
+  const size_t commit = CommitAll();
+  ASSERT_TRUE(results_[commit].has_value());
+  std::optional<fattr3> after = CommitAttr(*results_[commit]);
+  EXPECT_FALSE(after.has_value()) << "the COMMIT's reply shows size " << after->size
+                                  << " from before the truncation";
 }
 
 // The file has a buffered, acknowledged UNSTABLE write (4 KiB at 0). A
