@@ -327,7 +327,13 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
         const entryplus3* last = ok.reply.entries;
         while (last && last->nextentry) last = last->nextentry;
-        if (!ok.reply.eof && last) {
+        if (!ok.reply.eof && last && (last->cookie == 0 || last->cookie == job.cookie)) {
+          // Not at the end, but no way on: asking again would bring the
+          // same page for as long as the walk lasts.
+          stats_.errors++;
+          NFSEDGE_LOG(kDebug) << "prefetch: a listing page ends at cookie " << last->cookie
+                              << ", where it began: the listing stops there";
+        } else if (!ok.reply.eof && last) {
           Job next = job;
           next.cookie = last->cookie;
           next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);

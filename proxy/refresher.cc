@@ -127,7 +127,7 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
   const uint64_t expected = cache_.ListingReplyHint(dir, cookie, verf, kListingMaxcount);
   Status s = upstream_.CallExpecting(
       kNfsProgram, kNfsVersion, NFSPROC3_READDIRPLUS, AnonCred(exp), wire, expected,
-      [this, copy, e, make_args, page](StatusOr<RpcReply> r) mutable {
+      [this, copy, e, make_args, page, cookie](StatusOr<RpcReply> r) mutable {
         in_flight_--;
         if (!Succeeded(r)) return;
         READDIRPLUS3args a = make_args(copy);
@@ -141,7 +141,7 @@ bool Refresher::SendListing(const std::string& dir, const Export& exp, uint64_t 
         for (const entryplus3* en = ok.reply.entries; en != nullptr; en = en->nextentry) {
           last = en->cookie;
         }
-        if (last == 0) return;
+        if (last == 0 || last == cookie) return;  // no way on (a server's fault)
         std::array<char, 8> next_verf{};
         std::copy(ok.cookieverf, ok.cookieverf + 8, next_verf.begin());
         SendListing(copy, *e, last, next_verf, page + 1);

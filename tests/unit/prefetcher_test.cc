@@ -97,6 +97,28 @@ TEST_F(PrefetcherTest, NextPageUsesLastCookieAndVerifier) {
   EXPECT_EQ(readdirplus_learned, 2u);
 }
 
+// A server that answers a page "not at the end" without moving on (its last
+// entry's cookie is the one asked from) would be asked the same page for as
+// long as the walk lasts: the listing stops there, counted as an error.
+TEST_F(PrefetcherTest, APageThatDoesNotMoveOnEndsTheListing) {
+  Make(Options());
+  std::vector<Entry> first = {EntryOf("f1", "FH-F1", NF3REG, 1 << 20)};
+  const uint64_t cookie = first.back().cookie;
+  pages_[{"FH-SUB", 0}] = std::make_unique<Page>(std::move(first), false, "VERF-SUB");
+  std::vector<Entry> again = {EntryOf("f2", "FH-F2", NF3REG, 1 << 20)};
+  again.back().cookie = cookie;  // the same cookie again, and not eof
+  pages_[{"FH-SUB", cookie}] = std::make_unique<Page>(std::move(again), false, "VERF-SUB");
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  for (int i = 0; i < 100 && AnswerNext(); ++i) {
+  }
+  size_t lists = 0;
+  for (const Sent& s : Calls()) lists += s.proc == NFSPROC3_READDIRPLUS && s.fh == "FH-SUB";
+  EXPECT_EQ(lists, 2u) << "page one, the page that does not move on, and no more";
+  EXPECT_EQ(pf_->stats().errors, 1u);
+  EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-F2"}), 1u) << "its entries were walked";
+}
+
 // At most max_in_flight calls are outstanding at any time, data fetches included.
 TEST_F(PrefetcherTest, InFlightBound) {
   PrefetchOptions o = Options();
