@@ -124,6 +124,21 @@ class WalkTest : public ::testing::Test {
     return l.fh;
   }
 
+  // The client lists the root and d0 (a walk starts), then stays at work in
+  // the tree until the prefetcher has fetched `files` files (ASSERTed,
+  // within 60 s); `*log` ends with the stats that showed it.
+  void WalkUntilPrefetched(int files, std::string* log) {
+    ASSERT_NO_FATAL_FAILURE(List(root_));
+    const std::string d0 = Lookup(root_, "d0");
+    ASSERT_NO_FATAL_FAILURE(List(d0));
+    const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+    do {
+      client_->Getattr(d0);  // the client is still at work in the tree
+      *log = Stats();
+    } while (Prefetch(*log, "files") < files && steady_clock::now() < deadline);
+    ASSERT_EQ(Prefetch(*log, "files"), files) << LastLine(*log, "stats prefetch");
+  }
+
   // The client goes on to d150 and reads its files: every READ is answered
   // from the cache (`before`: READs answered from it so far).
   void ExpectD150FromCache(int64_t before) {
@@ -164,16 +179,8 @@ TEST_F(WalkTest, ALoneListingStartsNoWalk) {
 TEST_F(WalkTest, AWalkingClientFindsTheTreeAhead) {
   ASSERT_NO_FATAL_FAILURE(Start("max_in_flight = 64\nwalk_idle_ms = 5000\n"));
   if (IsSkipped()) return;
-  ASSERT_NO_FATAL_FAILURE(List(root_));
-  const std::string d0 = Lookup(root_, "d0");
-  ASSERT_NO_FATAL_FAILURE(List(d0));
   std::string log;
-  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
-  do {
-    client_->Getattr(d0);  // the client is still at work in the tree
-    log = Stats();
-  } while (Prefetch(log, "files") < kTotalFiles && steady_clock::now() < deadline);
-  ASSERT_EQ(Prefetch(log, "files"), kTotalFiles) << LastLine(log, "stats prefetch");
+  ASSERT_NO_FATAL_FAILURE(WalkUntilPrefetched(kTotalFiles, &log));
   EXPECT_EQ(Prefetch(log, "walks"), 1);
   EXPECT_GE(Prefetch(log, "lists"), 2 * kDirs + 1) << "every directory and the root again";
   ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
@@ -187,17 +194,8 @@ TEST_F(WalkTest, SmallClientRecordsDoNotBoundTheProxysOwnListings) {
   extra_in_d150_ = 1500;
   ASSERT_NO_FATAL_FAILURE(Start("max_in_flight = 64\nwalk_idle_ms = 5000\n"));
   if (IsSkipped()) return;
-  ASSERT_NO_FATAL_FAILURE(List(root_));
-  const std::string d0 = Lookup(root_, "d0");
-  ASSERT_NO_FATAL_FAILURE(List(d0));
   std::string log;
-  const int total = kTotalFiles + extra_in_d150_;
-  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
-  do {
-    client_->Getattr(d0);
-    log = Stats();
-  } while (Prefetch(log, "files") < total && steady_clock::now() < deadline);
-  ASSERT_EQ(Prefetch(log, "files"), total) << LastLine(log, "stats prefetch");
+  ASSERT_NO_FATAL_FAILURE(WalkUntilPrefetched(kTotalFiles + extra_in_d150_, &log));
   EXPECT_EQ(ReadFile(bed_->proxy()->log_path()).find("reply record larger"), std::string::npos)
       << "a listing reply was too large for the upstream connection";
   ASSERT_NO_FATAL_FAILURE(ExpectD150FromCache(ReadsFromCache(log)));
