@@ -210,7 +210,10 @@ class MetadataCache {
   // Told of each object a mutation changed in a way no reply showed (its
   // attributes were forgotten): another holder of them (the write path's
   // replies) forgets them too.
-  using MutationObserver = std::function<void(std::string_view fh)>;
+  // `after`: the attributes of the object in the mutation's reply when
+  // it had them but they were not learned (the reply may have been
+  // overtaken), else null.
+  using MutationObserver = std::function<void(std::string_view fh, const fattr3* after)>;
   void SetMutationObserver(MutationObserver observer) { mutated_ = std::move(observer); }
 
   const AttrCache& attrs() const { return attrs_; }
@@ -277,7 +280,9 @@ class MetadataCache {
   // what they became, and marks the moment: a reply to a call that left
   // before it may carry the attributes from before the mutation (the
   // server answered it first), with nothing to order them by.
-  void ForgetMutated(std::string_view fh);
+  // `after`: the object's attributes in a reply that was not learned
+  // (AttrsOvertaken), told to the observer, or null.
+  void ForgetMutated(std::string_view fh, const fattr3* after = nullptr);
   // Whether the reply being learned (learning_) may predate a mutation of
   // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
   bool AttrsOvertaken(std::string_view fh);

@@ -327,14 +327,18 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
         const entryplus3* last = ok.reply.entries;
         while (last && last->nextentry) last = last->nextentry;
-        if (!ok.reply.eof && last && (last->cookie == 0 || last->cookie == job.cookie)) {
-          // Not at the end, but no way on: asking again would bring the
-          // same page for as long as the walk lasts.
+        // Not at the end, but no way on (or cookies going round): asking
+        // again would bring the same pages for as long as the walk lasts.
+        constexpr uint32_t kMaxPages = 4096;  // 1 GiB of listing at 256 KiB a page
+        if (!ok.reply.eof && last &&
+            (last->cookie == 0 || last->cookie == job.cookie || job.page + 1 >= kMaxPages)) {
           stats_.errors++;
-          NFSEDGE_LOG(kDebug) << "prefetch: a listing page ends at cookie " << last->cookie
-                              << ", where it began: the listing stops there";
+          NFSEDGE_LOG(kDebug) << "prefetch: listing page " << job.page << " ends at cookie "
+                              << last->cookie << " (began at " << job.cookie
+                              << "): the listing stops there";
         } else if (!ok.reply.eof && last) {
           Job next = job;
+          next.page = job.page + 1;
           next.cookie = last->cookie;
           next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);
           Queue(std::move(next), /*front=*/true);

@@ -146,6 +146,7 @@ class Prefetcher {
     uint32_t depth = 0;
     uint64_t cookie = 0;  // kList: where to continue
     std::string verf;     // kList: cookie verifier (8 bytes) when cookie != 0
+    uint32_t page = 0;    // kList: pages of the listing before this one
     uint64_t size = 0;    // kData
     ChangeId version;     // kData
     uint64_t walk = 0;    // 0 = part of no walk

@@ -397,11 +397,13 @@ uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
   return states;
 }
 
-void WritePath::ForgetAttributes(std::string_view fh) {
+void WritePath::ForgetAttributes(std::string_view fh, const fattr3* after) {
   auto it = files_.find(std::string(fh));
   if (it == files_.end()) return;
-  it->second->attr.reset();
-  it->second->attr_ambiguous = false;
+  File& f = *it->second;
+  if (after != nullptr && f.attr && CompareCtime(*f.attr, *after) >= 0) return;
+  f.attr.reset();
+  f.attr_ambiguous = false;
 }
 
 void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {

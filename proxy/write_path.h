@@ -203,9 +203,12 @@ class WritePath {
   // newer than those of its own last upstream call for the file.
   using AttributeSource = std::function<std::optional<fattr3>(std::string_view fh)>;
   void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
-  // `fh` changed upstream in a way no reply showed: the attributes of the
-  // file's last upstream WRITE or COMMIT are out of date.
-  void ForgetAttributes(std::string_view fh);
+  // `fh` changed upstream in a way no reply the proxy learned showed: the
+  // attributes of the file's last upstream WRITE or COMMIT are out of date,
+  // unless they are at least as new (ctime) as `after`, the attributes of
+  // that change's reply when it had them (an overtaken reply: the write
+  // path orders its own replies by ctime), or null.
+  void ForgetAttributes(std::string_view fh, const fattr3* after);
   // Returns true iff the proxy holds bytes of `fh` that the upstream does
   // not have yet.
   bool Unsent(std::string_view fh) const;

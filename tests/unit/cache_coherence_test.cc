@@ -4,6 +4,7 @@
 // forwarded READ answered after a newer version was learned; attributes
 // from a reply that left before a mutation which did not return them.
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -516,6 +517,44 @@ TEST_F(OvertakenAttributesTest, AGetattrSentBeforeAnUnansweredMutationIsNotLearn
   meta_.ForgetUnanswered(*FindNfsProc(NFSPROC3_SETATTR), &args);
   MetaGetattrSent(f_, before);
   EXPECT_FALSE(CachedSize()) << "the size from before the SETATTR answered from cache";
+}
+
+// An UNCHECKED CREATE over "a" (setting the size: a truncation) whose reply
+// never came: the file "a" led to is forgotten and marked as well.
+TEST_F(OvertakenAttributesTest, AnUnansweredCreateOverAFileForgetsIt) {
+  ASSERT_EQ(CachedSize(), f_.size);
+  const SentCall before = SentNow();
+  CREATE3args args{};
+  args.where.dir = Fh(dir_);
+  args.where.name = const_cast<char*>("a");
+  args.how.mode = UNCHECKED;
+  args.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+  meta_.ForgetUnanswered(*FindNfsProc(NFSPROC3_CREATE), &args);
+  EXPECT_FALSE(CachedSize()) << "the size from before the CREATE answered from cache";
+  MetaGetattrSent(f_, before);
+  EXPECT_FALSE(CachedSize()) << "a GETATTR answered before the CREATE brought it back";
+}
+
+// The other holder of a file's attributes (the write path) is told of each
+// object whose attributes a mutation left unknown: here the file a REMOVE
+// took a link from (its link count and ctime changed), although the
+// directory's wcc data is there.
+TEST_F(OvertakenAttributesTest, TheObserverIsToldOfAFileThatLostALink) {
+  std::vector<std::string> told;
+  meta_.SetMutationObserver(
+      [&told](std::string_view fh, const fattr3*) { told.emplace_back(fh); });
+  REMOVE3args args{};
+  args.object.dir = Fh(dir_);
+  args.object.name = const_cast<char*>("a");
+  REMOVE3res res{};
+  res.status = NFS3_OK;
+  fattr3 d = d_;
+  d.ctime.seconds = d.mtime.seconds = kWall0 + 1;
+  res.REMOVE3res_u.resok.dir_wcc = Wcc(d_, d);
+  meta_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &args, Xdr(Proc(xdr_REMOVE3res), res), exp_, Key());
+  meta_.SetMutationObserver(nullptr);
+  EXPECT_EQ(std::count(told.begin(), told.end(), file_), 1) << "not told of the file";
+  EXPECT_FALSE(CachedSize());
 }
 
 // A mutation's own reply that left before the mark (or went twice) is not

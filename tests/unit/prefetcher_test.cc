@@ -119,6 +119,27 @@ TEST_F(PrefetcherTest, APageThatDoesNotMoveOnEndsTheListing) {
   EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-F2"}), 1u) << "its entries were walked";
 }
 
+// Cookies that go round (page one leads to page two, which leads back to
+// page one) stop at the 4096th page.
+TEST_F(PrefetcherTest, CookiesGoingRoundStopAtThePageLimit) {
+  Make(Options());
+  std::vector<Entry> one = {EntryOf("f1", "FH-F1", NF3REG, 1 << 20)};
+  std::vector<Entry> two = {EntryOf("f2", "FH-F2", NF3REG, 1 << 20)};
+  const uint64_t c1 = one.back().cookie;
+  const uint64_t c2 = two.back().cookie;
+  pages_[{"FH-SUB", 0}] = std::make_unique<Page>(one, false, "VERF-SUB");   // to c1
+  pages_[{"FH-SUB", c1}] = std::make_unique<Page>(two, false, "VERF-SUB");  // to c2
+  pages_[{"FH-SUB", c2}] = std::make_unique<Page>(one, false, "VERF-SUB");  // to c1 again
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  for (int i = 0; i < 10000 && AnswerNext(); ++i) {
+  }
+  size_t lists = 0;
+  for (const Sent& s : Calls()) lists += s.proc == NFSPROC3_READDIRPLUS && s.fh == "FH-SUB";
+  EXPECT_EQ(lists, 4096u);
+  EXPECT_EQ(pf_->stats().errors, 1u);
+}
+
 // At most max_in_flight calls are outstanding at any time, data fetches included.
 TEST_F(PrefetcherTest, InFlightBound) {
   PrefetchOptions o = Options();

@@ -325,6 +325,39 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterASetattrWithoutAttributesC
                                   << " from before the truncation";
 }
 
+// The metadata cache tells the write path of a change it did not learn
+// the attributes of. With the attributes of that change's reply (one not
+// learned: it may have been overtaken), the write path keeps its own when
+// they are as new (its WRITEs pipelined behind a change would otherwise
+// lose them, each reply in turn); older than them, or with none, they go.
+TEST_F(WriteServiceTest, AChangeTheCacheForgotDropsTheWritePathsOlderAttributes) {
+  LearnAccess(FileAttr(0, 1));
+  const size_t w = WriteUnstable(0, std::string(4096, 'w'));
+  ASSERT_TRUE(results_[w].has_value());
+  Advance(std::chrono::milliseconds(50));  // the flush delay
+  int bw = Last(bg_, NFSPROC3_WRITE);
+  ASSERT_GE(bw, 0);
+  AnswerRecord(bg_, static_cast<size_t>(bw), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+  int bc = Last(bg_, NFSPROC3_COMMIT);
+  ASSERT_GE(bc, 0);
+  AnswerRecord(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  auto commit_attr = [this] {
+    const size_t c = CommitAll();
+    EXPECT_TRUE(results_[c].has_value());
+    return results_[c] ? CommitAttr(*results_[c]) : std::nullopt;
+  };
+  ASSERT_TRUE(commit_attr().has_value());
+  const fattr3 same = FileAttr(4096, 3);
+  wp_->ForgetAttributes(file_, &same);
+  std::optional<fattr3> kept = commit_attr();
+  ASSERT_TRUE(kept.has_value()) << "its own attributes, as new as the change's, dropped";
+  EXPECT_EQ(kept->size, 4096u);
+  const fattr3 newer = FileAttr(0, 4);
+  wp_->ForgetAttributes(file_, &newer);
+  EXPECT_FALSE(commit_attr().has_value()) << "attributes older than the change carried";
+}
+
 // The file has a buffered, acknowledged UNSTABLE write (4 KiB at 0). A
 // client opens it with O_CREAT (an UNCHECKED CREATE without a size, sent
 // when the client believed the name free): the upstream returns the file
