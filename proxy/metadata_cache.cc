@@ -223,7 +223,7 @@ void MetadataCache::MutatedPostOp(const nfs_fh3& fh, const post_op_attr& a,
   if (!a.attributes_follow || AttrsOvertaken(Bytes(fh))) {
     // What the object became is not known (or not from this reply): what
     // was cached of it predates the change.
-    ForgetMutated(Bytes(fh), a.attributes_follow ? &a.post_op_attr_u.attributes : nullptr);
+    ForgetMutated(Bytes(fh));
     return;
   }
   attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
@@ -235,7 +235,7 @@ bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data&
     // What the object became is not known (or not from this reply).
     const bool own = attrs_.ApplyWcc(fh, wcc_data{w.before, {}}, Lifetime{}) ==
                      WccResult::kOwnChange;
-    ForgetMutated(fh, w.after.attributes_follow ? &w.after.post_op_attr_u.attributes : nullptr);
+    ForgetMutated(fh);
     return own && w.after.attributes_follow == FALSE;
   }
   std::optional<ChangeId> prev = attrs_.CachedChangeId(fh);
@@ -260,10 +260,10 @@ bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent
   return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= changed.at;
 }
 
-void MetadataCache::ForgetMutated(std::string_view fh, const fattr3* after) {
+void MetadataCache::ForgetMutated(std::string_view fh) {
   attrs_.Invalidate(fh);
   attr_changes_.Note(fh);
-  if (mutated_) mutated_(fh, after);
+  if (mutated_) mutated_(fh);
 }
 
 bool MetadataCache::AttrsOvertaken(std::string_view fh) {
@@ -585,7 +585,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   NoteDirChange(child);  // a moved directory's ".." changed
   if (dir_wcc != nullptr && dir_wcc->after.attributes_follow) {
     attrs_.InvalidateBefore(child, NfsTime::From(dir_wcc->after.post_op_attr_u.attributes.ctime));
-    if (mutated_) mutated_(child, nullptr);
+    if (mutated_) mutated_(child);
   } else {
     ForgetMutated(child);
   }

@@ -210,10 +210,7 @@ class MetadataCache {
   // Told of each object a mutation changed in a way no reply showed (its
   // attributes were forgotten): another holder of them (the write path's
   // replies) forgets them too.
-  // `after`: the attributes of the object in the mutation's reply when
-  // it had them but they were not learned (the reply may have been
-  // overtaken), else null.
-  using MutationObserver = std::function<void(std::string_view fh, const fattr3* after)>;
+  using MutationObserver = std::function<void(std::string_view fh)>;
   void SetMutationObserver(MutationObserver observer) { mutated_ = std::move(observer); }
 
   const AttrCache& attrs() const { return attrs_; }
@@ -280,9 +277,7 @@ class MetadataCache {
   // what they became, and marks the moment: a reply to a call that left
   // before it may carry the attributes from before the mutation (the
   // server answered it first), with nothing to order them by.
-  // `after`: the object's attributes in a reply that was not learned
-  // (AttrsOvertaken), told to the observer, or null.
-  void ForgetMutated(std::string_view fh, const fattr3* after = nullptr);
+  void ForgetMutated(std::string_view fh);
   // Whether the reply being learned (learning_) may predate a mutation of
   // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
   bool AttrsOvertaken(std::string_view fh);

@@ -578,8 +578,8 @@ void NfsService::SetWritePath(WritePath* write_path) {
   }
   write_path_->SetAttributeSource(
       [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); });
-  cache_->SetMutationObserver([writes = write_path_](std::string_view fh, const fattr3* after) {
-    writes->ForgetAttributes(fh, after);
+  cache_->SetMutationObserver([writes = write_path_](std::string_view fh) {
+    writes->ForgetAttributes(fh);
   });
 }
 

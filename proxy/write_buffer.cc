@@ -397,16 +397,28 @@ uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
   return states;
 }
 
-void WritePath::ForgetAttributes(std::string_view fh, const fattr3* after) {
-  auto it = files_.find(std::string(fh));
-  if (it == files_.end()) return;
-  File& f = *it->second;
-  if (after != nullptr && f.attr && CompareCtime(*f.attr, *after) >= 0) return;
-  f.attr.reset();
-  f.attr_ambiguous = false;
+void WritePath::LearnOwn(const File& f, uint32_t proc, const void* args, RpcReply* r,
+                         const OpaqueAuth& cred) {
+  learning_ = &f;
+  learn_(*FindNfsProc(proc), args, r, *f.exp, cred);
+  learning_ = nullptr;
 }
 
-void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo) {
+void WritePath::ForgetAttributes(std::string_view fh) {
+  auto it = files_.find(std::string(fh));
+  if (it == files_.end() || it->second.get() == learning_) return;
+  File& f = *it->second;
+  f.attr.reset();
+  f.attr_ambiguous = false;
+  f.changed_at = std::chrono::steady_clock::now();
+}
+
+void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply& r) {
+  using TimePoint = std::chrono::steady_clock::time_point;
+  if (f.changed_at != TimePoint{} &&
+      (r.transmissions > 1 || (r.sent_at != TimePoint{} && r.sent_at <= f.changed_at))) {
+    return;  // may be from before the change: what was learned since stays
+  }
   if (!w.after.attributes_follow) {
     // What the file looks like after this call is not known.
     f.attr.reset();

@@ -205,10 +205,10 @@ class WritePath {
   void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
   // `fh` changed upstream in a way no reply the proxy learned showed: the
   // attributes of the file's last upstream WRITE or COMMIT are out of date,
-  // unless they are at least as new (ctime) as `after`, the attributes of
-  // that change's reply when it had them (an overtaken reply: the write
-  // path orders its own replies by ctime), or null.
-  void ForgetAttributes(std::string_view fh, const fattr3* after);
+  // and those of its replies to calls sent before now are not learned.
+  // (Told while this path's own reply of the file is being learned, it is
+  // that reply the cache did not learn: LearnAttr decided on it already.)
+  void ForgetAttributes(std::string_view fh);
   // Returns true iff the proxy holds bytes of `fh` that the upstream does
   // not have yet.
   bool Unsent(std::string_view fh) const;
@@ -382,7 +382,11 @@ class WritePath {
   void ForgetIfIdle(const std::string& fh);
   // `solo`: the reply's call was sent with nothing else of the file
   // upstream, so its attributes are the latest.
-  void LearnAttr(File& f, const wcc_data& w, bool solo);
+  // Gives learn_ the reply `r` of the file's own upstream call.
+  void LearnOwn(const File& f, uint32_t proc, const void* args, RpcReply* r,
+                const OpaqueAuth& cred);
+  // `r`: the reply that brought `w` (when its call was sent).
+  void LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply& r);
   // Replies to a client call through `exp`.
   std::string WriteReply(const File& f, const Export& exp, uint32_t count, bool stable) const;
   // The reply to a journaled write or COMMIT: the journal's verifier, no
@@ -446,6 +450,8 @@ class WritePath {
   RpcCaller& background_caller_;
   ScheduleFn schedule_;
   LearnFn learn_;
+  // The file whose own reply learn_ is being given, or null.
+  const File* learning_ = nullptr;
   AttributeSource attributes_;
   WritePathOptions options_;
   std::array<char, 8> verifier_;

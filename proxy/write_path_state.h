@@ -229,6 +229,11 @@ struct WritePath::File {
   // upstream; client replies then carry no attributes.
   std::optional<fattr3> attr;
   bool attr_ambiguous = false;
+  // When the metadata cache last told of a change of the file no reply
+  // showed (not one of this path's own replies): attributes in a reply to
+  // a call sent before it (or sent twice since one was told) may be from
+  // before that change, and are not learned.
+  std::chrono::steady_clock::time_point changed_at{};
   std::array<char, 8> upstream_verf{};
   bool flush_scheduled = false;
   bool flush_all = false;

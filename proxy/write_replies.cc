@@ -73,16 +73,16 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent);
+    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent, *r);
     DropAndFail(f, res->status, sent_in_it, &flight);
     // A refused WRITE may have written part of its bytes: its wcc data
     // reaches the caches too, and the file's cached blocks go.
     WRITE3args a{};
     a.file = FhView(fh);
-    learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
+    LearnOwn(f, NFSPROC3_WRITE, &a, &*r, flight.cred);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
-    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent);
+    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent, *r);
     if (ok.count == 0 && flight.len > 0) {
       // Nothing written: tried again later, and given up on after a few
       // such replies in a row (the server's fault; the error reaches the
@@ -121,7 +121,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     if (ok.committed == FILE_SYNC && done == flight.off + flight.len) MarkStable(f, flight);
     WRITE3args a{};
     a.file = FhView(fh);
-    learn_(*FindNfsProc(NFSPROC3_WRITE), &a, &*r, *f.exp, flight.cred);
+    LearnOwn(f, NFSPROC3_WRITE, &a, &*r, flight.cred);
   }
   Pump(f);
   AdmitBlocked();
@@ -162,7 +162,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     // The COMMIT's caller (one of the writers, `who`) may not: only its
     // own bytes fail; the others' are committed by another writer's COMMIT
     // (the flush sends it).
-    if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
+    if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, *r);
     f.refused_committer = who;
     DropAndFail(f, Denied(r) ? NFS3ERR_ACCES : res->status, [&covered, &who](const Piece& p) {
       return covered(p) && write_path_internal::WriterKey(p.cred) == who;
@@ -170,7 +170,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     if (!Denied(r)) {
       COMMIT3args a{};
       a.file = FhView(fh);
-      learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, OpaqueAuth());
+      LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, OpaqueAuth());
     }
     bool others = false;
     each([&others](auto it) {
@@ -182,14 +182,14 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo);
+    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, *r);
     DropAndFail(f, res->status, covered);
     COMMIT3args a{};
     a.file = FhView(fh);
-    learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, OpaqueAuth());
+    LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, OpaqueAuth());
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
-    LearnAttr(f, ok.file_wcc, solo);
+    LearnAttr(f, ok.file_wcc, solo, *r);
     f.refused_committer.clear();
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());
@@ -213,7 +213,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     COMMIT3args a{};
     a.file = FhView(fh);
     OpaqueAuth cred;
-    learn_(*FindNfsProc(NFSPROC3_COMMIT), &a, &*r, *f.exp, cred);
+    LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, cred);
   }
   Pump(f);
   AdmitBlocked();

@@ -542,7 +542,7 @@ TEST_F(OvertakenAttributesTest, AnUnansweredCreateOverAFileForgetsIt) {
 TEST_F(OvertakenAttributesTest, TheObserverIsToldOfAFileThatLostALink) {
   std::vector<std::string> told;
   meta_.SetMutationObserver(
-      [&told](std::string_view fh, const fattr3*) { told.emplace_back(fh); });
+      [&told](std::string_view fh) { told.emplace_back(fh); });
   REMOVE3args args{};
   args.object.dir = Fh(dir_);
   args.object.name = const_cast<char*>("a");

@@ -53,6 +53,7 @@ class HeldUpstream : public RpcCaller {
     ReplyCallback done;
     bool answered = false;
     OpaqueAuth cred;
+    std::chrono::steady_clock::time_point sent_at = std::chrono::steady_clock::now();
   };
   Status Call(uint32_t, uint32_t, uint32_t proc, const OpaqueAuth& cred, std::string_view args,
               ReplyCallback done) override {
@@ -101,6 +102,8 @@ inline void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results) 
   StatusOr<ReplyHeader> h = ParseReply(r.record);
   ASSERT_TRUE(h.ok());
   r.header = *h;
+  r.sent_at = u.calls[i].sent_at;
+  r.transmissions = 1;
   u.calls[i].answered = true;
   u.calls[i].done(std::move(r));
 }
