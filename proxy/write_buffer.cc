@@ -399,9 +399,12 @@ uint32_t WritePath::OlderStates(const File& f, uint64_t stamp) {
 
 void WritePath::LearnOwn(const File& f, uint32_t proc, const void* args, RpcReply* r,
                          const OpaqueAuth& cred) {
+  struct Scope {
+    const File** slot;
+    ~Scope() { *slot = nullptr; }
+  } scope{&learning_};
   learning_ = &f;
   learn_(*FindNfsProc(proc), args, r, *f.exp, cred);
-  learning_ = nullptr;
 }
 
 void WritePath::ForgetAttributes(std::string_view fh) {
@@ -417,7 +420,11 @@ void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply&
   using TimePoint = std::chrono::steady_clock::time_point;
   if (f.changed_at != TimePoint{} &&
       (r.transmissions > 1 || (r.sent_at != TimePoint{} && r.sent_at <= f.changed_at))) {
-    return;  // may be from before the change: what was learned since stays
+    // The reply may show the file from before the change: it teaches
+    // nothing to a file known by nothing since, and is ordered by ctime
+    // against what a later reply taught.
+    if (!f.attr) return;
+    solo = false;
   }
   if (!w.after.attributes_follow) {
     // What the file looks like after this call is not known.

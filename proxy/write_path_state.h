@@ -231,8 +231,9 @@ struct WritePath::File {
   bool attr_ambiguous = false;
   // When the metadata cache last told of a change of the file no reply
   // showed (not one of this path's own replies): attributes in a reply to
-  // a call sent before it (or sent twice since one was told) may be from
-  // before that change, and are not learned.
+  // a call sent before it (or written more than once) may be from before
+  // that change: learned only by ctime order against attributes a later
+  // reply taught (LearnAttr), never alone.
   std::chrono::steady_clock::time_point changed_at{};
   std::array<char, 8> upstream_verf{};
   bool flush_scheduled = false;

@@ -96,14 +96,17 @@ class HeldUpstream : public RpcCaller {
 // Answers held call `i` of `u` with a whole reply record (RPC header and
 // `results`), as an upstream channel does: the proxy passes forwarded
 // replies on as records, with the client's xid put in.
-inline void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results) {
+// `transmissions` is how many times the call was written (more than one:
+// sent again after a reconnect, and `sent_at` is the last time).
+inline void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results,
+                         uint32_t transmissions = 1) {
   RpcReply r;
   r.record = EncodeAcceptedReply(4242, kSuccess) + results;
   StatusOr<ReplyHeader> h = ParseReply(r.record);
   ASSERT_TRUE(h.ok());
   r.header = *h;
   r.sent_at = u.calls[i].sent_at;
-  r.transmissions = 1;
+  r.transmissions = transmissions;
   u.calls[i].answered = true;
   u.calls[i].done(std::move(r));
 }

@@ -391,6 +391,64 @@ TEST_F(WriteServiceTest, AWriteSentAfterAChangeTheCacheForgotTeachesItsAttribute
   EXPECT_EQ(after->size, (1u << 20) + 4096);
 }
 
+// A WRITE sent before such a change may also have been done by the server
+// after a WRITE sent after it (the two went on different connections): its
+// reply, coming last, shows a later ctime than what the newer WRITE taught,
+// and it is those attributes that show the file.
+TEST_F(WriteServiceTest, AnOvertakenWriteDoneLastByTheServerTeachesItsAttributes) {
+  const int w1 = FlushedWrite(1 << 20);
+  ASSERT_GE(w1, 0);
+  ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
+  const int w2 = FlushedWrite(0);
+  ASSERT_GT(w2, w1);
+  AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 5)));
+  AnswerRecord(bg_, static_cast<size_t>(w1),
+               WriteOk(4096, FILE_SYNC, kV1, FileAttr((1 << 20) + 4096, 6)));
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  const size_t c = CommitAll();
+  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->size, (1u << 20) + 4096) << "the attributes of the WRITE the server did first";
+  EXPECT_EQ(after->ctime.seconds, 6u);
+}
+
+// A WRITE sent twice (again after a reconnect) may answer its first
+// transmission, from before the change: it teaches nothing to a file the
+// write path knows nothing of since, and is ordered by ctime against what a
+// later reply taught, older or newer.
+TEST_F(WriteServiceTest, AWriteSentTwiceAfterAChangeIsOrderedByCtime) {
+  const int w1 = FlushedWrite(0);
+  const int w2 = FlushedWrite(1 << 20);
+  const int w3 = FlushedWrite(2 << 20);
+  ASSERT_GE(w1, 0);
+  ASSERT_GT(w3, w2);
+  ASSERT_GT(w2, w1);
+  ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
+  const int w4 = FlushedWrite(3 << 20);
+  ASSERT_GT(w4, w3);
+  // The reply of a resent WRITE from before the change (teaches nothing)...
+  AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)),
+               /*transmissions=*/2);
+  // ...one sent after the change teaches...
+  AnswerRecord(bg_, static_cast<size_t>(w4),
+               WriteOk(4096, FILE_SYNC, kV1, FileAttr((3 << 20) + 4096, 7)), 1);
+  // ...an older resent one does not undo it...
+  AnswerRecord(bg_, static_cast<size_t>(w2),
+               WriteOk(4096, FILE_SYNC, kV1, FileAttr((1 << 20) + 4096, 3)), 2);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 4096u) << "the third write is still upstream";
+  // ...and a newer one replaces it.
+  AnswerRecord(bg_, static_cast<size_t>(w3),
+               WriteOk(4096, FILE_SYNC, kV1, FileAttr((4 << 20), 8)), 2);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  const size_t c = CommitAll();
+  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->size, 4u << 20);
+  EXPECT_EQ(after->ctime.seconds, 8u);
+}
+
 // The file has a buffered, acknowledged UNSTABLE write (4 KiB at 0). A
 // client opens it with O_CREAT (an UNCHECKED CREATE without a size, sent
 // when the client believed the name free): the upstream returns the file
