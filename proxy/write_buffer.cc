@@ -2,6 +2,7 @@
 // the replies to clients, and the file table.
 #include <algorithm>
 
+#include "cache/change_id.h"
 #include "proxy/write_path.h"
 #include "proxy/write_path_state.h"
 #include "rpc/log.h"
@@ -414,15 +415,33 @@ void WritePath::ForgetAttributes(std::string_view fh) {
   f.attr.reset();
   f.attr_ambiguous = false;
   f.changed_at = std::chrono::steady_clock::now();
+  f.changed_seq = f.calls_sent;
 }
 
-void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply& r) {
+namespace {
+
+// Whether two sets of attributes of one ctime show different states (a
+// server clock tick can hold several changes): size, times other than
+// atime, link count, mode or owner.
+bool Disagree(const fattr3& a, const fattr3& b) {
+  return ChangeId::FromFattr(a) != ChangeId::FromFattr(b) ||
+         PermId::FromFattr(a) != PermId::FromFattr(b) || a.nlink != b.nlink;
+}
+
+}  // namespace
+
+void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo, uint64_t seq,
+                          const RpcReply& r) {
   using TimePoint = std::chrono::steady_clock::time_point;
-  if (f.changed_at != TimePoint{} &&
-      (r.transmissions > 1 || (r.sent_at != TimePoint{} && r.sent_at <= f.changed_at))) {
-    // The reply may show the file from before the change: it teaches
-    // nothing to a file known by nothing since, and is ordered by ctime
-    // against what a later reply taught.
+  // A call sent before the last change the cache told of (or written more
+  // than once since, when the reply may answer a transmission from before
+  // it) may show the file from before that change: it teaches nothing to a
+  // file known by nothing since, and is ordered by ctime against what a
+  // later reply taught. A call made after the change left after it.
+  const bool may_predate =
+      f.changed_at != TimePoint{} && seq <= f.changed_seq &&
+      (r.transmissions > 1 || (r.sent_at != TimePoint{} && r.sent_at <= f.changed_at));
+  if (may_predate) {
     if (!f.attr) return;
     solo = false;
   }
@@ -438,11 +457,9 @@ void WritePath::LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply&
     f.attr = a;
     f.attr_ambiguous = false;
   } else if (order == 0) {
-    if (a.size != f.attr->size || a.mtime.seconds != f.attr->mtime.seconds ||
-        a.mtime.nseconds != f.attr->mtime.nseconds || a.nlink != f.attr->nlink) {
-      f.attr_ambiguous = true;
-    }
-    f.attr = a;
+    if (Disagree(a, *f.attr)) f.attr_ambiguous = true;
+    // Of one ctime, a reply that may predate the change is the older.
+    if (!may_predate) f.attr = a;
   }
 }
 

@@ -205,7 +205,8 @@ class WritePath {
   void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
   // `fh` changed upstream in a way no reply the proxy learned showed: the
   // attributes of the file's last upstream WRITE or COMMIT are out of date,
-  // and those of its replies to calls sent before now are not learned.
+  // and those of its replies to calls sent before now are learned only
+  // when ordered by ctime after attributes a later call brought.
   // (Told while this path's own reply of the file is being learned, it is
   // that reply the cache did not learn: LearnAttr decided on it already.)
   void ForgetAttributes(std::string_view fh);
@@ -380,13 +381,14 @@ class WritePath {
   void ScheduleFlush(File& f);
   void AdmitBlocked();
   void ForgetIfIdle(const std::string& fh);
-  // `solo`: the reply's call was sent with nothing else of the file
-  // upstream, so its attributes are the latest.
   // Gives learn_ the reply `r` of the file's own upstream call.
   void LearnOwn(const File& f, uint32_t proc, const void* args, RpcReply* r,
                 const OpaqueAuth& cred);
-  // `r`: the reply that brought `w` (when its call was sent).
-  void LearnAttr(File& f, const wcc_data& w, bool solo, const RpcReply& r);
+  // `solo`: the reply's call was sent with nothing else of the file
+  // upstream, so its attributes are the latest. `seq`: the call's number
+  // among the file's (File::calls_sent when sent; 0 if not known). `r`:
+  // the reply that brought `w` (when its call was sent).
+  void LearnAttr(File& f, const wcc_data& w, bool solo, uint64_t seq, const RpcReply& r);
   // Replies to a client call through `exp`.
   std::string WriteReply(const File& f, const Export& exp, uint32_t count, bool stable) const;
   // The reply to a journaled write or COMMIT: the journal's verifier, no

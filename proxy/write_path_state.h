@@ -230,11 +230,13 @@ struct WritePath::File {
   std::optional<fattr3> attr;
   bool attr_ambiguous = false;
   // When the metadata cache last told of a change of the file no reply
-  // showed (not one of this path's own replies): attributes in a reply to
-  // a call sent before it (or written more than once) may be from before
-  // that change: learned only by ctime order against attributes a later
-  // reply taught (LearnAttr), never alone.
+  // showed (not one of this path's own replies), and calls_sent then:
+  // attributes in a reply to a call made before it and sent before it (or
+  // written more than once) may be from before that change: learned only
+  // by ctime order against attributes a later reply taught (LearnAttr),
+  // never alone.
   std::chrono::steady_clock::time_point changed_at{};
+  uint64_t changed_seq = 0;
   std::array<char, 8> upstream_verf{};
   bool flush_scheduled = false;
   bool flush_all = false;

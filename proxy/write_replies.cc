@@ -73,7 +73,8 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent, *r);
+    LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent,
+              flight.seq, *r);
     DropAndFail(f, res->status, sent_in_it, &flight);
     // A refused WRITE may have written part of its bytes: its wcc data
     // reaches the caches too, and the file's cached blocks go.
@@ -82,7 +83,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     LearnOwn(f, NFSPROC3_WRITE, &a, &*r, flight.cred);
   } else {
     const WRITE3resok& ok = res->WRITE3res_u.resok;
-    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent, *r);
+    LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent, flight.seq, *r);
     if (ok.count == 0 && flight.len > 0) {
       // Nothing written: tried again later, and given up on after a few
       // such replies in a row (the server's fault; the error reaches the
@@ -151,6 +152,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
   // Alone upstream from its sending to its reply: its attributes are the
   // latest.
   const bool solo = f.commit_id == id && f.commit_solo && f.commit_seq == f.calls_sent;
+  const uint64_t seq = f.commit_id == id ? f.commit_seq : 0;  // 0: an older COMMIT's
   if (f.commit_id == id) f.commit_id = 0;
   XdrValue<COMMIT3res> res(reinterpret_cast<xdrproc_t>(xdr_COMMIT3res));
   const bool decoded = Succeeded(r) && res.Decode(r->results());
@@ -162,7 +164,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     // The COMMIT's caller (one of the writers, `who`) may not: only its
     // own bytes fail; the others' are committed by another writer's COMMIT
     // (the flush sends it).
-    if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, *r);
+    if (!Denied(r)) LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, seq, *r);
     f.refused_committer = who;
     DropAndFail(f, Denied(r) ? NFS3ERR_ACCES : res->status, [&covered, &who](const Piece& p) {
       return covered(p) && write_path_internal::WriterKey(p.cred) == who;
@@ -182,14 +184,14 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
   } else if (res->status != NFS3_OK) {
-    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, *r);
+    LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, seq, *r);
     DropAndFail(f, res->status, covered);
     COMMIT3args a{};
     a.file = FhView(fh);
     LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, OpaqueAuth());
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
-    LearnAttr(f, ok.file_wcc, solo, *r);
+    LearnAttr(f, ok.file_wcc, solo, seq, *r);
     f.refused_committer.clear();
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());

@@ -413,33 +413,43 @@ TEST_F(WriteServiceTest, AnOvertakenWriteDoneLastByTheServerTeachesItsAttributes
   EXPECT_EQ(after->ctime.seconds, 6u);
 }
 
-// A WRITE sent twice (again after a reconnect) may answer its first
-// transmission, from before the change: it teaches nothing to a file the
-// write path knows nothing of since, and is ordered by ctime against what a
-// later reply taught, older or newer.
-TEST_F(WriteServiceTest, AWriteSentTwiceAfterAChangeIsOrderedByCtime) {
+// A WRITE made before the change and written again after it (after a
+// reconnect) may answer its first transmission, from before the change: it
+// teaches nothing to a file the write path knows nothing of since.
+TEST_F(WriteServiceTest, AWriteFromBeforeAChangeResentAfterItTeachesNothingAlone) {
   const int w1 = FlushedWrite(0);
-  const int w2 = FlushedWrite(1 << 20);
-  const int w3 = FlushedWrite(2 << 20);
   ASSERT_GE(w1, 0);
-  ASSERT_GT(w3, w2);
-  ASSERT_GT(w2, w1);
   ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
-  const int w4 = FlushedWrite(3 << 20);
-  ASSERT_GT(w4, w3);
-  // The reply of a resent WRITE from before the change (teaches nothing)...
+  bg_.calls[static_cast<size_t>(w1)].sent_at = std::chrono::steady_clock::now();  // resent
   AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)),
                /*transmissions=*/2);
-  // ...one sent after the change teaches...
-  AnswerRecord(bg_, static_cast<size_t>(w4),
-               WriteOk(4096, FILE_SYNC, kV1, FileAttr((3 << 20) + 4096, 7)), 1);
-  // ...an older resent one does not undo it...
-  AnswerRecord(bg_, static_cast<size_t>(w2),
-               WriteOk(4096, FILE_SYNC, kV1, FileAttr((1 << 20) + 4096, 3)), 2);
-  ASSERT_EQ(wp_->stats().buffered_bytes, 4096u) << "the third write is still upstream";
-  // ...and a newer one replaces it.
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  const size_t c = CommitAll();
+  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+  EXPECT_FALSE(CommitAttr(*results_[c]).has_value()) << "attributes from before the change";
+}
+
+// ...and is ordered by ctime against what a later call taught, older or
+// newer.
+TEST_F(WriteServiceTest, AWriteFromBeforeAChangeResentAfterItIsOrderedByCtime) {
+  const int w1 = FlushedWrite(0);
+  const int w2 = FlushedWrite(1 << 20);
+  ASSERT_GE(w1, 0);
+  ASSERT_GT(w2, w1);
+  ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
+  const int w3 = FlushedWrite(3 << 20);
+  ASSERT_GT(w3, w2);
+  for (int w : {w1, w2}) bg_.calls[static_cast<size_t>(w)].sent_at = std::chrono::steady_clock::now();
+  // The call made after the change teaches...
   AnswerRecord(bg_, static_cast<size_t>(w3),
-               WriteOk(4096, FILE_SYNC, kV1, FileAttr((4 << 20), 8)), 2);
+               WriteOk(4096, FILE_SYNC, kV1, FileAttr((3 << 20) + 4096, 7)));
+  // ...an older resent one does not undo it...
+  AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 3)),
+               /*transmissions=*/2);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 4096u) << "the second write is still upstream";
+  // ...and a newer one replaces it.
+  AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4 << 20, 8)),
+               /*transmissions=*/2);
   ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
   const size_t c = CommitAll();
   ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
@@ -447,6 +457,50 @@ TEST_F(WriteServiceTest, AWriteSentTwiceAfterAChangeIsOrderedByCtime) {
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->size, 4u << 20);
   EXPECT_EQ(after->ctime.seconds, 8u);
+}
+
+// A WRITE made after the change left after it, however many times it was
+// written: its attributes are learned (the change does not hold the file's
+// later resent calls back for ever).
+TEST_F(WriteServiceTest, AWriteMadeAfterAChangeTeachesThoughWrittenTwice) {
+  const int w0 = FlushedWrite(0);
+  ASSERT_GE(w0, 0);
+  AnswerRecord(bg_, static_cast<size_t>(w0), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)));
+  ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
+  const int w = FlushedWrite(4096);
+  ASSERT_GT(w, w0);
+  AnswerRecord(bg_, static_cast<size_t>(w), WriteOk(4096, FILE_SYNC, kV1, FileAttr(8192, 5)),
+               /*transmissions=*/2);
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  const size_t c = CommitAll();
+  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  ASSERT_TRUE(after.has_value()) << "the reply of a WRITE made after the change taught nothing";
+  EXPECT_EQ(after->size, 8192u);
+}
+
+// On a server whose ctime has a coarse tick, a WRITE sent before the change
+// (here a chmod whose reply never came), the change and a WRITE sent after
+// it ran within one tick: the older reply, coming last with the same ctime
+// and the mode from before the chmod, does not replace what the newer
+// taught.
+TEST_F(WriteServiceTest, AnOvertakenReplyOfTheSameCtimeDoesNotBringTheOldModeBack) {
+  const int w1 = FlushedWrite(0);
+  ASSERT_GE(w1, 0);
+  ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
+  const int w2 = FlushedWrite(4096);
+  ASSERT_GT(w2, w1);
+  fattr3 chmodded = FileAttr(8192, 5);
+  chmodded.mode = 0600;
+  AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, chmodded));
+  AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(8192, 5)));
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  const size_t c = CommitAll();
+  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  if (after.has_value()) {
+    EXPECT_EQ(after->mode, 0600u) << "the mode from before the chmod";
+  }
 }
 
 // The file has a buffered, acknowledged UNSTABLE write (4 KiB at 0). A
