@@ -167,6 +167,14 @@ class WriteServiceTest : public ::testing::Test {
   }
 
   // The post-op attributes a COMMIT reply carries, if any.
+  // With nothing of the file left buffered, a client COMMIT the proxy
+  // answers itself; `*attr`: the attributes its reply carries.
+  void ProxysCommitAttr(std::optional<fattr3>* attr) {
+    ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+    const size_t c = CommitAll();
+    ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
+    *attr = CommitAttr(*results_[c]);
+  }
   static std::optional<fattr3> CommitAttr(const std::string& results) {
     XdrValue<COMMIT3res> res(Proc(xdr_COMMIT3res));
     EXPECT_TRUE(res.Decode(results));
@@ -365,10 +373,9 @@ TEST_F(WriteServiceTest, AWriteSentBeforeAChangeTheCacheForgotTeachesNoAttribute
   ASSERT_GE(w1, 0);
   ASSERT_NO_FATAL_FAILURE(ChangeNoReplyShowed());
   AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)));
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  EXPECT_FALSE(CommitAttr(*results_[c]).has_value()) << "attributes from before the change";
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  EXPECT_FALSE(after.has_value()) << "attributes from before the change";
 }
 
 // A WRITE sent after such a change is learned, although the cache, on
@@ -383,10 +390,8 @@ TEST_F(WriteServiceTest, AWriteSentAfterAChangeTheCacheForgotTeachesItsAttribute
   AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)));
   AnswerRecord(bg_, static_cast<size_t>(w2),
                WriteOk(4096, FILE_SYNC, kV1, FileAttr((1 << 20) + 4096, 5)));
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   ASSERT_TRUE(after.has_value()) << "a WRITE sent after the change taught nothing";
   EXPECT_EQ(after->size, (1u << 20) + 4096);
 }
@@ -404,10 +409,8 @@ TEST_F(WriteServiceTest, AnOvertakenWriteDoneLastByTheServerTeachesItsAttributes
   AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 5)));
   AnswerRecord(bg_, static_cast<size_t>(w1),
                WriteOk(4096, FILE_SYNC, kV1, FileAttr((1 << 20) + 4096, 6)));
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->size, (1u << 20) + 4096) << "the attributes of the WRITE the server did first";
   EXPECT_EQ(after->ctime.seconds, 6u);
@@ -423,10 +426,9 @@ TEST_F(WriteServiceTest, AWriteFromBeforeAChangeResentAfterItTeachesNothingAlone
   bg_.calls[static_cast<size_t>(w1)].sent_at = std::chrono::steady_clock::now();  // resent
   AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4096, 2)),
                /*transmissions=*/2);
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  EXPECT_FALSE(CommitAttr(*results_[c]).has_value()) << "attributes from before the change";
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  EXPECT_FALSE(after.has_value()) << "attributes from before the change";
 }
 
 // ...and is ordered by ctime against what a later call taught, older or
@@ -450,10 +452,8 @@ TEST_F(WriteServiceTest, AWriteFromBeforeAChangeResentAfterItIsOrderedByCtime) {
   // ...and a newer one replaces it.
   AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, FileAttr(4 << 20, 8)),
                /*transmissions=*/2);
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->size, 4u << 20);
   EXPECT_EQ(after->ctime.seconds, 8u);
@@ -471,10 +471,8 @@ TEST_F(WriteServiceTest, AWriteMadeAfterAChangeTeachesThoughWrittenTwice) {
   ASSERT_GT(w, w0);
   AnswerRecord(bg_, static_cast<size_t>(w), WriteOk(4096, FILE_SYNC, kV1, FileAttr(8192, 5)),
                /*transmissions=*/2);
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   ASSERT_TRUE(after.has_value()) << "the reply of a WRITE made after the change taught nothing";
   EXPECT_EQ(after->size, 8192u);
 }
@@ -494,10 +492,8 @@ TEST_F(WriteServiceTest, AnOvertakenReplyOfTheSameCtimeDoesNotBringTheOldModeBac
   chmodded.mode = 0600;
   AnswerRecord(bg_, static_cast<size_t>(w2), WriteOk(4096, FILE_SYNC, kV1, chmodded));
   AnswerRecord(bg_, static_cast<size_t>(w1), WriteOk(4096, FILE_SYNC, kV1, FileAttr(8192, 5)));
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  const size_t c = CommitAll();
-  ASSERT_TRUE(results_[c].has_value()) << "answered by the proxy";
-  std::optional<fattr3> after = CommitAttr(*results_[c]);
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   if (after.has_value()) {
     EXPECT_EQ(after->mode, 0600u) << "the mode from before the chmod";
   }
