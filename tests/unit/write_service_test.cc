@@ -412,7 +412,7 @@ TEST_F(WriteServiceTest, AnOvertakenWriteDoneLastByTheServerTeachesItsAttributes
   std::optional<fattr3> after;
   ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
   ASSERT_TRUE(after.has_value());
-  EXPECT_EQ(after->size, (1u << 20) + 4096) << "the attributes of the WRITE the server did first";
+  EXPECT_EQ(after->size, (1u << 20) + 4096) << "the attributes of the WRITE the server did last";
   EXPECT_EQ(after->ctime.seconds, 6u);
 }
 
