@@ -223,7 +223,13 @@ void RpcClient::OnConnEvent(int i, short what) {
       TlsFailed(i, why);
       return;
     }
-    std::string why = (what & BEV_EVENT_EOF) ? std::string("closed by server")
+    // In TLS 1.3 a server checks the client's certificate after the client
+    // has finished its handshake: a refusal is a close before any reply.
+    const char* closed = c.answered || !options_.tls
+                             ? "closed by server"
+                             : "closed by server before its first reply; a TLS server may have "
+                               "refused this client's certificate";
+    std::string why = (what & BEV_EVENT_EOF) ? std::string(closed)
                       : options_.tls         ? TlsBuffereventError(c.bev.get())
                                              : std::string(evutil_socket_error_to_string(err));
     ConnLost(i, why);
@@ -234,7 +240,8 @@ void RpcClient::ConnUp(int i) {
   Conn& c = conns_[i];
   c.state = Conn::State::kUp;
   c.setup->Cancel();
-  c.backoff = options_.reconnect_min;
+  c.answered = false;
+  c.up_since = SteadyClock::now();
   SockAddr local;
   local.len = sizeof(local.ss);
   if (getsockname(bufferevent_getfd(c.bev.get()), local.get(), &local.len) == 0) {
@@ -296,6 +303,9 @@ void RpcClient::StartHandshake(int i) {
 void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
+  if (was_up && (c.answered || SteadyClock::now() - c.up_since >= options_.reconnect_max)) {
+    c.backoff = options_.reconnect_min;
+  }
   // A connect that failed from the old source port may have met that port's
   // TIME_WAIT at the server: after a few such, the next attempt takes any
   // port.
@@ -411,6 +421,7 @@ void RpcClient::OnConnRead(int i) {
       NFSEDGE_LOG(kDebug) << options_.name << ": reply for unknown xid " << h->xid;
       continue;  // late reply to a call that timed out
     }
+    c.answered = true;
     ReplyCallback done = std::move(it->second.done);
     const SteadyClock::time_point sent_at = it->second.sent_at;
     const uint32_t transmissions = it->second.transmissions;

@@ -205,7 +205,15 @@ class RpcClient : public RpcCaller {
     // TCP and never answers (or a path that drops what follows) fails the
     // connection, which is then tried again, rather than holding it for ever.
     std::unique_ptr<Timer> setup;
+    // The delay before the next reconnect. It goes back to reconnect_min
+    // only once a connection has proved good: it carried a reply, or stayed
+    // up reconnect_max. A server that drops each connection as soon as it
+    // is made (one at its connection limit; in TLS 1.3 one refusing the
+    // client's certificate after the client's handshake is done) is then
+    // tried with a growing delay, not every reconnect_min.
     Duration backoff{};
+    bool answered = false;  // a reply came on this connection
+    SteadyClock::time_point up_since{};
     size_t outstanding = 0;
     uint16_t local_port = 0;  // source port of the last good connection
     int port_failures = 0;    // failed connects from local_port since it was up

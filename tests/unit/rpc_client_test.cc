@@ -577,6 +577,44 @@ TEST_F(RpcClientTest, AConnectTheServerDoesNotAnswerIsMadeAgain) {
       << "connected only at the kernel's next SYN retransmission (7 s after the first)";
 }
 
+// A server that closes each connection as soon as it is made (one at its
+// connection limit; in TLS 1.3 one refusing the client's certificate after
+// the client's handshake is done): the connection came up but never carried
+// a reply, so the delay before the next attempt keeps growing, as for a
+// connect that fails. (It went back to reconnect_min at every connect: ten
+// reconnects a second for as long as it lasted.)
+TEST_F(RpcClientTest, AServerThatDropsEveryConnectionIsTriedWithAGrowingDelay) {
+  ServerOptions full;
+  full.max_connections = 0;
+  server_ = std::make_unique<RpcServer>(loop_.base(), full, &handler_);
+  handler_.server = server_.get();
+  StatusOr<uint16_t> p = server_->Listen(*ResolveAddress("127.0.0.1", 0));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  port_ = *p;
+  // 10, 20, 40, 80, 160, 320, 320, ... ms: about 7 attempts in 1.2 s, where
+  // a delay of 10 ms each time makes over 50.
+  StartClient(ClientOptions{}, std::chrono::milliseconds(10), std::chrono::milliseconds(320));
+  loop_.Start();
+  usleep(1200000);
+  uint64_t reconnects = 0;
+  loop_.RunSync([&] { reconnects = client_->stats().reconnects; });
+  EXPECT_GE(reconnects, 3u);
+  EXPECT_LE(reconnects, 12u);
+
+  // A connection that carries a reply is a good one: after its loss the
+  // delay starts again from reconnect_min.
+  loop_.RunSync([&] {
+    server_->SetLimits(ServerOptions{});
+  });
+  Send("good", 1);
+  EXPECT_EQ(Wait(1), "good");
+  Send("drop-once", 2);
+  const auto lost = std::chrono::steady_clock::now();
+  EXPECT_EQ(Wait(2), "drop-once");
+  EXPECT_LT(std::chrono::steady_clock::now() - lost, std::chrono::milliseconds(250))
+      << "the reconnect after a good connection waited the grown delay";
+}
+
 TEST_F(RpcClientTest, SetLimitsSendsWhatAHigherCapAdmits) {
   StartServer();
   ClientOptions o;
