@@ -46,6 +46,10 @@ struct Block {
   std::string data;         // block_size bytes, fewer only if eof
   bool eof = false;         // the block reaches the end of the file
   bool prefetched = false;  // filled by read-ahead, not yet read by a client
+  // Kept only for the READs waiting on its fetch: its bytes are not proved
+  // to be of `version` (ReadPath::OnFetched). Never written to disk, not
+  // even when evicted.
+  bool unconfirmed = false;
 };
 
 struct BlockCacheOptions {

@@ -693,7 +693,7 @@ void DiskTier::Put(std::string_view handle, uint64_t index, Block block) {
   std::string key = BlockKey(handle, index);
   const uint64_t charge = Charge(key.size(), kValueOverhead + size);
   if (size > options_.block_size || (size < options_.block_size && !block.eof) ||
-      charge > max_bytes_) {
+      charge > max_bytes_ || block.unconfirmed) {
     stats_.rejected++;
     return;
   }

@@ -71,7 +71,7 @@ struct DiskTierStats {
   uint64_t corrupt = 0;       // values failing their checksum or shape: deleted
   uint64_t puts = 0;          // writes queued
   uint64_t unchanged = 0;     // puts of a block already stored with that version: skipped
-  uint64_t rejected = 0;      // puts of a block of the wrong shape or too big for the tier
+  uint64_t rejected = 0;      // puts of a block of the wrong shape, too big, or unconfirmed
   uint64_t dropped_puts = 0;  // puts dropped because max_queued (or max_queued_bytes) waited
   uint64_t evictions = 0;
   uint64_t errors = 0;   // RocksDB reads or writes that failed
@@ -126,7 +126,8 @@ class DiskTier {
   // updated at once. Dropped (and counted) while max_queued puts (or
   // max_queued_bytes) wait. A
   // block already stored with the same version is not written again. A block
-  // longer than block_size, or shorter without eof, is rejected.
+  // longer than block_size, or shorter without eof, or `unconfirmed`, is
+  // rejected.
   void Put(std::string_view handle, uint64_t index, Block block);
 
   // Deletes every block of the file.

@@ -157,7 +157,9 @@ Status Daemon::StartDataCache(uint32_t max_transfer) {
     disk_ = std::move(*disk);
     if (c.disk_policy == "evicted") {
       blocks_->SetEvictionHandler([this](std::string_view fh, uint64_t index, Block&& b) {
-        if (!disk_->MayContain(fh, index, b.version)) disk_->Put(fh, index, std::move(b));
+        if (!b.unconfirmed && !disk_->MayContain(fh, index, b.version)) {
+          disk_->Put(fh, index, std::move(b));
+        }
       });
     }
   }

@@ -11,8 +11,12 @@ namespace nfsedge {
 
 namespace {
 
-// A READ that cannot be served after this many attempts is forwarded as is
-// (a file changing under every fetch, a block the disk tier keeps failing).
+// A READ that cannot be served after this many attempts that brought it no
+// block is forwarded as is (a file changing under every fetch, a block
+// overtaken by writes again and again). A wake-up by a block that came (the
+// disk tier reads a READ's blocks one after the other) is not such an
+// attempt; all wake-ups together are bounded by twice the READ's blocks
+// more (blocks evicted again before the READ had them all).
 constexpr int kMaxAttempts = 5;
 
 // When a fetch left for the upstream, for the path's RTT sample: the
@@ -36,7 +40,10 @@ struct ReadPath::Op {
   CredKey key = CredKey::AuthNone();
   ReplyFn reply;
   ForwardFn forward;
-  int attempts = 0;
+  int attempts = 0;       // Attempt() calls
+  int fruitless = 0;      // of them, wake-ups that brought no block
+  int max_attempts = 0;   // the bound on all of them
+  bool progress = false;  // the last wake-up was by a block that came
   bool revalidated = false;  // a GETATTR was sent for this op already
   // What that GETATTR returned: on an export whose attribute lifetime is 0
   // the cache does not keep them fresh, yet they are this op's revalidation.
@@ -75,6 +82,7 @@ void ReadPath::Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cr
   op->fh.assign(a.file.data.data_val, a.file.data.data_len);
   op->offset = a.offset;
   op->count = std::min(a.count, options_.max_transfer);
+  op->max_attempts = kMaxAttempts + 2 * static_cast<int>(op->count / block_size_ + 2);
   op->exp = &exp;
   op->cred = cred;
   op->key = CredKeyOf(cred);
@@ -84,7 +92,9 @@ void ReadPath::Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cr
 }
 
 void ReadPath::Attempt(const OpPtr& op) {
-  if (++op->attempts > kMaxAttempts) {
+  if (op->attempts++ > 0 && !op->progress) op->fruitless++;
+  op->progress = false;
+  if (op->fruitless >= kMaxAttempts || op->attempts > op->max_attempts) {
     Forward(op);
     return;
   }
@@ -93,6 +103,7 @@ void ReadPath::Attempt(const OpPtr& op) {
   // blocks already here (memory or disk), nothing fetched.
   op->stale = !attr && meta_.ServeStale(*op->exp);
   if (op->stale) attr = meta_.ExpiredAttributes(op->fh);
+  if (!attr && delivering_ && delivering_->first == op->fh) attr = delivering_->second;
   if (!attr) attr = op->validated;
   if (!attr) {
     if (op->revalidated) {
@@ -124,8 +135,9 @@ void ReadPath::Attempt(const OpPtr& op) {
   auto wait = [&](uint64_t i) {
     if (waiting) return;
     waiting = true;
-    Wait(op->fh, i, [this, op](bool ok) {
+    Wait(op->fh, i, [this, op, i, version](bool ok) {
       if (ok) {
+        op->progress = blocks_.Contains(op->fh, i, version);
         Attempt(op);
       } else {
         Forward(op);  // the upstream's own answer (error, short read) goes to the client
@@ -331,17 +343,22 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   // that grew since its attributes is read to its new end); only the bytes
   // in flight count what the known size leaves.
   const uint64_t bytes = size > a.offset ? std::min<uint64_t>(a.count, size - a.offset) : 0;
+  // Read-ahead's own fetches count against max_background; a tree walk's
+  // (with `done`) against the prefetcher's bound, not read-ahead's: a walk
+  // would otherwise leave a sequential reader of another file none.
+  const bool readahead = prefetch && !done;
   Status s = upstream_.CallExpecting(
       kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire, bytes,
-      [this, fh, first, count, expected, e, cred, prefetch, sent, seq,
+      [this, fh, first, count, expected, e, cred, prefetch, readahead, sent, seq,
        done](StatusOr<RpcReply> r) {
+        if (readahead) background_--;
         OnFetched(fh, first, count, expected, *e, cred, prefetch, sent, seq, std::move(r));
         if (done) done();
       });
   if (!s.ok()) return false;
   for (uint64_t k = 0; k < count; ++k) MarkPending(fh, first + k);
+  if (readahead) background_++;
   if (prefetch) {
-    background_++;
     stats_.readahead_fetches++;
   } else {
     stats_.fetches++;
@@ -353,9 +370,9 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
                          const ChangeId& expected, const Export& exp, const OpaqueAuth& cred,
                          bool prefetch, MonoTime sent, uint64_t write_seq,
                          StatusOr<RpcReply> reply) {
-  if (prefetch) background_--;
   bool stored = false;
   std::optional<ChangeId> unconfirmed;  // the version of blocks kept for the waiters only
+  fattr3 got_attr{};                     // the reply's attributes, when unconfirmed
   bool eof = false;
   uint64_t blocks = 0;
   if (Succeeded(reply) && LastWrite(fh).seq > write_seq) {
@@ -394,6 +411,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
         const ChangeId got = ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes);
         if (!(got == expected)) {
           unconfirmed = got;
+          got_attr = ok.file_attributes.post_op_attr_u.attributes;
           stats_.unconfirmed++;
         }
         blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
@@ -412,7 +430,9 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   // A block the reply brought, or one beyond the end of the file (the
   // waiter attempts again with the attributes just learned), may be retried;
   // a block the fetch failed to bring is not fetched again for the same READ.
+  if (unconfirmed) delivering_.emplace(fh, got_attr);
   for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  delivering_.reset();
   if (unconfirmed) blocks_.DropVersion(fh, *unconfirmed);  // the waiters had them
 }
 
@@ -452,6 +472,7 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
     b.data.assign(piece);
     b.eof = block_eof;
     b.prefetched = prefetch;
+    b.unconfirmed = !keep;
     if (keep && disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
     blocks_.Put(fh, i, std::move(b));
     ++stored;

@@ -29,7 +29,8 @@
 // scheduler queue is not taken for path delay), at least two upstream
 // READs (so that a stream gets read-ahead before the path is measured), and
 // at most the configured ceiling, which wins over that floor. It is fetched
-// in the background (at most max_background fetches in flight) into blocks
+// in the background (at most max_background read-ahead fetches in flight;
+// a tree walk's PrefetchFile is bounded by the prefetcher) into blocks
 // marked as prefetched, so that used and wasted read-ahead are counted by
 // the BlockCache.
 //
@@ -43,9 +44,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cache/block_cache.h"
@@ -205,6 +208,11 @@ class ReadPath {
   uint32_t read_size_;
   uint32_t server_rtmax_ = 0;  // FSINFO rtmax; 0 = not known yet
   uint32_t background_ = 0;  // read-ahead fetches in flight
+  // While a fetch whose reply showed another version than the one expected
+  // wakes the READs waiting on it: the file and that reply's attributes,
+  // which those READs are answered under (as the server gave them), also
+  // where the export's lifetime keeps no attributes fresh.
+  std::optional<std::pair<std::string, fattr3>> delivering_;
   // NoteWrite() calls: per file the latest, bounded.
   ChangeMarks writes_{4096};
   // Block id -> closures waiting for the pending fetch or disk read.

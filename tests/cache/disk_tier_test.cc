@@ -275,9 +275,15 @@ TEST_F(DiskTierTest, SameVersionIsNotWrittenTwiceAndBadShapesAreRejected) {
   too_long.data.push_back('x');
   too_long.eof = true;
   tier_->Put("fh", 2, too_long);
-  EXPECT_EQ(tier_->stats().rejected, 2u);
+  // Nor a block whose bytes are not proved to be of its version (kept in
+  // memory for the READs waiting on its fetch only).
+  Block unconfirmed = Full(kV1, 'u');
+  unconfirmed.unconfirmed = true;
+  tier_->Put("fh", 3, unconfirmed);
+  EXPECT_EQ(tier_->stats().rejected, 3u);
   EXPECT_FALSE(tier_->MayContain("fh", 1));
   EXPECT_FALSE(tier_->MayContain("fh", 2));
+  EXPECT_FALSE(tier_->MayContain("fh", 3));
 }
 
 TEST_F(DiskTierTest, RestartFindsTheBlocksAndTheirOrder) {

@@ -424,6 +424,36 @@ TEST_F(ReadPathTest, SequentialReadsReadAhead) {
   for (const SentRead& r : Reads()) EXPECT_LE(r.count, rp_->read_size());
 }
 
+// A tree walk's file prefetches do not take read-ahead's budget
+// (max_background): a sequential reader of another file still gets
+// read-ahead while the walk's fetches are out. (They counted against it:
+// a walk with 16 prefetches out left every other reader none.)
+TEST_F(ReadPathTest, TreePrefetchesLeaveReadAheadItsBudget) {
+  ReadPathOptions o;
+  o.readahead_max = 256 << 10;
+  o.max_background = 1;
+  MakeReadPath(o);
+  SetFile(Content(1 << 20, 2), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const std::string walked = "WALKED-FILE";
+  files_[walked] = FakeFile{Content(5000, 4), FileAttr(5000, kWall0 - 3600)};
+  hold_ = true;  // the walk's fetch stays out
+  ASSERT_TRUE(rp_->PrefetchFile(walked, 5000, ChangeId::FromFattr(files_[walked].attr), exp_,
+                                user_, [] {}));
+  Drain();
+  hold_ = false;
+  const uint64_t tree_fetches = rp_->stats().readahead_fetches;
+  ASSERT_EQ(tree_fetches, 1u);
+
+  constexpr uint32_t kChunk = 16 << 10;
+  uint64_t offset = 0;
+  for (int i = 0; i < 2; ++i, offset += kChunk) ExpectData(ReadNow(offset, kChunk), offset, kChunk);
+  EXPECT_GT(rp_->stats().readahead_fetches, tree_fetches)
+      << "no read-ahead while the walk's prefetch was out";
+  up_.Answer(0, Respond(up_.calls[0]));  // the walk's fetch, held until now
+  Drain();
+}
+
 TEST_F(ReadPathTest, RandomReadsDoNotReadAhead) {
   ReadPathOptions o;
   o.readahead_max = 256 << 10;
@@ -500,6 +530,30 @@ TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {
     EXPECT_EQ(up_.calls.size(), calls) << "answered from disk";
     EXPECT_EQ(rp_->stats().disk_hits, 3u);
     EXPECT_EQ(rp_->stats().disk_misses, 0u);
+  });
+}
+
+// A READ of many blocks that are all on disk is answered from disk: the
+// disk tier reads them one after the other, and each that comes wakes the
+// READ, which is progress, not a failed attempt (after five such wake-ups
+// a READ of 16 blocks went upstream as well, every time).
+TEST_F(ReadPathTest, AReadOfManyBlocksOnDiskIsAnsweredFromDisk) {
+  SetFile(Content(16 * kBlock, 3), kWall0 - 3600);
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(0, 16 * kBlock), 0, 16 * kBlock);
+    ASSERT_TRUE(posted.RunUntil([&] { return disk.MayContain(file_, 15); }, [&] { Drain(); }));
+    blocks_.DropFile(file_);
+    const size_t calls = up_.calls.size();
+
+    Outcome out;
+    Read(0, 16 * kBlock, &out);
+    Drain();
+    ASSERT_TRUE(posted.RunUntil([&] { return out.replies + out.forwards > 0; }, [&] { Drain(); }));
+    ExpectData(out, 0, 16 * kBlock);
+    EXPECT_EQ(out.forwards, 0);
+    EXPECT_EQ(up_.calls.size(), calls) << "answered from disk, nothing upstream";
+    EXPECT_EQ(rp_->stats().disk_hits, 16u);
   });
 }
 

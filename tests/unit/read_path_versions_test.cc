@@ -52,6 +52,30 @@ TEST_F(AlwaysRevalidateReadTest, UnchangedFileIsServedFromBlocksAfterOneGetattr)
   EXPECT_EQ(up_.calls.size(), calls + 1) << "only the attributes crossed the WAN";
 }
 
+// The file changes between the GETATTR that revalidated a READ on such an
+// export and the fetch: the fetch's reply (another version) answers the READ
+// as the server gave it. (The READ was attempted again under the GETATTR's
+// older attributes, found no blocks of them and fetched again, four times,
+// then went upstream as well.)
+TEST_F(AlwaysRevalidateReadTest, AFetchShowingANewerVersionAnswersTheRead) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const uint32_t changed = file().attr.mtime.seconds + 10;
+  up_.set_responder([&](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+    // Another client writes the file right after the GETATTR is answered.
+    std::string reply = Respond(s);
+    if (s.proc == NFSPROC3_GETATTR) SetFile(Content(file().data.size(), 7), changed);
+    return reply;
+  });
+  Outcome out;
+  ReadOn(*rp_, file_, zero_, user_, 100, 5000, &out);
+  Drain();
+  ASSERT_EQ(out.replies, 1);
+  EXPECT_EQ(out.forwards, 0);
+  EXPECT_EQ(out.reply().data, file().data.substr(100, 5000)) << "what the server gave";
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "the READ was fetched again, or forwarded";
+  EXPECT_EQ(rp_->stats().unconfirmed, 1u);
+}
+
 // --- Disk blocks of an older version of the file ----------------------------
 //
 // A block on disk under another version of the file is not at hand: it can
