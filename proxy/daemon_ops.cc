@@ -61,14 +61,16 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             "Attribute cache events: refresh-ahead candidates, invalidations, replies older "
             "than the fresh entry (ignored) or the expired one (kept, not served), replies that "
             "could not be ordered against it (same ctime), replies whose call left before a "
-            "mutation that did not return the object's attributes (not learned).",
+            "mutation that did not return the object's attributes (not learned), handles "
+            "the upstream answered NFS3ERR_STALE for (forgotten).",
             {}, "event",
             {{"refresh", a.refreshes},
              {"invalidation", a.invalidations},
              {"ignored_older", a.ignored_older},
              {"overtaken", a.overtaken},
              {"ambiguous", a.ambiguous},
-             {"before_mutation", cache.attrs_overtaken()}});
+             {"before_mutation", cache.attrs_overtaken()},
+             {"stale_handle", cache.stale_handles()}});
   w.Counter("nfsedge_name_cache_dirs_dropped_total",
             "Directories whose cached names were dropped (changed behind the proxy).", {},
             static_cast<double>(n.dirs_dropped));

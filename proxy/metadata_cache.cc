@@ -1,5 +1,7 @@
 #include "proxy/metadata_cache.h"
 
+#include <arpa/inet.h>
+
 #include <cstring>
 
 #include "cache/cache_key.h"
@@ -40,6 +42,13 @@ bool IsDotName(const char* name) {
 
 // Decodes the status and post-op attributes at the head of READ results
 // without copying the data.
+// The status every NFSv3 result begins with (results of at least 4 bytes).
+nfsstat3 ReadStatus(std::string_view results) {
+  uint32_t v;
+  std::memcpy(&v, results.data(), sizeof(v));
+  return static_cast<nfsstat3>(ntohl(v));
+}
+
 bool DecodeReadHead(std::string_view results, nfsstat3* status, post_op_attr* attr) {
   XDR xdrs;
   xdrmem_create(&xdrs, const_cast<char*>(results.data()), static_cast<u_int>(results.size()),
@@ -284,6 +293,21 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     SentCall* learning;
     ~Done() { *learning = SentCall{}; }
   } done{&learning_};
+  if (results.size() >= 4 && ReadStatus(results) == NFS3ERR_STALE) {
+    // The server no longer knows a handle of the call (of a call with two,
+    // the reply does not say which): what is cached of them goes, and
+    // replies sent before do not bring it back. Else LOOKUP (from the name
+    // cache), GETATTR and READ (from blocks) answered from cache would keep
+    // handing out a file the server said is gone, for its lifetime.
+    std::vector<const nfs_fh3*> handles;
+    p.arg_handles(args, &handles);
+    for (const nfs_fh3* fh : handles) {
+      stale_handles_++;
+      NoteDirChange(Bytes(*fh));
+      Forget(Bytes(*fh));
+      ForgetMutated(Bytes(*fh));
+    }
+  }
   std::string_view named;  // the directory whose names or listing the reply tells
   if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);
   if (p.proc == NFSPROC3_READDIR) named = Bytes(static_cast<const READDIR3args*>(args)->dir);

@@ -124,6 +124,8 @@ class MetadataCache {
   // through the proxy whose reply did not return the object's attributes
   // (or was itself such a reply).
   uint64_t attrs_overtaken() const { return attrs_overtaken_; }
+  // Handles of calls the upstream answered NFS3ERR_STALE, forgotten.
+  uint64_t stale_handles() const { return stale_handles_; }
 
   // Returns true iff the caches prove that `cred` may search directory
   // `dir` (fresh attributes and an ACCESS result granting LOOKUP).
@@ -300,6 +302,7 @@ class MetadataCache {
   SentCall learning_{};
   uint64_t names_overtaken_ = 0;
   uint64_t attrs_overtaken_ = 0;
+  uint64_t stale_handles_ = 0;
   LifetimeLimit limit_;
   MutationObserver mutated_;
 };

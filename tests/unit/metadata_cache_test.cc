@@ -291,6 +291,29 @@ TEST_F(MetadataCacheTest, AttributesOlderThanARemoveDoNotComeBack) {
   EXPECT_TRUE(Getattr(exp_, file_)) << "attributes from the REMOVE on are cached again";
 }
 
+// The upstream answers NFS3ERR_STALE for a file (removed or replaced at
+// the head office): the file's attributes go, so that neither GETATTR nor
+// a LOOKUP of its name (which needs them) hands it out from cache again.
+TEST_F(MetadataCacheTest, AStaleAnswerForgetsTheHandle) {
+  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+  LearnLookup(dir_, "f", d, &file_, &f);
+  ASSERT_TRUE(Lookup(dir_, "f", user_));
+  ASSERT_TRUE(Getattr(exp_, file_));
+
+  READ3args args{};
+  args.file = Fh(file_);
+  args.count = 100;
+  READ3res res{};
+  res.status = NFS3ERR_STALE;
+  cache_.Learn(*FindNfsProc(NFSPROC3_READ), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_READ3res), res), exp_, user_);
+  EXPECT_FALSE(Getattr(exp_, file_)) << "the server said the handle is stale";
+  EXPECT_FALSE(Lookup(dir_, "f", user_)) << "the name still led to the stale handle";
+  EXPECT_EQ(cache_.stale_handles(), 1u);
+}
+
 // serve_stale_on_outage: while the OutageDetector says the upstream is out,
 // expired entries answer GETATTR, ACCESS and LOOKUP on an export that asks
 // for it, with the usual evidence per credential; not otherwise, and not
