@@ -125,7 +125,7 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
   if (!exp) {
     NFSEDGE_LOG(kInfo) << "MNT " << path << " from " << call->peer().ToString()
                        << " refused: not exported";
-    ReplyMountError(*call, MNT3ERR_NOENT);
+    ReplyMountError(*call, MNT3ERR_ACCES);  // as Linux's mountd: "access denied by server"
     return;
   }
   if (!exp->AllowsClient(call->peer())) {

@@ -169,17 +169,29 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
     reply->Finish(Status::Ok());
     return;
   }
-  Resolve(path, [this, path, reply](StatusOr<Resolved> r) {
-    if (!r.ok()) {
-      reply->Finish(r.status());
-      return;
-    }
-    deps_.meta->Forget(r->fh);
-    if (deps_.blocks) deps_.blocks->DropFile(r->fh);
-    if (deps_.disk) deps_.disk->DropFile(r->fh);
-    reply->Line("dropped what is cached about " + path);
-    reply->Finish(Status::Ok());
-  });
+  // The object and its directory: a name created or removed at the head
+  // office is a change of the directory (its cached names and attributes).
+  Resolve(
+      path,
+      [this, path, reply](StatusOr<Resolved> r) {
+        if (!r.ok()) {
+          reply->Finish(r.status());
+          return;
+        }
+        if (!r->parent.empty()) deps_.meta->Forget(r->parent);
+        if (r->fh.empty()) {
+          reply->Line(path + " is not there upstream: dropped what is cached about its directory");
+          reply->Finish(Status::Ok());
+          return;
+        }
+        deps_.meta->Forget(r->fh);
+        if (deps_.blocks) deps_.blocks->DropFile(r->fh);
+        if (deps_.disk) deps_.disk->DropFile(r->fh);
+        reply->Line("dropped what is cached about " + path +
+                    (r->parent.empty() ? std::string() : " and its directory"));
+        reply->Finish(Status::Ok());
+      },
+      /*missing_ok=*/true);
 }
 
 void Operations::Flush(std::shared_ptr<ControlReply> reply) {
@@ -196,7 +208,7 @@ void Operations::Flush(std::shared_ptr<ControlReply> reply) {
   });
 }
 
-void Operations::Resolve(const std::string& path, ResolveDone done) {
+void Operations::Resolve(const std::string& path, ResolveDone done, bool missing_ok) {
   std::string upstream_path;
   const Export* exp =
       IsCleanAbsolutePath(path) ? deps_.exports->FindByPath(path, &upstream_path) : nullptr;
@@ -223,7 +235,7 @@ void Operations::Resolve(const std::string& path, ResolveDone done) {
   }
   Status s = deps_.mount->Call(
       kMountProgram, kMountVersion, 1 /* MNT */, r.cred, args,
-      [this, r, names, done, up](StatusOr<RpcReply> reply) mutable {
+      [this, r, names, done, up, missing_ok](StatusOr<RpcReply> reply) mutable {
         if (!Succeeded(reply)) {
           done(Status(StatusCode::kUnavailable, "upstream MNT " + up + " failed"));
           return;
@@ -235,13 +247,13 @@ void Operations::Resolve(const std::string& path, ResolveDone done) {
         }
         const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
         r.fh.assign(fh.fhandle3_val, fh.fhandle3_len);
-        LookupNext(names, 0, std::move(r), std::move(done));
+        LookupNext(names, 0, std::move(r), std::move(done), missing_ok);
       });
   if (!s.ok()) done(s);
 }
 
 void Operations::LookupNext(std::shared_ptr<std::vector<std::string>> names, size_t i,
-                            Resolved r, ResolveDone done) {
+                            Resolved r, ResolveDone done, bool missing_ok) {
   if (i == names->size()) {
     done(std::move(r));
     return;
@@ -253,10 +265,16 @@ void Operations::LookupNext(std::shared_ptr<std::vector<std::string>> names, siz
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args), &a, &wire);
   Status s = deps_.nfs->Call(
       kNfsProgram, kNfsVersion, NFSPROC3_LOOKUP, r.cred, wire,
-      [this, names, i, r, done](StatusOr<RpcReply> reply) mutable {
+      [this, names, i, r, done, missing_ok](StatusOr<RpcReply> reply) mutable {
         XdrValue<LOOKUP3res> res(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res));
         if (!Succeeded(reply) || !res.Decode(reply->results())) {
           done(Status(StatusCode::kUnavailable, "upstream LOOKUP of '" + (*names)[i] + "' failed"));
+          return;
+        }
+        if (res->status == NFS3ERR_NOENT && missing_ok && i + 1 == names->size()) {
+          r.parent = r.fh;
+          r.fh.clear();
+          done(std::move(r));
           return;
         }
         if (res->status != NFS3_OK) {
@@ -266,8 +284,9 @@ void Operations::LookupNext(std::shared_ptr<std::vector<std::string>> names, siz
           return;
         }
         const nfs_fh3& fh = res->LOOKUP3res_u.resok.object;
+        r.parent = r.fh;
         r.fh.assign(fh.data.data_val, fh.data.data_len);
-        LookupNext(names, i + 1, std::move(r), std::move(done));
+        LookupNext(names, i + 1, std::move(r), std::move(done), missing_ok);
       });
   if (!s.ok()) done(s);
 }

@@ -91,7 +91,8 @@ class Operations {
   struct Resolved {
     const Export* exp = nullptr;
     OpaqueAuth cred;
-    std::string fh;
+    std::string fh;      // empty: the last name is not there (Resolve's `missing_ok`)
+    std::string parent;  // the directory of the last name; empty for an export's root
   };
   using ResolveDone = std::function<void(StatusOr<Resolved>)>;
   struct Warm;
@@ -102,10 +103,12 @@ class Operations {
   void StartWarm(const std::string& path, std::shared_ptr<ControlReply> reply);
   void WarmFrom(Resolved r, const fattr3& attr, std::shared_ptr<ControlReply> reply);
   void PollWarms();
-  // Resolves the client-visible `path` to an upstream handle.
-  void Resolve(const std::string& path, ResolveDone done);
+  // Resolves the client-visible `path` to an upstream handle. With
+  // `missing_ok`, a last name the upstream does not have (NOENT) resolves
+  // to its directory only.
+  void Resolve(const std::string& path, ResolveDone done, bool missing_ok = false);
   void LookupNext(std::shared_ptr<std::vector<std::string>> names, size_t i, Resolved r,
-                  ResolveDone done);
+                  ResolveDone done, bool missing_ok);
   void Getattr(const Resolved& r, std::function<void(StatusOr<fattr3>)> done);
 
   OperationsDeps deps_;

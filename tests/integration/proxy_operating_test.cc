@@ -431,6 +431,37 @@ TEST_F(OperatingTest, StatusNamesTopFilesByPath) {
       << status;
 }
 
+// A file made at the head office in a directory whose names the proxy
+// holds: `drop-cache PATH` of the new file shows it at once (its directory's
+// names go too), as docs/consistency.md says.
+TEST_F(OperatingTest, DropCacheOfANewFileShowsItAtOnce) {
+  ASSERT_TRUE(MakeDirs(export_ + "/news").ok());
+  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(export_);
+  ASSERT_TRUE(mnt.ok());
+  LookupResult dir = c->Lookup(mnt.fh, "news");
+  ASSERT_TRUE(dir.ok());
+  ASSERT_EQ(c->Access(dir.fh, 0x3f).status, kNfs3Ok);
+  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent);
+
+  ASSERT_TRUE(WriteFile(export_ + "/news/late", "made at the head office").ok());
+  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent)
+      << "the directory's names are the proxy's for acdirmin";
+  auto [code, out] = RunNfsedge("drop-cache " + export_ + "/news/late --socket " + socket_);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("and its directory"), std::string::npos) << out;
+  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3Ok) << "the new file is not seen";
+
+  // Removed at the head office: the name is not there upstream, and what
+  // the directory's cache says of it goes.
+  ASSERT_EQ(unlink((export_ + "/news/late").c_str()), 0);
+  auto [gcode, gone] = RunNfsedge("drop-cache " + export_ + "/news/late --socket " + socket_);
+  EXPECT_EQ(gcode, 0) << gone;
+  EXPECT_NE(gone.find("is not there upstream"), std::string::npos) << gone;
+  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent) << "the removed file is still seen";
+}
+
 TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {
   ASSERT_TRUE(MakeDirs(export_ + "/tree/a/b").ok());
   for (int i = 0; i < 5; ++i) {
@@ -470,7 +501,7 @@ TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {
 
   auto [pcode, path_drop] = RunNfsedge("drop-cache " + export_ + "/tree/a/f1 --socket " + socket_);
   EXPECT_EQ(pcode, 0) << path_drop;
-  auto [ncode, none] = RunNfsedge("drop-cache " + export_ + "/tree/nope --socket " + socket_);
+  auto [ncode, none] = RunNfsedge("drop-cache " + export_ + "/tree/nope/x --socket " + socket_);
   EXPECT_EQ(ncode, 1) << none;
   EXPECT_NE(none.find("noent"), std::string::npos) << none;
 
