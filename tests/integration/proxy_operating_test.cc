@@ -108,6 +108,17 @@ class OperatingTest : public ::testing::Test {
   void WriteConfig(const std::string& text) {
     ASSERT_TRUE(WriteFile(proxy_->config_path(), text).ok());
   }
+  // A client of the proxy that mounted the export and looked up directory
+  // `name` in it (its handle in *dir).
+  void ClientIn(const std::string& name, std::unique_ptr<RawNfs>* c, std::string* dir) {
+    *c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
+    ASSERT_NE(*c, nullptr);
+    MntResult mnt = (*c)->Mnt(export_);
+    ASSERT_TRUE(mnt.ok());
+    LookupResult d = (*c)->Lookup(mnt.fh, name);
+    ASSERT_TRUE(d.ok());
+    *dir = d.fh;
+  }
 
   std::unique_ptr<Testbed> bed_;
   std::string export_, socket_;
@@ -411,13 +422,10 @@ TEST_F(OperatingTest, AMetricsPortThatCannotBeHadIsNotAFailedStartNorAnAppliedRe
 TEST_F(OperatingTest, StatusNamesTopFilesByPath) {
   ASSERT_TRUE(MakeDirs(export_ + "/docs").ok());
   ASSERT_TRUE(WriteFile(export_ + "/docs/report.txt", std::string(300000, 'r')).ok());
-  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
-  ASSERT_NE(c, nullptr);
-  MntResult mnt = c->Mnt(export_);
-  ASSERT_TRUE(mnt.ok());
-  LookupResult dir = c->Lookup(mnt.fh, "docs");
-  ASSERT_TRUE(dir.ok());
-  LookupResult file = c->Lookup(dir.fh, "report.txt");
+  std::unique_ptr<RawNfs> c;
+  std::string dir;
+  ASSERT_NO_FATAL_FAILURE(ClientIn("docs", &c, &dir));
+  LookupResult file = c->Lookup(dir, "report.txt");
   ASSERT_TRUE(file.ok());
   ASSERT_TRUE(c->ReadAll(file.fh, 0, 300000).ok());
 
@@ -436,22 +444,19 @@ TEST_F(OperatingTest, StatusNamesTopFilesByPath) {
 // names go too), as docs/consistency.md says.
 TEST_F(OperatingTest, DropCacheOfANewFileShowsItAtOnce) {
   ASSERT_TRUE(MakeDirs(export_ + "/news").ok());
-  auto c = ConnectOrFail("127.0.0.1", proxy_->nfs_port());
-  ASSERT_NE(c, nullptr);
-  MntResult mnt = c->Mnt(export_);
-  ASSERT_TRUE(mnt.ok());
-  LookupResult dir = c->Lookup(mnt.fh, "news");
-  ASSERT_TRUE(dir.ok());
-  ASSERT_EQ(c->Access(dir.fh, 0x3f).status, kNfs3Ok);
-  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent);
+  std::unique_ptr<RawNfs> c;
+  std::string dir;
+  ASSERT_NO_FATAL_FAILURE(ClientIn("news", &c, &dir));
+  ASSERT_EQ(c->Access(dir, 0x3f).status, kNfs3Ok);
+  EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3ErrNoent);
 
   ASSERT_TRUE(WriteFile(export_ + "/news/late", "made at the head office").ok());
-  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent)
+  EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3ErrNoent)
       << "the directory's names are the proxy's for acdirmin";
   auto [code, out] = RunNfsedge("drop-cache " + export_ + "/news/late --socket " + socket_);
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("and its directory"), std::string::npos) << out;
-  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3Ok) << "the new file is not seen";
+  EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3Ok) << "the new file is not seen";
 
   // Removed at the head office: the name is not there upstream, and what
   // the directory's cache says of it goes.
@@ -459,7 +464,7 @@ TEST_F(OperatingTest, DropCacheOfANewFileShowsItAtOnce) {
   auto [gcode, gone] = RunNfsedge("drop-cache " + export_ + "/news/late --socket " + socket_);
   EXPECT_EQ(gcode, 0) << gone;
   EXPECT_NE(gone.find("is not there upstream"), std::string::npos) << gone;
-  EXPECT_EQ(c->Lookup(dir.fh, "late").status, kNfs3ErrNoent) << "the removed file is still seen";
+  EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3ErrNoent) << "the removed file is still seen";
 }
 
 TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {
