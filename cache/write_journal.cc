@@ -1,9 +1,11 @@
 #include "cache/write_journal.h"
 
+#include <fcntl.h>
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -104,6 +106,47 @@ bool DecodeRecord(uint64_t seq, std::string_view value, JournalRecord* r) {
   r->offset = in.U(8);
   r->data = in.Rest();
   return in.ok() && !r->fh.empty();
+}
+
+// The file beside the journal's directory that says a journal lives there
+// (its verifier, in hex, when it was made): on another file system than a
+// journal on a disk of its own, so that an empty mount point (the disk not
+// mounted) is not taken for a place to make a new journal.
+std::string MarkerOf(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d + ".nfsedge-journal";
+}
+
+// True iff `dir` holds nothing but a file system's lost+found (the root of
+// a disk of its own, newly made).
+bool EmptyButLostFound(const std::string& dir, std::error_code& ec) {
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename() != "lost+found") return false;
+  }
+  return !ec;
+}
+
+// Writes the marker (synced, then renamed into place). False if it cannot.
+bool WriteMarker(const std::string& marker, const std::array<char, 8>& verifier) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "nfsedge write journal, verifier ";
+  for (char c : verifier) {
+    text += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+    text += kHex[static_cast<unsigned char>(c) & 0xf];
+  }
+  text += "\n";
+  const std::string tmp = marker + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || ::rename(tmp.c_str(), marker.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 std::array<char, 8> NewVerifier() {
@@ -257,12 +300,30 @@ class WriteJournal::Store {
 StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& dir,
                                                            PostFunction post, rocksdb::Env* env) {
   std::error_code ec;
+  const std::string marker = MarkerOf(dir);
+  const bool had_journal = std::filesystem::exists(marker, ec);
+  if (ec) return Status(StatusCode::kIoError, "write journal " + marker + ": " + ec.message());
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status(StatusCode::kIoError, "write journal " + dir + ": " + ec.message());
-  bool empty_dir = std::filesystem::is_empty(dir, ec);
+  const bool empty_dir = EmptyButLostFound(dir, ec);
+  if (ec) return Status(StatusCode::kIoError, "write journal " + dir + ": " + ec.message());
+  if (empty_dir && had_journal) {
+    return Status(StatusCode::kUnavailable,
+                  "write journal " + dir + " is empty, but " + marker +
+                      " says a journal was made there, which may hold acknowledged writes: if "
+                      "the disk that holds it is not mounted, mount it and start again; to "
+                      "begin a new, empty journal (what the old one held is lost), remove " +
+                      marker);
+  }
   rocksdb::Options o;
   o.create_if_missing = empty_dir;
   o.paranoid_checks = true;
+  // A damaged record in the middle of the write-ahead log stops the open;
+  // RocksDB's default (point-in-time recovery) would end the replay there
+  // and open without every acknowledged record after it. A torn last record
+  // is accepted: every append is synced before it is acknowledged, so it
+  // was never answered.
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   if (env != nullptr) o.env = env;
   o.max_background_jobs = 1;
   o.keep_log_file_num = 2;
@@ -303,6 +364,11 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
                       std::string(kMagic) + "\")");
   } else {
     std::copy(meta.end() - 8, meta.end(), verifier.begin());
+  }
+  if (!had_journal && !WriteMarker(marker, verifier)) {
+    NFSEDGE_LOG(kWarn) << "write journal " << dir << ": cannot write " << marker
+                       << ": were this directory found empty at a later start (its disk not "
+                          "mounted), a new journal would be made there";
   }
 
   std::vector<JournalRecord> records;

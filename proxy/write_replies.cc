@@ -243,6 +243,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
                        clock_.MonoNow() - f.refused_since >= bound;
   const bool keep = status != NFS3ERR_STALE && journaled && !give_up;
   bool acked = false, kept = false, lost = false;
+  uint64_t lost_bytes = 0;  // of bytes acknowledged from the journal, dropped
   std::vector<std::string> writers;  // whose bytes were refused
   auto refused = [&writers](const OpaqueAuth& cred) {
     std::string w = write_path_internal::WriterKey(cred);
@@ -279,6 +280,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       return;
     }
     lost |= acknowledged;
+    if (acknowledged) lost_bytes += it->second.data.size();
     // Bytes answered from the journal change the journal's verifier (see
     // above); those answered from the buffer alone, the file's.
     acked |= it->second.behind;
@@ -325,6 +327,12 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     NFSEDGE_LOG(kError) << "write path: upstream error " << status << " on writes acknowledged "
                         << "from the edge journal, " << f.refusals
                         << " refusals in a row: given up, their data is lost";
+  } else if (lost) {
+    // Not always a removed file: a volume restored or moved at the head
+    // office gives its files new handles.
+    NFSEDGE_LOG(kWarn) << "write path: " << lost_bytes
+                       << " bytes acknowledged from the edge journal answered NFS3ERR_STALE by "
+                          "the upstream (the file is gone, or its handle changed): dropped";
   }
   if (give_up && f.pieces.empty()) {
     f.refusals = 0;

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -264,6 +266,90 @@ TEST_F(WriteJournalTest, UnreadableRecordStopsTheOpen) {
   auto j = Open();
   ASSERT_FALSE(j.ok());
   EXPECT_NE(j.status().message().find("record 2 is unreadable"), std::string::npos)
+      << j.status().message();
+}
+
+// A journal on a disk of its own that is not mounted at a start: its
+// directory is an empty mount point. The marker beside it says a journal
+// was made there: the start stops (a new, empty journal would lose what
+// the old one acknowledged, and be hidden by it once the disk is back),
+// until the marker is removed on purpose.
+TEST_F(WriteJournalTest, AnEmptyDirectoryWhereAJournalWasMadeIsNotMadeAnew) {
+  Reopen();
+  AppendDurably(Record("acknowledged", 0));
+  const auto verifier = journal_->verifier();
+  journal_.reset();
+  RunLoop();
+  const std::string marker = dir_ + ".nfsedge-journal";
+  ASSERT_TRUE(fs::exists(marker));
+  fs::rename(dir_, root_ + "/unmounted");
+  fs::create_directory(dir_);  // the mount point
+
+  auto j = Open();
+  ASSERT_FALSE(j.ok()) << "a new journal was made in the empty mount point";
+  EXPECT_NE(j.status().message().find("not mounted"), std::string::npos) << j.status().message();
+  EXPECT_TRUE(fs::is_empty(dir_));
+
+  // The disk is back: the journal and its record are found.
+  fs::remove(dir_);
+  fs::rename(root_ + "/unmounted", dir_);
+  Reopen();
+  EXPECT_EQ(journal_->verifier(), verifier);
+  EXPECT_EQ(journal_->TakeRecovered().size(), 1u);
+
+  // Removed on purpose: a new journal, with a new verifier.
+  journal_.reset();
+  RunLoop();
+  fs::remove_all(dir_);
+  fs::remove(marker);
+  Reopen();
+  EXPECT_NE(journal_->verifier(), verifier);
+  EXPECT_TRUE(journal_->TakeRecovered().empty());
+  EXPECT_TRUE(fs::exists(marker));
+}
+
+// The root of a file system made for the journal holds lost+found only: a
+// new journal is made there (it was refused: the directory is not empty).
+TEST_F(WriteJournalTest, ANewFileSystemsRootIsMadeAJournal) {
+  fs::create_directories(dir_ + "/lost+found");
+  Reopen();
+  AppendDurably(Record("first", 0));
+  Reopen();
+  EXPECT_EQ(journal_->TakeRecovered().size(), 1u);
+}
+
+// A record damaged in the middle of RocksDB's write-ahead log (a bit flip,
+// a disk that said it had written what it had not) stops the open: with
+// RocksDB's default recovery the journal opened with the records before the
+// damage only, and every acknowledged write after it was gone unsaid.
+TEST_F(WriteJournalTest, ADamagedLogRecordStopsTheOpen) {
+  Reopen();
+  AppendDurably(Record("first", 0));
+  AppendDurably(Record(std::string(100000, 'x'), 4096));
+  AppendDurably(Record("third", 200000));
+  journal_.reset();
+  RunLoop();
+  std::string log;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().extension() == ".log" && e.file_size() > 100000) log = e.path();
+  }
+  ASSERT_FALSE(log.empty()) << "no write-ahead log holding the records in " << dir_;
+  std::string bytes;
+  {
+    std::ifstream in(log, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.find(std::string(1000, 'x'));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 500] = 'y';
+  {
+    std::ofstream out(log, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto j = Open();
+  ASSERT_FALSE(j.ok()) << "opened with " << (*j)->TakeRecovered().size()
+                       << " of the 3 acknowledged records";
+  EXPECT_NE(j.status().message().find("may hold acknowledged writes"), std::string::npos)
       << j.status().message();
 }
 
