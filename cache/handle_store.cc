@@ -24,6 +24,9 @@ constexpr char kHandlePrefix = 'h';
 constexpr uint8_t kFlagRoot = 1;
 constexpr uint8_t kFlagMounted = 2;
 constexpr size_t kMaxExportsPerHandle = 64;
+// An export's key: its path and its upstream path (each at most 1024
+// bytes, IsCleanAbsolutePath) and a newline.
+constexpr uint32_t kMaxExportKey = 2 * 1024 + 1;
 constexpr size_t kBatch = 256;  // writes per RocksDB write batch
 
 std::string MetaValue() {
@@ -93,7 +96,7 @@ bool HandleStore::DecodeValue(std::string_view v, std::vector<StoredMembership>*
     const auto* u = reinterpret_cast<const unsigned char*>(v.data() + 1);
     const uint32_t len = (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) |
                          (uint32_t{u[2]} << 8) | uint32_t{u[3]};
-    if ((flags & ~(kFlagRoot | kFlagMounted)) != 0 || len == 0 || len > 1024 ||
+    if ((flags & ~(kFlagRoot | kFlagMounted)) != 0 || len == 0 || len > kMaxExportKey ||
         v.size() - 5 < len) {
       return false;
     }

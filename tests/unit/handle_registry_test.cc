@@ -145,6 +145,20 @@ TEST_F(PersistentRegistryTest, HandlesSurviveReopen) {
   EXPECT_FALSE(r->Find("never"));
 }
 
+// An export's key in the store is its path and its upstream path: with
+// paths of up to 1024 bytes each (all the config takes), its handles come
+// back after a restart. (A key over 1024 bytes read back as malformed: the
+// export's handles were dropped at every start.)
+TEST_F(PersistentRegistryTest, HandlesOfAnExportWithLongPathsSurviveReopen) {
+  std::string long_path;
+  while (long_path.size() < 1000) long_path += "/a-rather-long-directory-name";
+  const std::string key = long_path + "\n" + long_path;  // path, upstream_path
+  { Open({key})->Add("deep-fh", 0); }
+  auto r = Open({key});
+  EXPECT_EQ(r->store()->stats().loaded, 1u);
+  EXPECT_EQ(r->Find("deep-fh"), 0u);
+}
+
 // The root MNT last answered is the export's known root; from a store
 // holding two roots of one export (its upstream directory made anew), none
 // is, until a MNT tells which.
