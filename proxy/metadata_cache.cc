@@ -303,10 +303,9 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     p.arg_handles(args, &handles);
     for (const nfs_fh3* fh : handles) {
       stale_handles_++;
-      NoteDirChange(Bytes(*fh));
-      Forget(Bytes(*fh));
-      ForgetMutated(Bytes(*fh));
+      ForgetNow(Bytes(*fh));
     }
+    return;  // nothing else to learn
   }
   std::string_view named;  // the directory whose names or listing the reply tells
   if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);

@@ -187,6 +187,14 @@ class MetadataCache {
     names_.InvalidateDir(fh);
     dirs_.InvalidateDir(fh);
   }
+  // Forget(), and replies to calls sent before do not bring back what was
+  // forgotten (the server said the handle is stale; an administrator asked
+  // for the head office's state).
+  void ForgetNow(std::string_view fh) {
+    NoteDirChange(fh);
+    Forget(fh);
+    ForgetMutated(fh);
+  }
   // A call of `p` (with decoded `args`) that changes the file system and
   // whose reply never came (a timeout, a connection lost): the upstream may
   // have carried it out. Forgets what it may have changed (every object it

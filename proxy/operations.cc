@@ -178,15 +178,28 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
           reply->Finish(r.status());
           return;
         }
-        if (!r->parent.empty()) deps_.meta->Forget(r->parent);
+        auto drop = [this](const std::string& fh) {
+          deps_.meta->ForgetNow(fh);
+          if (deps_.blocks) deps_.blocks->DropFile(fh);
+          if (deps_.disk) deps_.disk->DropFile(fh);
+        };
         if (r->fh.empty()) {
-          reply->Line(path + " is not there upstream: dropped what is cached about its directory");
+          // What the proxy knew by that name (removed at the head office)
+          // goes too.
+          diropargs3 d{};
+          d.dir = FhView(r->parent);
+          std::string name = path.substr(path.rfind('/') + 1);
+          d.name = name.data();
+          const std::string known = deps_.meta->KnownChild(d);
+          if (!known.empty()) drop(known);
+          deps_.meta->ForgetNow(r->parent);
+          reply->Line(path + " is not there upstream: dropped what is cached about it and its "
+                      "directory");
           reply->Finish(Status::Ok());
           return;
         }
-        deps_.meta->Forget(r->fh);
-        if (deps_.blocks) deps_.blocks->DropFile(r->fh);
-        if (deps_.disk) deps_.disk->DropFile(r->fh);
+        if (!r->parent.empty()) deps_.meta->ForgetNow(r->parent);
+        drop(r->fh);
         reply->Line("dropped what is cached about " + path +
                     (r->parent.empty() ? std::string() : " and its directory"));
         reply->Finish(Status::Ok());

@@ -44,6 +44,9 @@ struct ReadPath::Op {
   int fruitless = 0;      // of them, wake-ups that brought no block
   int max_attempts = 0;   // the bound on all of them
   bool progress = false;  // the last wake-up was by a block that came
+  // Blocks that came for this READ: one evicted before the READ had them
+  // all and fetched again is no progress the second time.
+  std::unordered_set<uint64_t> arrived;
   bool revalidated = false;  // a GETATTR was sent for this op already
   // What that GETATTR returned: on an export whose attribute lifetime is 0
   // the cache does not keep them fresh, yet they are this op's revalidation.
@@ -103,7 +106,10 @@ void ReadPath::Attempt(const OpPtr& op) {
   // blocks already here (memory or disk), nothing fetched.
   op->stale = !attr && meta_.ServeStale(*op->exp);
   if (op->stale) attr = meta_.ExpiredAttributes(op->fh);
-  if (!attr && delivering_ && delivering_->first == op->fh) attr = delivering_->second;
+  if (!attr && delivering_ && delivering_->fh == op->fh &&
+      (!op->validated || ChangeId::FromFattr(*op->validated) == delivering_->expected)) {
+    attr = delivering_->attr;
+  }
   if (!attr) attr = op->validated;
   if (!attr) {
     if (op->revalidated) {
@@ -137,7 +143,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     waiting = true;
     Wait(op->fh, i, [this, op, i, version](bool ok) {
       if (ok) {
-        op->progress = blocks_.Contains(op->fh, i, version);
+        op->progress = blocks_.Contains(op->fh, i, version) && op->arrived.insert(i).second;
         Attempt(op);
       } else {
         Forward(op);  // the upstream's own answer (error, short read) goes to the client
@@ -430,9 +436,11 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   // A block the reply brought, or one beyond the end of the file (the
   // waiter attempts again with the attributes just learned), may be retried;
   // a block the fetch failed to bring is not fetched again for the same READ.
-  if (unconfirmed) delivering_.emplace(fh, got_attr);
-  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  std::optional<Delivering> outer = std::move(delivering_);
   delivering_.reset();
+  if (unconfirmed) delivering_ = Delivering{fh, expected, got_attr};
+  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  delivering_ = std::move(outer);
   if (unconfirmed) blocks_.DropVersion(fh, *unconfirmed);  // the waiters had them
 }
 

@@ -209,10 +209,17 @@ class ReadPath {
   uint32_t server_rtmax_ = 0;  // FSINFO rtmax; 0 = not known yet
   uint32_t background_ = 0;  // read-ahead fetches in flight
   // While a fetch whose reply showed another version than the one expected
-  // wakes the READs waiting on it: the file and that reply's attributes,
-  // which those READs are answered under (as the server gave them), also
-  // where the export's lifetime keeps no attributes fresh.
-  std::optional<std::pair<std::string, fattr3>> delivering_;
+  // wakes the READs waiting on it: that reply's attributes, which those
+  // READs are answered under (as the server gave them), also where the
+  // export's lifetime keeps no attributes fresh; not a READ whose own
+  // revalidation showed another version than the fetch expected (a newer
+  // one, maybe).
+  struct Delivering {
+    std::string fh;
+    ChangeId expected;  // the version the fetch was made for
+    fattr3 attr;        // the reply's
+  };
+  std::optional<Delivering> delivering_;
   // NoteWrite() calls: per file the latest, bounded.
   ChangeMarks writes_{4096};
   // Block id -> closures waiting for the pending fetch or disk read.

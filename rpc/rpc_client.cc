@@ -225,7 +225,8 @@ void RpcClient::OnConnEvent(int i, short what) {
     }
     // In TLS 1.3 a server checks the client's certificate after the client
     // has finished its handshake: a refusal is a close before any reply.
-    const char* closed = c.answered || !options_.tls
+    const bool at_once = !c.answered && SteadyClock::now() - c.up_since < options_.reconnect_max;
+    const char* closed = !at_once || !options_.tls
                              ? "closed by server"
                              : "closed by server before its first reply; a TLS server may have "
                                "refused this client's certificate";

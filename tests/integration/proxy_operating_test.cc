@@ -456,7 +456,9 @@ TEST_F(OperatingTest, DropCacheOfANewFileShowsItAtOnce) {
   auto [code, out] = RunNfsedge("drop-cache " + export_ + "/news/late --socket " + socket_);
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("and its directory"), std::string::npos) << out;
-  EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3Ok) << "the new file is not seen";
+  LookupResult late = c->Lookup(dir, "late");
+  EXPECT_EQ(late.status, kNfs3Ok) << "the new file is not seen";
+  ASSERT_EQ(c->Getattr(late.fh).status, kNfs3Ok);
 
   // Removed at the head office: the name is not there upstream, and what
   // the directory's cache says of it goes.
@@ -465,6 +467,7 @@ TEST_F(OperatingTest, DropCacheOfANewFileShowsItAtOnce) {
   EXPECT_EQ(gcode, 0) << gone;
   EXPECT_NE(gone.find("is not there upstream"), std::string::npos) << gone;
   EXPECT_EQ(c->Lookup(dir, "late").status, kNfs3ErrNoent) << "the removed file is still seen";
+  EXPECT_NE(c->Getattr(late.fh).status, kNfs3Ok) << "the removed file's attributes answered";
 }
 
 TEST_F(OperatingTest, ControlStatusWarmDropCacheAndFlush) {

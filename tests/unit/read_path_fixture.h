@@ -276,14 +276,16 @@ class ReadPathTest : public ::testing::Test {
 
   // The metadata cache learns the upstream's ACCESS reply for `cred` on
   // file_ (with the file's current attributes, which makes them fresh).
-  void LearnAccess(const OpaqueAuth& cred, uint32_t asked, uint32_t granted) {
+  // (through `through`: exp_ unless given).
+  void LearnAccess(const OpaqueAuth& cred, uint32_t asked, uint32_t granted,
+                   const Export* through = nullptr) {
     ACCESS3args args{Fh(file_), asked};
     ACCESS3res res{};
     res.status = NFS3_OK;
     res.ACCESS3res_u.resok.obj_attributes = PostOp(file().attr);
     res.ACCESS3res_u.resok.access = granted;
-    meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
-                CredKeyOf(cred));
+    meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res),
+                through ? *through : exp_, CredKeyOf(cred));
   }
   // A READ of file_'s first two blocks that user_ (READ granted) sends and
   // the read path forwards as is: `*a` its arguments (viewing file_), and

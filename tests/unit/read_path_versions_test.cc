@@ -53,27 +53,75 @@ TEST_F(AlwaysRevalidateReadTest, UnchangedFileIsServedFromBlocksAfterOneGetattr)
 }
 
 // The file changes between the GETATTR that revalidated a READ on such an
-// export and the fetch: the fetch's reply (another version) answers the READ
-// as the server gave it. (The READ was attempted again under the GETATTR's
-// older attributes, found no blocks of them and fetched again, four times,
-// then went upstream as well.)
+// export and the fetch: the fetch's reply (another version) is the READ's
+// answer as the server gave it, given with the user's ACCESS evidence (here
+// still fresh, learnt through an export with a lifetime). Without that
+// evidence for the new ctime the READ goes upstream as is, once. (It was
+// attempted again under the GETATTR's older attributes, found no blocks of
+// them and fetched again, four times, then went upstream as well.)
 TEST_F(AlwaysRevalidateReadTest, AFetchShowingANewerVersionAnswersTheRead) {
+  for (const bool evidence : {true, false}) {
+    SCOPED_TRACE(evidence ? "ACCESS evidence fresh" : "ACCESS evidence of the old ctime only");
+    blocks_.DropFile(file_);
+    SetFile(Content(10000, 0), kWall0 - 3600);
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ, evidence ? &exp_ : &zero_);
+    const uint32_t changed = file().attr.mtime.seconds + 10;
+    up_.set_responder([&](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+      // Another client writes the file right after the GETATTR is answered.
+      std::string reply = Respond(s);
+      if (s.proc == NFSPROC3_GETATTR) SetFile(Content(file().data.size(), 7), changed);
+      return reply;
+    });
+    const size_t reads = CallsOf(NFSPROC3_READ);
+    Outcome out;
+    ReadOn(*rp_, file_, zero_, user_, 100, 5000, &out);
+    Drain();
+    EXPECT_EQ(CallsOf(NFSPROC3_READ) - reads, 1u) << "the READ was fetched again";
+    if (evidence) {
+      ASSERT_EQ(out.replies, 1);
+      EXPECT_EQ(out.forwards, 0);
+      EXPECT_EQ(out.reply().data, file().data.substr(100, 5000)) << "what the server gave";
+    } else {
+      EXPECT_EQ(out.replies, 0);
+      EXPECT_EQ(out.forwards, 1);
+    }
+  }
+  EXPECT_EQ(rp_->stats().unconfirmed, 2u);
+}
+
+// Such a reply does not answer a READ that joined the fetch with a
+// revalidation of its own showing another version (a newer one): that READ
+// is attempted again under its own attributes.
+TEST_F(AlwaysRevalidateReadTest, AFetchsReplyDoesNotAnswerAReadThatKnowsANewerVersion) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  const uint32_t changed = file().attr.mtime.seconds + 10;
-  up_.set_responder([&](const FakeUpstream::Seen& s) -> std::optional<std::string> {
-    // Another client writes the file right after the GETATTR is answered.
-    std::string reply = Respond(s);
-    if (s.proc == NFSPROC3_GETATTR) SetFile(Content(file().data.size(), 7), changed);
-    return reply;
-  });
-  Outcome out;
-  ReadOn(*rp_, file_, zero_, user_, 100, 5000, &out);
+  const uint32_t t = file().attr.mtime.seconds;
+  hold_ = true;
+  Outcome a, b;
+  ReadOn(*rp_, file_, zero_, user_, 0, 100, &a);
   Drain();
-  ASSERT_EQ(out.replies, 1);
-  EXPECT_EQ(out.forwards, 0);
-  EXPECT_EQ(out.reply().data, file().data.substr(100, 5000)) << "what the server gave";
-  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "the READ was fetched again, or forwarded";
-  EXPECT_EQ(rp_->stats().unconfirmed, 1u);
+  ASSERT_EQ(up_.calls.size(), 1u);  // A's GETATTR: version 1
+  up_.Answer(0, Respond(up_.calls[0]));
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 2u);  // A's fetch, held
+  ASSERT_EQ(up_.calls[1].proc, NFSPROC3_READ);
+  SetFile(Content(10000, 3), t + 20);  // version 3
+  const std::string v3 = file().data;
+  ReadOn(*rp_, file_, zero_, user_, 0, 100, &b);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 3u);  // B's GETATTR
+  up_.Answer(2, Respond(up_.calls[2]));
+  Drain();  // B waits on A's fetch
+  SetFile(Content(10000, 2), t + 10);  // the fetch saw version 2
+  const std::string v2 = file().data;
+  const std::string fetched = Respond(up_.calls[1]);
+  SetFile(v3, t + 20);
+  up_.Answer(1, fetched);
+  hold_ = false;
+  Drain();
+  ASSERT_EQ(a.replies, 1);
+  EXPECT_EQ(a.reply().data, v2.substr(0, 100)) << "A is answered as the server gave it";
+  ASSERT_EQ(b.replies, 1);
+  EXPECT_EQ(b.reply().data, v3.substr(0, 100)) << "B was answered with an older version";
 }
 
 // --- Disk blocks of an older version of the file ----------------------------
