@@ -74,10 +74,11 @@ const Block* BlockCache::Get(std::string_view handle, uint64_t index, const Chan
   return b;
 }
 
-bool BlockCache::Contains(std::string_view handle, uint64_t index, const ChangeId& version) const {
+bool BlockCache::Contains(std::string_view handle, uint64_t index, const ChangeId& version,
+                          bool confirmed_only) const {
   // Peek() changes nothing; LruMap offers it only on a mutable map.
   const Block* b = const_cast<LruMap<Block>&>(lru_).Peek(BlockKey(handle, index));
-  return b != nullptr && b->version == version;
+  return b != nullptr && b->version == version && !(confirmed_only && b->unconfirmed);
 }
 
 void BlockCache::Put(std::string_view handle, uint64_t index, Block block) {

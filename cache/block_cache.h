@@ -104,9 +104,11 @@ class BlockCache {
   // pointer is valid until the next call that modifies the cache.
   const Block* Get(std::string_view handle, uint64_t index, const ChangeId& version);
 
-  // Returns true iff the block is present with `version`. Not a use: neither
-  // the LRU order nor the stats change.
-  bool Contains(std::string_view handle, uint64_t index, const ChangeId& version) const;
+  // Returns true iff the block is present with `version` (and, with
+  // `confirmed_only`, not Block::unconfirmed). Not a use: neither the LRU
+  // order nor the stats change.
+  bool Contains(std::string_view handle, uint64_t index, const ChangeId& version,
+                bool confirmed_only = false) const;
 
   // Stores the block (replacing any) as most recently used, then evicts least
   // recently used blocks until bytes <= max_bytes, handing each to the

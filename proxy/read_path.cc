@@ -47,6 +47,8 @@ struct ReadPath::Op {
   // Blocks that came for this READ: one evicted before the READ had them
   // all and fetched again is no progress the second time.
   std::unordered_set<uint64_t> arrived;
+  bool delivered = false;  // attempted under an unconfirmed fetch's reply (delivering_)
+  std::optional<ChangeId> tried;  // the version of the last attempt that got that far
   bool revalidated = false;  // a GETATTR was sent for this op already
   // What that GETATTR returned: on an export whose attribute lifetime is 0
   // the cache does not keep them fresh, yet they are this op's revalidation.
@@ -106,10 +108,14 @@ void ReadPath::Attempt(const OpPtr& op) {
   // blocks already here (memory or disk), nothing fetched.
   op->stale = !attr && meta_.ServeStale(*op->exp);
   if (op->stale) attr = meta_.ExpiredAttributes(op->fh);
-  if (!attr && delivering_ && delivering_->fh == op->fh &&
-      (!op->validated || ChangeId::FromFattr(*op->validated) == delivering_->expected)) {
-    attr = delivering_->attr;
-  }
+  // Woken by a fetch whose reply showed another version than the one it
+  // was made for, while waiting for that version: the reply is this READ's
+  // answer, as the server gave it (also where the export's lifetime keeps
+  // no attributes fresh). Not a READ that waited for another version (it
+  // joined the fetch with a newer revalidation of its own).
+  op->delivered = delivering_ && delivering_->fh == op->fh && op->tried &&
+                  *op->tried == delivering_->expected;
+  if (op->delivered) attr = delivering_->attr;
   if (!attr) attr = op->validated;
   if (!attr) {
     if (op->revalidated) {
@@ -129,6 +135,7 @@ void ReadPath::Attempt(const OpPtr& op) {
     return;
   }
   const ChangeId version = ChangeId::FromFattr(*attr);
+  op->tried = version;
   const uint64_t size = attr->size;
   const uint64_t end = std::min<uint64_t>(op->offset + op->count, size);
   if (op->offset >= end) {
@@ -143,7 +150,8 @@ void ReadPath::Attempt(const OpPtr& op) {
     waiting = true;
     Wait(op->fh, i, [this, op, i, version](bool ok) {
       if (ok) {
-        op->progress = blocks_.Contains(op->fh, i, version) && op->arrived.insert(i).second;
+        op->progress = blocks_.Contains(op->fh, i, version, /*confirmed_only=*/true) &&
+                       op->arrived.insert(i).second;
         Attempt(op);
       } else {
         Forward(op);  // the upstream's own answer (error, short read) goes to the client
@@ -152,7 +160,8 @@ void ReadPath::Attempt(const OpPtr& op) {
   };
   std::vector<uint64_t> missing;
   for (uint64_t i = first; i <= last; ++i) {
-    if (blocks_.Contains(op->fh, i, version)) continue;
+    // An unconfirmed fetch's blocks answer only the READs it delivers to.
+    if (blocks_.Contains(op->fh, i, version, /*confirmed_only=*/!op->delivered)) continue;
     if (Pending(op->fh, i)) {
       wait(i);
     } else if (disk_ && !op->disk_tried.count(i) && disk_->MayContain(op->fh, i, version)) {

@@ -209,11 +209,8 @@ class ReadPath {
   uint32_t server_rtmax_ = 0;  // FSINFO rtmax; 0 = not known yet
   uint32_t background_ = 0;  // read-ahead fetches in flight
   // While a fetch whose reply showed another version than the one expected
-  // wakes the READs waiting on it: that reply's attributes, which those
-  // READs are answered under (as the server gave them), also where the
-  // export's lifetime keeps no attributes fresh; not a READ whose own
-  // revalidation showed another version than the fetch expected (a newer
-  // one, maybe).
+  // wakes the READs waiting on it: that reply's attributes, which the READs
+  // that waited for the expected version are answered under (Attempt).
   struct Delivering {
     std::string fh;
     ChangeId expected;  // the version the fetch was made for

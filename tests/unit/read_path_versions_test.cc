@@ -124,6 +124,41 @@ TEST_F(AlwaysRevalidateReadTest, AFetchsReplyDoesNotAnswerAReadThatKnowsANewerVe
   EXPECT_EQ(b.reply().data, v3.substr(0, 100)) << "B was answered with an older version";
 }
 
+// The same when the version the fetch's reply shows is the one the joining
+// READ revalidated: the reply's bytes may be from before that version (the
+// server read them, then a write came, then it took the attributes), so
+// they answer only the READ the fetch was made for; the other fetches anew.
+TEST_F(AlwaysRevalidateReadTest, AFetchsUnconfirmedBytesDoNotAnswerAReadThatRevalidatedTheirVersion) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  const uint32_t t = file().attr.mtime.seconds;
+  const std::string old_data = file().data;
+  hold_ = true;
+  Outcome a, b;
+  ReadOn(*rp_, file_, zero_, user_, 0, 100, &a);
+  Drain();
+  up_.Answer(0, Respond(up_.calls[0]));  // A's GETATTR: the old version
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 2u);  // A's fetch, held
+  SetFile(Content(10000, 5), t + 10);  // written meanwhile
+  const std::string new_data = file().data;
+  ReadOn(*rp_, file_, zero_, user_, 0, 100, &b);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 3u);  // B's GETATTR: the new version
+  up_.Answer(2, Respond(up_.calls[2]));
+  Drain();  // B waits on A's fetch
+  SetFile(old_data, t + 10);  // the fetch read the old bytes, then took the new attributes
+  const std::string fetched = Respond(up_.calls[1]);
+  SetFile(new_data, t + 10);
+  up_.Answer(1, fetched);
+  hold_ = false;
+  Drain();
+  ASSERT_EQ(a.replies, 1);
+  EXPECT_EQ(a.reply().data, old_data.substr(0, 100)) << "A is answered as the server gave it";
+  ASSERT_EQ(b.replies, 1);
+  EXPECT_EQ(b.reply().data, new_data.substr(0, 100))
+      << "B was answered with bytes not proved to be of the version it revalidated";
+}
+
 // --- Disk blocks of an older version of the file ----------------------------
 //
 // A block on disk under another version of the file is not at hand: it can
