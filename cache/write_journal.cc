@@ -112,19 +112,23 @@ bool DecodeRecord(uint64_t seq, std::string_view value, JournalRecord* r) {
 // (its verifier, in hex, when it was made): on another file system than a
 // journal on a disk of its own, so that an empty mount point (the disk not
 // mounted) is not taken for a place to make a new journal.
-std::string MarkerOf(const std::string& dir) {
-  std::string d = dir;
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  return d + ".nfsedge-journal";
-}
-
 // True iff `dir` holds nothing but a file system's lost+found (the root of
-// a disk of its own, newly made).
+// a disk of its own, newly made). A directory that is not there is empty.
 bool EmptyButLostFound(const std::string& dir, std::error_code& ec) {
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     if (e.path().filename() != "lost+found") return false;
   }
+  if (ec == std::errc::no_such_file_or_directory) ec.clear();
   return !ec;
+}
+
+// fsync of the directory `dir` (a rename in it made durable).
+bool SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
 }
 
 // Writes the marker (synced, then renamed into place). False if it cannot.
@@ -146,7 +150,7 @@ bool WriteMarker(const std::string& marker, const std::array<char, 8>& verifier)
     ::unlink(tmp.c_str());
     return false;
   }
-  return true;
+  return SyncDirectory(std::filesystem::path(marker).parent_path().string());
 }
 
 std::array<char, 8> NewVerifier() {
@@ -297,6 +301,19 @@ class WriteJournal::Store {
   std::thread thread_;
 };
 
+std::string WriteJournal::MarkerOf(const std::string& dir) {
+  std::string d = std::filesystem::path(dir).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d + ".nfsedge-journal";
+}
+
+bool WriteJournal::MayHoldJournal(const std::string& dir, std::error_code& ec) {
+  if (std::filesystem::exists(MarkerOf(dir), ec)) return true;
+  if (ec) return true;  // cannot tell: Open() says why
+  const bool empty = EmptyButLostFound(dir, ec);
+  return ec || !empty;
+}
+
 StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& dir,
                                                            PostFunction post, rocksdb::Env* env) {
   std::error_code ec;
@@ -337,7 +354,8 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
   if (!s.ok()) {
     return Status(StatusCode::kIoError,
                   "write journal " + dir + " cannot be opened (" + s.ToString() +
-                      "); it may hold acknowledged writes: move it aside only after checking");
+                      "); it may hold acknowledged writes: move it aside only after checking "
+                      "(and " + MarkerOf(dir) + " with it, to begin a new journal)");
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string meta;

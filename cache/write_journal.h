@@ -97,6 +97,16 @@ class WriteJournal : public JournalSink {
   // default. REQUIRES: a non-null `env` outlives the journal.
   static StatusOr<std::unique_ptr<WriteJournal>> Open(const std::string& dir, PostFunction post,
                                                       rocksdb::Env* env = nullptr);
+  // The file beside `dir` that records that a journal was made there
+  // (`dir` + ".nfsedge-journal", written when Open() makes or first opens
+  // it): Open() refuses an empty `dir` while it exists (an empty mount
+  // point, the journal's disk not mounted, is not a place to make a new
+  // journal). Removed by an administrator to begin a new journal.
+  static std::string MarkerOf(const std::string& dir);
+  // True iff `dir` holds something besides lost+found, or its marker
+  // exists, or either cannot be told (`ec` then says why): a journal to
+  // open (or to refuse to open) even where no export has write_back.
+  static bool MayHoldJournal(const std::string& dir, std::error_code& ec);
   // Writes what is queued, stops the thread and closes the database.
   ~WriteJournal() override;
   WriteJournal(const WriteJournal&) = delete;

@@ -227,10 +227,11 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   // A journal left by a run whose exports had write_back is opened whatever
   // the exports say now: what it acknowledged must still go upstream (and
   // before anything newer, which a later replay would overwrite).
+  // An empty journal_dir whose marker says a journal was made there (its
+  // disk not mounted) is opened too: Open() refuses it, with the reason.
   std::error_code ec;
-  const bool left = !w.journal_dir.empty() && std::filesystem::is_directory(w.journal_dir, ec) &&
-                    !std::filesystem::is_empty(w.journal_dir, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) {
+  const bool left = !w.journal_dir.empty() && WriteJournal::MayHoldJournal(w.journal_dir, ec);
+  if (ec) {
     return IoError("[write] journal_dir " + w.journal_dir + ": " + ec.message() +
                    " (it may hold acknowledged writes, which must go upstream)");
   }

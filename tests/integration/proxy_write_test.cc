@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <thread>
 
@@ -355,6 +357,38 @@ TEST_F(WriteTest, AJournalIsReplayedAfterWriteBackIsTurnedOff) {
       << "the acknowledged bytes must reach the upstream";
   EXPECT_NE(ReadFile(proxy_->log_path()).find("no export has write_back now"),
             std::string::npos);
+}
+
+// The journal's disk is not mounted at a start (its directory an empty
+// mount point), and write_back was turned off meanwhile: the start stops,
+// saying why, rather than going on without the journal (whose records
+// would be replayed over newer data once the disk was back). With the
+// disk back, the acknowledged bytes go upstream.
+TEST_F(WriteTest, AStartWithTheJournalsDiskMissingStops) {
+  StartBed("flush_delay_ms = 60000\n", "write_back = true\n");
+  auto c = Client();
+  ASSERT_NE(c, nullptr);
+  std::string fh = Open(*c, "unmounted");
+  const std::string data = Content(13, 30000);
+  WriteResult r = c->Write(fh, 0, data, Stable::kFileSync);
+  ASSERT_TRUE(r.ok()) << r.StatusString();
+  ASSERT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
+  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
+  EXPECT_FALSE(proxy_->Stop().exited);
+
+  const std::string journal = bed_->dir().Sub("journal");
+  ASSERT_EQ(rename(journal.c_str(), (journal + ".disk").c_str()), 0);
+  ASSERT_EQ(mkdir(journal.c_str(), 0700), 0);  // the empty mount point
+  popts_.exports[0].extra_toml = "gather_window_ms = 20\nwrite_behind = true\n";
+  auto p = ProxyProcess::Start(popts_);
+  ASSERT_FALSE(p.ok()) << "nfsedge started without its journal";
+  EXPECT_NE(p.status().message().find("not mounted"), std::string::npos) << p.status().message();
+
+  ASSERT_EQ(rmdir(journal.c_str()), 0);
+  ASSERT_EQ(rename((journal + ".disk").c_str(), journal.c_str()), 0);
+  StartProxy();
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(Disk() + "/unmounted") == data; }, Millis(20000)))
+      << "the acknowledged bytes must reach the upstream";
 }
 
 TEST_F(WriteTest, NfsedgeFlushSendsBufferedWritesUpstreamAndReports) {

@@ -83,9 +83,10 @@ fi
 # Purged: the cache and state go, but not an edge journal, which may hold
 # acknowledged writes not yet upstream.
 mkdir -p "$root/var/lib/nfsedge/journal" "$root/var/lib/nfsedge/handles" "$root/var/cache/nfsedge"
-touch "$root/var/lib/nfsedge/journal/000001.log"
+touch "$root/var/lib/nfsedge/journal/000001.log" "$root/var/lib/nfsedge/journal.nfsedge-journal"
 if dpkg_root -P nfsedge >>"$out/dpkg.log" 2>&1; then
   [ -e "$root/var/lib/nfsedge/journal/000001.log" ] || { echo "purge removed the edge journal"; fail=1; }
+  [ -e "$root/var/lib/nfsedge/journal.nfsedge-journal" ] || { echo "purge removed the journal's marker"; fail=1; }
   [ ! -e "$root/var/lib/nfsedge/handles" ] || { echo "purge left the handle store"; fail=1; }
   [ ! -e "$root/var/cache/nfsedge" ] || { echo "purge left the cache"; fail=1; }
   [ ! -e "$root/etc/nfsedge/nfsedge.toml" ] || { echo "purge left the conffile"; fail=1; }
