@@ -85,6 +85,23 @@ class WriteTest : public ::testing::Test {
     EXPECT_TRUE(c.Access(f.fh, 0x3f).ok());
     return f.fh;
   }
+  // With a write_back export (nothing flushed by itself for a minute),
+  // writes `data` to a new file `name` in FILE_SYNC writes the journal
+  // acknowledges, then kills nfsedge (-9): the bytes are in the journal only.
+  void AcknowledgeFromTheJournalAndKill(const std::string& name, const std::string& data) {
+    StartBed("flush_delay_ms = 60000\n", "write_back = true\n");
+    auto c = Client();
+    ASSERT_NE(c, nullptr);
+    std::string fh = Open(*c, name);
+    for (size_t off = 0; off < data.size(); off += 25000) {
+      WriteResult r = c->Write(fh, off, data.substr(off, 25000), Stable::kFileSync);
+      ASSERT_TRUE(r.ok()) << r.StatusString();
+      ASSERT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
+    }
+    ASSERT_NE(ReadFile(Disk() + "/" + name), data) << "acknowledged, not yet upstream";
+    ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
+    EXPECT_FALSE(proxy_->Stop().exited);
+  }
   std::string StopProxyLog() {
     ExitStatus exit = proxy_->Stop();
     EXPECT_TRUE(exit.success());
@@ -335,22 +352,10 @@ TEST_F(WriteTest, EdgeJournalAcknowledgesLocallyAndReplaysAfterKillNine) {
 }
 
 TEST_F(WriteTest, AJournalIsReplayedAfterWriteBackIsTurnedOff) {
-  StartBed("flush_delay_ms = 60000\n", "write_back = true\n");
-  auto c = Client();
-  ASSERT_NE(c, nullptr);
-  std::string fh = Open(*c, "off");
   const std::string data = Content(12, 100000);
-  for (size_t off = 0; off < data.size(); off += 25000) {
-    WriteResult r = c->Write(fh, off, data.substr(off, 25000), Stable::kFileSync);
-    ASSERT_TRUE(r.ok()) << r.StatusString();
-    ASSERT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
-  }
-  ASSERT_NE(ReadFile(Disk() + "/off"), data) << "acknowledged, not yet upstream";
-
+  ASSERT_NO_FATAL_FAILURE(AcknowledgeFromTheJournalAndKill("off", data));
   // The administrator turns write_back off with the proxy down: what the
   // journal acknowledged still goes upstream at the next start.
-  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
-  EXPECT_FALSE(proxy_->Stop().exited);
   popts_.exports[0].extra_toml = "gather_window_ms = 20\nwrite_behind = true\n";
   StartProxy();
   EXPECT_TRUE(WaitUntil([&] { return ReadFile(Disk() + "/off") == data; }, Millis(20000)))
@@ -365,17 +370,8 @@ TEST_F(WriteTest, AJournalIsReplayedAfterWriteBackIsTurnedOff) {
 // would be replayed over newer data once the disk was back). With the
 // disk back, the acknowledged bytes go upstream.
 TEST_F(WriteTest, AStartWithTheJournalsDiskMissingStops) {
-  StartBed("flush_delay_ms = 60000\n", "write_back = true\n");
-  auto c = Client();
-  ASSERT_NE(c, nullptr);
-  std::string fh = Open(*c, "unmounted");
   const std::string data = Content(13, 30000);
-  WriteResult r = c->Write(fh, 0, data, Stable::kFileSync);
-  ASSERT_TRUE(r.ok()) << r.StatusString();
-  ASSERT_EQ(r.committed, 2u) << "FILE_SYNC from the journal";
-  ASSERT_EQ(kill(proxy_->pid(), SIGKILL), 0);
-  EXPECT_FALSE(proxy_->Stop().exited);
-
+  ASSERT_NO_FATAL_FAILURE(AcknowledgeFromTheJournalAndKill("unmounted", data));
   const std::string journal = bed_->dir().Sub("journal");
   ASSERT_EQ(rename(journal.c_str(), (journal + ".disk").c_str()), 0);
   ASSERT_EQ(mkdir(journal.c_str(), 0700), 0);  // the empty mount point

@@ -118,6 +118,13 @@ class MetadataCacheTest : public ::testing::Test {
     return cache_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &args, exp_, who);
   }
   static uint32_t StatusOf(const std::optional<std::string>& r) { return LoadBE32(r->data()); }
+  // dir_ searchable by user_ and holding file "f" (file_), both an hour old.
+  void LearnDirWithFile() {
+    fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+    fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
+    LearnAccess(dir_, d, 0x3f, 0x3f, user_);
+    LearnLookup(dir_, "f", d, &file_, &f);
+  }
 
   FakeClock clock_;
   Export exp_, zero_;
@@ -178,10 +185,7 @@ TEST_F(MetadataCacheTest, NegativeLookupIsAnsweredNoent) {
 }
 
 TEST_F(MetadataCacheTest, DirectoryChangedElsewhereLosesItsNames) {
-  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
-  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
-  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
-  LearnLookup(dir_, "f", d, &file_, &f);
+  LearnDirWithFile();
   ASSERT_TRUE(Lookup(dir_, "f", user_));
   // A REMOVE of another name whose wcc "before" is not what was cached.
   REMOVE3args args{};
@@ -295,10 +299,7 @@ TEST_F(MetadataCacheTest, AttributesOlderThanARemoveDoNotComeBack) {
 // the head office): the file's attributes go, so that neither GETATTR nor
 // a LOOKUP of its name (which needs them) hands it out from cache again.
 TEST_F(MetadataCacheTest, AStaleAnswerForgetsTheHandle) {
-  fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
-  fattr3 f = Attr(NF3REG, 5, kWall0 - 3600);
-  LearnAccess(dir_, d, 0x3f, 0x3f, user_);
-  LearnLookup(dir_, "f", d, &file_, &f);
+  LearnDirWithFile();
   ASSERT_TRUE(Lookup(dir_, "f", user_));
   ASSERT_TRUE(Getattr(exp_, file_));
 

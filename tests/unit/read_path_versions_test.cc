@@ -89,35 +89,46 @@ TEST_F(AlwaysRevalidateReadTest, AFetchShowingANewerVersionAnswersTheRead) {
   EXPECT_EQ(rp_->stats().unconfirmed, 2u);
 }
 
+// READs joining a fetch whose reply shows another version. JoinFetch: READ
+// A (lifetime-0 export) revalidates the file and fetches (held); the file
+// becomes `b_data` of `b_at` and READ B revalidates it and waits on A's
+// fetch; the fetch's reply carries `f_data` under the attributes of `f_at`
+// (read, then written, then the attributes taken); then the file is
+// `b_data` again and everything is answered.
+class JoinedFetchTest : public ReadPathTest {
+ protected:
+  void JoinFetch(const std::string& b_data, uint32_t b_at, const std::string& f_data,
+                 uint32_t f_at, Outcome* a, Outcome* b) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    hold_ = true;
+    ReadOn(*rp_, file_, zero_, user_, 0, 100, a);
+    Drain();
+    up_.Answer(0, Respond(up_.calls[0]));  // A's GETATTR
+    Drain();
+    ASSERT_EQ(up_.calls.size(), 2u);  // A's fetch, held
+    SetFile(b_data, b_at);
+    ReadOn(*rp_, file_, zero_, user_, 0, 100, b);
+    Drain();
+    ASSERT_EQ(up_.calls.size(), 3u);  // B's GETATTR
+    up_.Answer(2, Respond(up_.calls[2]));
+    Drain();  // B waits on A's fetch
+    SetFile(f_data, f_at);
+    const std::string fetched = Respond(up_.calls[1]);
+    SetFile(b_data, b_at);
+    up_.Answer(1, fetched);
+    hold_ = false;
+    Drain();
+  }
+};
+
 // Such a reply does not answer a READ that joined the fetch with a
 // revalidation of its own showing another version (a newer one): that READ
 // is attempted again under its own attributes.
-TEST_F(AlwaysRevalidateReadTest, AFetchsReplyDoesNotAnswerAReadThatKnowsANewerVersion) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+TEST_F(JoinedFetchTest, AFetchsReplyDoesNotAnswerAReadThatKnowsANewerVersion) {
   const uint32_t t = file().attr.mtime.seconds;
-  hold_ = true;
+  const std::string v2 = Content(10000, 2), v3 = Content(10000, 3);
   Outcome a, b;
-  ReadOn(*rp_, file_, zero_, user_, 0, 100, &a);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 1u);  // A's GETATTR: version 1
-  up_.Answer(0, Respond(up_.calls[0]));
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 2u);  // A's fetch, held
-  ASSERT_EQ(up_.calls[1].proc, NFSPROC3_READ);
-  SetFile(Content(10000, 3), t + 20);  // version 3
-  const std::string v3 = file().data;
-  ReadOn(*rp_, file_, zero_, user_, 0, 100, &b);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 3u);  // B's GETATTR
-  up_.Answer(2, Respond(up_.calls[2]));
-  Drain();  // B waits on A's fetch
-  SetFile(Content(10000, 2), t + 10);  // the fetch saw version 2
-  const std::string v2 = file().data;
-  const std::string fetched = Respond(up_.calls[1]);
-  SetFile(v3, t + 20);
-  up_.Answer(1, fetched);
-  hold_ = false;
-  Drain();
+  ASSERT_NO_FATAL_FAILURE(JoinFetch(v3, t + 20, v2, t + 10, &a, &b));
   ASSERT_EQ(a.replies, 1);
   EXPECT_EQ(a.reply().data, v2.substr(0, 100)) << "A is answered as the server gave it";
   ASSERT_EQ(b.replies, 1);
@@ -125,33 +136,13 @@ TEST_F(AlwaysRevalidateReadTest, AFetchsReplyDoesNotAnswerAReadThatKnowsANewerVe
 }
 
 // The same when the version the fetch's reply shows is the one the joining
-// READ revalidated: the reply's bytes may be from before that version (the
-// server read them, then a write came, then it took the attributes), so
+// READ revalidated: the reply's bytes may be from before that version, so
 // they answer only the READ the fetch was made for; the other fetches anew.
-TEST_F(AlwaysRevalidateReadTest, AFetchsUnconfirmedBytesDoNotAnswerAReadThatRevalidatedTheirVersion) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+TEST_F(JoinedFetchTest, AFetchsUnconfirmedBytesDoNotAnswerAReadThatRevalidatedTheirVersion) {
   const uint32_t t = file().attr.mtime.seconds;
-  const std::string old_data = file().data;
-  hold_ = true;
+  const std::string old_data = file().data, new_data = Content(10000, 5);
   Outcome a, b;
-  ReadOn(*rp_, file_, zero_, user_, 0, 100, &a);
-  Drain();
-  up_.Answer(0, Respond(up_.calls[0]));  // A's GETATTR: the old version
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 2u);  // A's fetch, held
-  SetFile(Content(10000, 5), t + 10);  // written meanwhile
-  const std::string new_data = file().data;
-  ReadOn(*rp_, file_, zero_, user_, 0, 100, &b);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 3u);  // B's GETATTR: the new version
-  up_.Answer(2, Respond(up_.calls[2]));
-  Drain();  // B waits on A's fetch
-  SetFile(old_data, t + 10);  // the fetch read the old bytes, then took the new attributes
-  const std::string fetched = Respond(up_.calls[1]);
-  SetFile(new_data, t + 10);
-  up_.Answer(1, fetched);
-  hold_ = false;
-  Drain();
+  ASSERT_NO_FATAL_FAILURE(JoinFetch(new_data, t + 10, old_data, t + 10, &a, &b));
   ASSERT_EQ(a.replies, 1);
   EXPECT_EQ(a.reply().data, old_data.substr(0, 100)) << "A is answered as the server gave it";
   ASSERT_EQ(b.replies, 1);
