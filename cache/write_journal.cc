@@ -108,10 +108,6 @@ bool DecodeRecord(uint64_t seq, std::string_view value, JournalRecord* r) {
   return in.ok() && !r->fh.empty();
 }
 
-// The file beside the journal's directory that says a journal lives there
-// (its verifier, in hex, when it was made): on another file system than a
-// journal on a disk of its own, so that an empty mount point (the disk not
-// mounted) is not taken for a place to make a new journal.
 // True iff `dir` holds nothing but a file system's lost+found (the root of
 // a disk of its own, newly made). A directory that is not there is empty.
 bool EmptyButLostFound(const std::string& dir, std::error_code& ec) {
@@ -301,6 +297,9 @@ class WriteJournal::Store {
   std::thread thread_;
 };
 
+// On another file system than a journal on a disk of its own (mounted at
+// `dir`), so that an empty mount point is not taken for a place to make a
+// new journal. It names the verifier the journal had when it was written.
 std::string WriteJournal::MarkerOf(const std::string& dir) {
   std::string d = std::filesystem::path(dir).lexically_normal().string();
   while (d.size() > 1 && d.back() == '/') d.pop_back();
@@ -309,7 +308,7 @@ std::string WriteJournal::MarkerOf(const std::string& dir) {
 
 bool WriteJournal::MayHoldJournal(const std::string& dir, std::error_code& ec) {
   if (std::filesystem::exists(MarkerOf(dir), ec)) return true;
-  if (ec) return true;  // cannot tell: Open() says why
+  if (ec) return true;  // cannot tell: the caller says why (ec)
   const bool empty = EmptyButLostFound(dir, ec);
   return ec || !empty;
 }

@@ -98,8 +98,9 @@ class Daemon {
   void StartScheduler();
   // Makes the write path (gathering, write-behind) and hands it to nfs_.
   // Opens the edge journal if an export has write_back or `journal_dir`
-  // holds one (a previous run's), and puts back what that run left in it. Returns an error iff the journal cannot be
-  // used.
+  // holds one (a previous run's) or its marker says one was made there
+  // (WriteJournal::MarkerOf), and puts back what that run left in it.
+  // Returns an error iff the journal cannot be used.
   Status StartWritePath(uint32_t max_transfer);
   void LogWriteStats();
 

@@ -115,7 +115,10 @@ void ReadPath::Attempt(const OpPtr& op) {
   // joined the fetch with a newer revalidation of its own).
   op->delivered = delivering_ && delivering_->fh == op->fh && op->tried &&
                   *op->tried == delivering_->expected;
-  if (op->delivered) attr = delivering_->attr;
+  if (op->delivered) {
+    attr = delivering_->attr;
+    op->stale = false;  // the upstream's own answer, not expired attributes
+  }
   if (!attr) attr = op->validated;
   if (!attr) {
     if (op->revalidated) {

@@ -47,6 +47,7 @@ conf="$out/nfsedge.toml"
 sed -e '0,/^nfs_port = 2049/s//nfs_port = 22049/' -e 's/^mount_port = 20048/mount_port = 22048/' \
     -e 's/^rpcbind = "auto"/rpcbind = "no"/' -e 's/^mount_port = 0$/mount_port = 22050/' \
     -e "s#^disk_dir = .*#disk_dir = \"$out/cache\"#" \
+    -e "s#^journal_dir = .*#journal_dir = \"$out/journal\"#" \
     "$root/etc/nfsedge/nfsedge.toml" >"$conf"
 printf '\n[control]\nsocket = "%s/control.sock"\n' "$out" >>"$conf"
 # null_ping PORT PROGRAM: an RPC NULL call (version 3, AUTH_NONE) over TCP;
