@@ -354,7 +354,7 @@ StatusOr<std::unique_ptr<WriteJournal>> WriteJournal::Open(const std::string& di
     return Status(StatusCode::kIoError,
                   "write journal " + dir + " cannot be opened (" + s.ToString() +
                       "); it may hold acknowledged writes: move it aside only after checking "
-                      "(and " + MarkerOf(dir) + " with it, to begin a new journal)");
+                      "(and " + marker + " with it, to begin a new journal)");
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string meta;

@@ -1,7 +1,5 @@
 #include "proxy/metadata_cache.h"
 
-#include <arpa/inet.h>
-
 #include <cstring>
 
 #include "cache/cache_key.h"
@@ -42,13 +40,6 @@ bool IsDotName(const char* name) {
 
 // Decodes the status and post-op attributes at the head of READ results
 // without copying the data.
-// The status every NFSv3 result begins with (results of at least 4 bytes).
-nfsstat3 ReadStatus(std::string_view results) {
-  uint32_t v;
-  std::memcpy(&v, results.data(), sizeof(v));
-  return static_cast<nfsstat3>(ntohl(v));
-}
-
 bool DecodeReadHead(std::string_view results, nfsstat3* status, post_op_attr* attr) {
   XDR xdrs;
   xdrmem_create(&xdrs, const_cast<char*>(results.data()), static_cast<u_int>(results.size()),
@@ -293,7 +284,8 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     SentCall* learning;
     ~Done() { *learning = SentCall{}; }
   } done{&learning_};
-  if (results.size() >= 4 && ReadStatus(results) == NFS3ERR_STALE) {
+  // Every NFSv3 result begins with its status.
+  if (results.size() >= 4 && LoadBE32(results.data()) == NFS3ERR_STALE) {
     // The server no longer knows a handle of the call (of a call with two,
     // the reply does not say which): what is cached of them goes, and
     // replies sent before do not bring it back. Else LOOKUP (from the name
