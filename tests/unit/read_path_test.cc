@@ -613,5 +613,19 @@ TEST_F(ReadPathTest, AStaleReadWithBlocksMissingIsForwardedOnce) {
   });
 }
 
+// A READ of more blocks than memory holds: storing one block evicts
+// another the READ needs, so it never has them all. Each block's first
+// arrival is progress, a block that comes again is not: the READ is
+// forwarded after the three arrivals and five fruitless wake-ups (8
+// fetches), not kept fetching up to its hard bound on attempts (13).
+TEST_F(ReadPathTest, AReadLargerThanMemoryIsForwardedAfterFewFetches) {
+  blocks_.SetMaxBytes(2 * kBlock);  // the file is three blocks
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  Outcome out = ReadNow(0, 10000);
+  EXPECT_EQ(out.forwards, 1);
+  EXPECT_EQ(out.replies, 0);
+  EXPECT_LE(Reads().size(), 8u) << "blocks fetched again counted as progress";
+}
+
 }  // namespace
 }  // namespace nfsedge
