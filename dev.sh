@@ -9,7 +9,7 @@
 #   ./dev.sh sanitize install, and only the sanitizer build and its tests (into ./build-asan)
 #   ./dev.sh bench    install, build, run the benchmark suite (long; see docs/benchmarks.md)
 #   ./dev.sh deps     only install the Debian 12 packages
-#   ./dev.sh build    only configure and build (into ./build)
+#   ./dev.sh build    install, then only configure and build (into ./build)
 #
 # Needs root (apt-get, network namespaces for the test servers).
 set -euo pipefail

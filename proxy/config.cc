@@ -361,9 +361,10 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
       c.exports.push_back(std::move(ec));
     }
     if (c.exports.size() > kMaxExports) {
-      errors.push_back(source + ": " + std::to_string(c.exports.size()) +
-                       " [[export]] tables: at most " + std::to_string(kMaxExports) +
-                       " are supported");
+      const toml::node& first_extra = *exports->as_array()->get(kMaxExports);
+      errors.push_back(source + ":" + std::to_string(first_extra.source().begin.line) + ": " +
+                       std::to_string(c.exports.size()) + " [[export]] tables: at most " +
+                       std::to_string(kMaxExports) + " are supported");
     }
   }
   // The journal (its default included) is never a cache's directory: a
@@ -377,8 +378,16 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
            dir(other) == dir(c.write.journal_dir);
   };
   if (same_dir(c.cache.disk_dir) || same_dir(c.server.handle_store)) {
-    errors.push_back(source + ": [write] journal_dir: must not be the directory of "
-                              "cache.disk_dir or server.handle_store (" +
+    // At the journal_dir line, or (the default journal_dir) at the key
+    // that names the same directory.
+    const toml::node* at = root.at_path("write.journal_dir").node();
+    if (!at) {
+      at = root.at_path(same_dir(c.cache.disk_dir) ? "cache.disk_dir" : "server.handle_store")
+               .node();
+    }
+    errors.push_back(source + (at ? ":" + std::to_string(at->source().begin.line) : "") +
+                     ": [write] journal_dir: must not be the directory of "
+                     "cache.disk_dir or server.handle_store (" +
                      c.write.journal_dir + ")");
   }
   // Keys the top level may hold; anything else is a typo worth reporting.

@@ -1,8 +1,9 @@
 // Config: the typed, validated contents of nfsedge's TOML config file.
 //
-// Every field carries its documented default (conf/nfsedge.example.toml and
-// docs/config.md). LoadConfig rejects unknown keys, wrong types and
-// bad values with "file:line: reason" for each problem found.
+// Every field carries its documented default (docs/config.md; the example
+// config, conf/nfsedge.example.toml, sets the packaged paths). LoadConfig
+// rejects unknown keys, wrong types and bad values with "file:line: reason"
+// for each problem found ("file: reason" for a file with no export).
 //
 // Thread-safety: plain values; immutable after load.
 #ifndef NFSEDGE_PROXY_CONFIG_H_

@@ -13,7 +13,9 @@ list=$(dpkg -c "$deb")
 fail=0
 for f in ./usr/sbin/nfsedge ./etc/nfsedge/nfsedge.toml ./usr/lib/systemd/system/nfsedge.service \
          ./usr/share/doc/nfsedge/config.md ./usr/share/doc/nfsedge/deploying.md \
-         ./usr/share/doc/nfsedge/operating.md ./usr/share/doc/nfsedge/examples/grafana-dashboard.json; do
+         ./usr/share/doc/nfsedge/operating.md ./usr/share/doc/nfsedge/security.md \
+         ./usr/share/doc/nfsedge/robustness.md ./usr/share/doc/nfsedge/cache-format.md \
+         ./usr/share/doc/nfsedge/examples/grafana-dashboard.json; do
   if ! grep -q " $f\$" <<<"$list"; then echo "missing from the package: $f"; fail=1; fi
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/nfsedge/nfsedge.toml ||
@@ -48,6 +50,7 @@ sed -e '0,/^nfs_port = 2049/s//nfs_port = 22049/' -e 's/^mount_port = 20048/moun
     -e 's/^rpcbind = "auto"/rpcbind = "no"/' -e 's/^mount_port = 0$/mount_port = 22050/' \
     -e "s#^disk_dir = .*#disk_dir = \"$out/cache\"#" \
     -e "s#^journal_dir = .*#journal_dir = \"$out/journal\"#" \
+    -e "s#^handle_store = .*#handle_store = \"$out/handles\"#" \
     "$root/etc/nfsedge/nfsedge.toml" >"$conf"
 printf '\n[control]\nsocket = "%s/control.sock"\n' "$out" >>"$conf"
 # null_ping PORT PROGRAM: an RPC NULL call (version 3, AUTH_NONE) over TCP;

@@ -154,6 +154,23 @@ TEST(Config, TheJournalHasADirectoryOfItsOwn) {
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
+// Whole-file checks name the line too: the first export beyond the 64, the
+// journal_dir (or, for the default one, the key naming its directory).
+TEST(Config, WholeFileChecksNameALine) {
+  std::string many = "[upstream]\nhost = \"h\"\n";  // lines 1-2
+  for (int i = 0; i < 65; ++i) {  // export i at line 3 + 3 * i
+    many += "[[export]]\npath = \"/d" + std::to_string(i) + "\"\nclients = [\"10.0.0.0/8\"]\n";
+  }
+  std::string msg = ErrorOf(many);
+  EXPECT_NE(msg.find("bad.toml:195: 65 [[export]] tables: at most 64"), std::string::npos) << msg;
+
+  const std::string cache = "[cache]\ndisk_dir = \"/var/lib/nfsedge/journal\"\n";  // lines 8-9
+  msg = ErrorOf(std::string(kMinimal) + cache);
+  EXPECT_NE(msg.find("bad.toml:9: [write] journal_dir: must not"), std::string::npos) << msg;
+  msg = ErrorOf(std::string(kMinimal) + cache + "[write]\njournal_dir = \"/var/lib/nfsedge/journal\"\n");
+  EXPECT_NE(msg.find("bad.toml:11: [write] journal_dir: must not"), std::string::npos) << msg;
+}
+
 TEST(Config, UnknownKeyIsReportedWithFileAndLine) {
   std::string msg = ErrorOf(std::string(kMinimal) + "\n[server]\nnfs_prot = 2049\n");
   EXPECT_NE(msg.find("bad.toml:10:"), std::string::npos) << msg;
