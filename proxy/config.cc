@@ -1,5 +1,7 @@
 #include "proxy/config.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -419,10 +421,20 @@ std::map<std::string, std::set<std::string>> ConfigKeys() {
 }
 
 StatusOr<Config> LoadConfig(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(path + ": is a directory, not a config file");
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument(path + ": cannot open config file");
+  if (!in) {
+    const int err = errno;
+    return InvalidArgument(path + ": cannot open config file" +
+                           (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) return InvalidArgument(path + ": cannot read config file");
   return ParseConfig(ss.str(), path);
 }
 

@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
     if ((arg == "--config" || arg == "--check-config") && i + 1 < argc) {
       check_only = arg == "--check-config";
       config_path = argv[++i];
+    } else if (arg == "--config" || arg == "--check-config") {
+      std::fprintf(stderr, "nfsedge: %s needs a FILE\n%s", argv[i], kUsage);
+      return 2;
     } else if (arg == "--version") {
       std::printf("nfsedge 0.1.0\n");
       return 0;

@@ -171,6 +171,19 @@ TEST(Config, WholeFileChecksNameALine) {
   EXPECT_NE(msg.find("bad.toml:11: [write] journal_dir: must not"), std::string::npos) << msg;
 }
 
+// A path that is no config file says why: not there, or a directory (read
+// as an empty file it would be "no [[export]] table").
+TEST(Config, AFileThatCannotBeReadSaysWhy) {
+  StatusOr<Config> c = LoadConfig("/nonexistent/nfsedge.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "/nonexistent/nfsedge.toml: cannot open config file: No such file or directory");
+  c = LoadConfig(NFSEDGE_SOURCE_DIR);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            std::string(NFSEDGE_SOURCE_DIR) + ": is a directory, not a config file");
+}
+
 TEST(Config, UnknownKeyIsReportedWithFileAndLine) {
   std::string msg = ErrorOf(std::string(kMinimal) + "\n[server]\nnfs_prot = 2049\n");
   EXPECT_NE(msg.find("bad.toml:10:"), std::string::npos) << msg;
