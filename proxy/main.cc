@@ -47,6 +47,10 @@ int RunCommand(int argc, char** argv) {
     } else if (arg == "--config" && i + 1 < argc) {
       config_path = argv[++i];
       explicit_config = true;
+    } else if (arg == "--socket" || arg == "--config") {
+      std::fprintf(stderr, "nfsedge %s: %s needs a %s\n%s", command.c_str(), argv[i],
+                   arg == "--socket" ? "PATH" : "FILE", kUsage);
+      return 2;
     } else if (arg.rfind("--", 0) != 0 && argument.empty()) {
       argument = arg;
     } else {
@@ -57,8 +61,14 @@ int RunCommand(int argc, char** argv) {
   }
   bool needs_arg = command == "warm";
   bool takes_arg = needs_arg || command == "drop-cache";
-  if ((needs_arg && argument.empty()) || (!takes_arg && !argument.empty())) {
-    std::fputs(kUsage, stderr);
+  if (needs_arg && argument.empty()) {
+    std::fprintf(stderr, "nfsedge %s: needs the PATH (as clients see it) to walk\n%s",
+                 command.c_str(), kUsage);
+    return 2;
+  }
+  if (!takes_arg && !argument.empty()) {
+    std::fprintf(stderr, "nfsedge %s: unexpected argument '%s'\n%s", command.c_str(),
+                 argument.c_str(), kUsage);
     return 2;
   }
   if (socket.empty()) {

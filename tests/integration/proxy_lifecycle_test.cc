@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nfsc/libnfs.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/files.h"
 #include "harness/private_network.h"
@@ -70,6 +72,31 @@ uint32_t PortFromRpcinfo(uint32_t prog, uint32_t vers, const std::string& netid)
            std::stoul(addr.substr(last + 1));
   }
   return 0;
+}
+
+// A command line that cannot work says what is wrong with it (exit 2), and
+// a config path that is no file says why (exit 1), before the usage.
+TEST(CommandLine, SaysWhatIsWrong) {
+  const std::string bin = ProxyProcess::DefaultBinary();
+  struct Case {
+    std::string args, first_line;
+    int status;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--config", "nfsedge: --config needs a FILE", 2},
+           {"--bogus", "nfsedge: unknown argument '--bogus'", 2},
+           {"warm", "nfsedge warm: needs the PATH (as clients see it) to walk", 2},
+           {"status --socket", "nfsedge status: --socket needs a PATH", 2},
+           {"flush extra", "nfsedge flush: unexpected argument 'extra'", 2},
+           {"--check-config /", "nfsedge: invalid config:", 1},
+       }) {
+    auto [out, status] = CommandOutput(bin + " " + c.args + " 2>&1");
+    EXPECT_EQ(out.substr(0, out.find('\n')), c.first_line) << c.args << ":\n" << out;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == c.status) << c.args << ": " << status;
+  }
+  EXPECT_NE(CommandOutput(bin + " --check-config / 2>&1").first.find(
+                "/: is a directory, not a config file"),
+            std::string::npos);
 }
 
 class LifecycleTest : public ::testing::Test {
