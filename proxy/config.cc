@@ -1,9 +1,12 @@
 #include "proxy/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -17,6 +20,7 @@ namespace nfsedge {
 namespace {
 
 constexpr uint64_t kMaxU32 = 0xffffffffu;
+constexpr size_t kMaxConfigBytes = 4u << 20;  // a config file of 64 exports is some KiB
 
 void ReadServer(const toml::table& t, const std::string& src, ServerConfig* s,
                 std::vector<std::string>* errors) {
@@ -383,7 +387,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     // At the journal_dir line, or (the default journal_dir) at the key
     // that names the same directory.
     const toml::node* at = root.at_path("write.journal_dir").node();
-    if (!at) {
+    if (!at || !at->is_string()) {  // absent, or not a string: the default counts
       at = root.at_path(same_dir(c.cache.disk_dir) ? "cache.disk_dir" : "server.handle_store")
                .node();
     }
@@ -421,21 +425,37 @@ std::map<std::string, std::set<std::string>> ConfigKeys() {
 }
 
 StatusOr<Config> LoadConfig(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return InvalidArgument(path + ": is a directory, not a config file");
+  // A regular file only, and a bounded one: a FIFO would block the start
+  // (or ExecStartPre) until a writer came, /dev/zero would never end.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return InvalidArgument(path + ": cannot open config file: " + std::strerror(errno));
   }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    return InvalidArgument(path + ": cannot open config file" +
-                           (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  const auto fail = [&](const std::string& why) {
+    close(fd);
+    return InvalidArgument(path + ": " + why);
+  };
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return fail(std::string("cannot read config file: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return fail("is a directory, not a config file");
+  if (!S_ISREG(st.st_mode)) return fail("is not a regular file");
+  if (st.st_size > static_cast<off_t>(kMaxConfigBytes)) {
+    return fail("config file larger than " + std::to_string(kMaxConfigBytes >> 20) + " MiB");
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return InvalidArgument(path + ": cannot read config file");
-  return ParseConfig(ss.str(), path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::string("cannot read config file: ") + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) {
+      return fail("config file larger than " + std::to_string(kMaxConfigBytes >> 20) + " MiB");
+    }
+  }
+  close(fd);
+  return ParseConfig(text, path);
 }
 
 }  // namespace nfsedge

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,22 @@ namespace {
 
 constexpr size_t kMaxRequest = 4096;
 constexpr time_t kRequestTimeoutS = 30;
+
+// `text` with each control character (and DEL) written as \xHH.
+std::string Printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c != 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
 
 Status FillUnixAddress(const std::string& path, sockaddr_un* addr) {
   std::memset(addr, 0, sizeof(*addr));
@@ -48,16 +65,22 @@ class ControlServer::Connection : public ControlReply,
     deadline_.Arm(std::chrono::seconds(kRequestTimeoutS));
     bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
   }
-  size_t buffered_input() const { return evbuffer_get_length(bufferevent_get_input(bev_.get())); }
+  size_t buffered_input() const {
+    return bev_ ? evbuffer_get_length(bufferevent_get_input(bev_.get())) : 0;
+  }
 
-  void Line(const std::string& text) override { Write(text + "\n"); }
+  // A line of the answer; control characters in it (a file name with a
+  // newline in `status`) are written as \xHH, so that no name can end the
+  // answer or forge a line of it.
+  void Line(const std::string& text) override { Write(Printable(text) + "\n"); }
   void Progress(uint64_t done, uint64_t total) override {
     Write("progress " + std::to_string(done) + " " + std::to_string(total) + "\n");
   }
   void Finish(const Status& status) override {
     if (finished_) return;
-    Write(status.ok() ? "ok\n" : "error " + status.message() + "\n");
+    Write(status.ok() ? "ok\n" : "error " + Printable(status.message()) + "\n");
     finished_ = true;
+    if (closed_) return;
     bufferevent_disable(bev_.get(), EV_READ);
     MaybeClose();
   }
@@ -80,6 +103,9 @@ class ControlServer::Connection : public ControlReply,
     char* line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
     if (!line) {
       if (evbuffer_get_length(in) > kMaxRequest) {
+        // Taken, so that closing does not reset the connection before the
+        // client reads the answer.
+        evbuffer_drain(in, evbuffer_get_length(in));
         self->Finish(InvalidArgument("request line too long"));
       }
       return;
@@ -91,13 +117,25 @@ class ControlServer::Connection : public ControlReply,
   void Run(std::string request) {
     started_ = true;
     deadline_.Cancel();  // a command may take long
+    if (!request.empty() && request.back() == '\r') request.pop_back();
+    NFSEDGE_LOG(kInfo) << "control: " << Printable(request);
+    // A path with a NUL or a newline in it is not what the operator typed
+    // (and a NUL would cut the name sent upstream short of its check).
+    if (std::any_of(request.begin(), request.end(),
+                    [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      Finish(InvalidArgument("the request holds a control character"));
+      return;
+    }
     std::string command = request, argument;
     size_t space = request.find(' ');
     if (space != std::string::npos) {
       command = request.substr(0, space);
       argument = request.substr(space + 1);
+      if (argument.empty()) {  // "drop-cache " is not "drop-cache" (all of it)
+        Finish(InvalidArgument("'" + command + "' with an empty argument"));
+        return;
+      }
     }
-    NFSEDGE_LOG(kInfo) << "control: " << request;
     server_->handler_(command, argument, shared_from_this());
   }
   static void OnWrite(bufferevent*, void* arg) { static_cast<Connection*>(arg)->MaybeClose(); }
@@ -120,12 +158,17 @@ class ControlServer::Connection : public ControlReply,
     if (!self->started_ || self->finished_) self->Close();
   }
   void MaybeClose() {
-    if (finished_ && evbuffer_get_length(bufferevent_get_output(bev_.get())) == 0) Close();
+    if (!closed_ && finished_ && evbuffer_get_length(bufferevent_get_output(bev_.get())) == 0) {
+      Close();
+    }
   }
   void Close() {
     if (closed_) return;
     closed_ = true;
-    bufferevent_disable(bev_.get(), EV_READ | EV_WRITE);
+    // The socket goes now: a command still running (a warm the operator
+    // left with Ctrl-C) holds this object, not the descriptor. libevent
+    // frees a bufferevent inside its own callback once that returns.
+    bev_.reset();
     // Removing from the map may destroy this object: keep it alive until
     // the callback returns.
     std::shared_ptr<Connection> keep = shared_from_this();

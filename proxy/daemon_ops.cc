@@ -62,7 +62,8 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             "than the fresh entry (ignored) or the expired one (kept, not served), replies that "
             "could not be ordered against it (same ctime), replies whose call left before a "
             "mutation that did not return the object's attributes (not learned), handles "
-            "the upstream answered NFS3ERR_STALE for (forgotten).",
+            "the upstream answered NFS3ERR_STALE for (forgotten), ACCESS entries of a handle and "
+            "credential the upstream refused a call (dropped).",
             {}, "event",
             {{"refresh", a.refreshes},
              {"invalidation", a.invalidations},
@@ -70,7 +71,8 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
              {"overtaken", a.overtaken},
              {"ambiguous", a.ambiguous},
              {"before_mutation", cache.attrs_overtaken()},
-             {"stale_handle", cache.stale_handles()}});
+             {"stale_handle", cache.stale_handles()},
+             {"refused_access", cache.refused_access()}});
   w.Counter("nfsedge_name_cache_dirs_dropped_total",
             "Directories whose cached names were dropped (changed behind the proxy).", {},
             static_cast<double>(n.dirs_dropped));

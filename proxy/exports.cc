@@ -11,6 +11,7 @@ bool IsCleanAbsolutePath(const std::string& p) {
   if (p.empty() || p[0] != '/' || p.size() > 1024) return false;
   if (p.size() > 1 && p.back() == '/') return false;
   if (p.find("//") != std::string::npos) return false;
+  if (p.find('\0') != std::string::npos) return false;  // C strings would end there
   std::istringstream parts(p);
   std::string part;
   while (std::getline(parts, part, '/')) {

@@ -51,6 +51,10 @@ int RunCommand(int argc, char** argv) {
       std::fprintf(stderr, "nfsedge %s: %s needs a %s\n%s", command.c_str(), argv[i],
                    arg == "--socket" ? "PATH" : "FILE", kUsage);
       return 2;
+    } else if (arg.empty()) {
+      // "drop-cache $DIR" with DIR unset must not become "drop-cache" (all).
+      std::fprintf(stderr, "nfsedge %s: an empty PATH\n%s", command.c_str(), kUsage);
+      return 2;
     } else if (arg.rfind("--", 0) != 0 && argument.empty()) {
       argument = arg;
     } else {

@@ -299,6 +299,21 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     }
     return;  // nothing else to learn
   }
+  if (results.size() >= 4 && (LoadBE32(results.data()) == NFS3ERR_ACCES ||
+                              LoadBE32(results.data()) == NFS3ERR_PERM)) {
+    // The server refused this credential on an object of the call (of a
+    // call with two, the reply does not say which): what the ACCESS cache
+    // holds for them and this credential may be older than the refusal
+    // (an ACL changed at the head office leaves mode, owner and group as
+    // they were), and must not answer a LOOKUP, READDIR or READ the server
+    // would refuse. The reply's attributes are still learned below.
+    std::vector<const nfs_fh3*> handles;
+    p.arg_handles(args, &handles);
+    for (const nfs_fh3* fh : handles) {
+      refused_access_++;
+      access_.Invalidate(Bytes(*fh), cred);
+    }
+  }
   std::string_view named;  // the directory whose names or listing the reply tells
   if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);
   if (p.proc == NFSPROC3_READDIR) named = Bytes(static_cast<const READDIR3args*>(args)->dir);

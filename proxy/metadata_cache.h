@@ -126,6 +126,9 @@ class MetadataCache {
   uint64_t attrs_overtaken() const { return attrs_overtaken_; }
   // Handles of calls the upstream answered NFS3ERR_STALE, forgotten.
   uint64_t stale_handles() const { return stale_handles_; }
+  // ACCESS entries dropped because the upstream answered a call on their
+  // object NFS3ERR_ACCES or NFS3ERR_PERM for their credential.
+  uint64_t refused_access() const { return refused_access_; }
 
   // Returns true iff the caches prove that `cred` may search directory
   // `dir` (fresh attributes and an ACCESS result granting LOOKUP).
@@ -311,6 +314,7 @@ class MetadataCache {
   uint64_t names_overtaken_ = 0;
   uint64_t attrs_overtaken_ = 0;
   uint64_t stale_handles_ = 0;
+  uint64_t refused_access_ = 0;
   LifetimeLimit limit_;
   MutationObserver mutated_;
 };

@@ -324,13 +324,25 @@ void Operations::Getattr(const Resolved& r, std::function<void(StatusOr<fattr3>)
 }
 
 void Operations::StartWarm(const std::string& path, std::shared_ptr<ControlReply> reply) {
+  // Walks go on when their operator leaves (Ctrl-C): bounded, so that
+  // warms started and left again and again do not pile up.
+  if (warms_.size() + warms_starting_ >= kMaxWarms) {
+    reply->Finish(Status(StatusCode::kUnavailable,
+                         std::to_string(warms_.size() + warms_starting_) +
+                             " warms are running (one whose command was interrupted goes on "
+                             "to its end): try again once one is done"));
+    return;
+  }
+  warms_starting_++;
   Resolve(path, [this, reply](StatusOr<Resolved> r) {
     if (!r.ok()) {
+      warms_starting_--;
       reply->Finish(r.status());
       return;
     }
     Resolved resolved = *r;
     Getattr(resolved, [this, resolved, reply](StatusOr<fattr3> attr) {
+      warms_starting_--;
       if (!attr.ok()) {
         reply->Finish(attr.status());
         return;

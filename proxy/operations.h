@@ -76,6 +76,10 @@ struct OperationsDeps {
   std::function<Status(ReloadOutcome*)> reload;
 };
 
+// Warms at once, counting those whose command was interrupted (they go on
+// to their end); another is refused until one is done.
+inline constexpr size_t kMaxWarms = 4;
+
 class Operations {
  public:
   explicit Operations(OperationsDeps deps);
@@ -114,6 +118,7 @@ class Operations {
   OperationsDeps deps_;
   FlushFn flush_;
   std::vector<std::unique_ptr<Warm>> warms_;
+  size_t warms_starting_ = 0;  // resolving their path, not yet in warms_
   Timer warm_timer_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -257,6 +258,16 @@ StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
   if (o.build_dir.empty()) return Status::Error("cannot tell the build directory: --build-dir");
   if (o.out_dir.empty()) o.out_dir = o.build_dir + "/bench-results";
   if (o.docs_dir.empty()) o.docs_dir = std::string(NFSEDGE_SOURCE_DIR) + "/docs";
+  // The proxy's config takes absolute paths only (its cache, journal and
+  // control socket go under the out dir): "--build-dir build" from the
+  // source tree is the source tree's build.
+  std::error_code ec;
+  for (std::string* dir : {&o.build_dir, &o.out_dir, &o.docs_dir}) {
+    const std::filesystem::path abs = std::filesystem::absolute(*dir, ec);
+    if (ec) return Status::Error(*dir + ": " + ec.message());
+    *dir = abs.lexically_normal().string();
+    if (dir->size() > 1 && dir->back() == '/') dir->pop_back();
+  }
   o.write_docs = docs_set ? docs_value : !quick;
   return o;
 }

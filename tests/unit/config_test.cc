@@ -1,7 +1,12 @@
 #include "proxy/config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace nfsedge {
@@ -169,19 +174,37 @@ TEST(Config, WholeFileChecksNameALine) {
   EXPECT_NE(msg.find("bad.toml:9: [write] journal_dir: must not"), std::string::npos) << msg;
   msg = ErrorOf(std::string(kMinimal) + cache + "[write]\njournal_dir = \"/var/lib/nfsedge/journal\"\n");
   EXPECT_NE(msg.find("bad.toml:11: [write] journal_dir: must not"), std::string::npos) << msg;
+  msg = ErrorOf(std::string(kMinimal) + "[server]\nhandle_store = \"/var/lib/nfsedge/journal\"\n");
+  EXPECT_NE(msg.find("bad.toml:9: [write] journal_dir: must not"), std::string::npos) << msg;
+  // A journal_dir of the wrong type leaves the default, which is what clashes.
+  msg = ErrorOf(std::string(kMinimal) + cache + "[write]\njournal_dir = 5\n");
+  EXPECT_NE(msg.find("bad.toml:9: [write] journal_dir: must not"), std::string::npos) << msg;
 }
 
-// A path that is no config file says why: not there, or a directory (read
-// as an empty file it would be "no [[export]] table").
+// A path that is no config file says why: not there, a directory (read as
+// an empty file it would be "no [[export]] table"), a FIFO (whose open would
+// wait for a writer) or a device that never ends.
 TEST(Config, AFileThatCannotBeReadSaysWhy) {
   StatusOr<Config> c = LoadConfig("/nonexistent/nfsedge.toml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(),
-            "/nonexistent/nfsedge.toml: cannot open config file: No such file or directory");
+  EXPECT_EQ(c.status().message(), std::string("/nonexistent/nfsedge.toml: cannot open config "
+                                              "file: ") + std::strerror(ENOENT));
   c = LoadConfig(NFSEDGE_SOURCE_DIR);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
             std::string(NFSEDGE_SOURCE_DIR) + ": is a directory, not a config file");
+  char dir[] = "/tmp/nfsedge-config-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/fifo.toml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  c = LoadConfig(fifo);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), fifo + ": is not a regular file");
+  unlink(fifo.c_str());
+  rmdir(dir);
+  c = LoadConfig("/dev/zero");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), "/dev/zero: is not a regular file");
 }
 
 TEST(Config, UnknownKeyIsReportedWithFileAndLine) {

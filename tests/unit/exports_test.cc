@@ -63,6 +63,7 @@ TEST(ExportTable, CleanPaths) {
   EXPECT_FALSE(IsCleanAbsolutePath("/a/../etc"));
   EXPECT_FALSE(IsCleanAbsolutePath("/a/./b"));
   EXPECT_FALSE(IsCleanAbsolutePath("a/b"));
+  EXPECT_FALSE(IsCleanAbsolutePath(std::string("/a/..\0b", 7))) << "a C string ends at the NUL";
   EXPECT_FALSE(IsCleanAbsolutePath("/a//b"));
   EXPECT_FALSE(IsCleanAbsolutePath("/a/"));
 }

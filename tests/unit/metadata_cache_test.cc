@@ -315,6 +315,29 @@ TEST_F(MetadataCacheTest, AStaleAnswerForgetsTheHandle) {
   EXPECT_EQ(cache_.stale_handles(), 1u);
 }
 
+// The upstream refuses a user a call on a directory (an ACL changed at the
+// head office: ctime only, mode, owner and group as they were): that user's
+// ACCESS result for it, from before, no longer answers LOOKUP (nor READDIR
+// or READ) from cache; another user's still does.
+TEST_F(MetadataCacheTest, AnUpstreamRefusalDropsThatUsersAccessResult) {
+  LearnDirWithFile();
+  const fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  LearnAccess(dir_, d, 0x3f, 0x3f, other_);
+  ASSERT_TRUE(Lookup(dir_, "f", user_));
+  ASSERT_TRUE(Lookup(dir_, "f", other_));
+
+  LOOKUP3args args{};
+  args.what.dir = Fh(dir_);
+  args.what.name = const_cast<char*>("g");
+  LOOKUP3res res{};
+  res.status = NFS3ERR_ACCES;
+  cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res), exp_, user_);
+  EXPECT_FALSE(Lookup(dir_, "f", user_)) << "answered from evidence older than the refusal";
+  EXPECT_TRUE(Lookup(dir_, "f", other_)) << "another user's evidence went too";
+  EXPECT_EQ(cache_.refused_access(), 1u);
+}
+
 // serve_stale_on_outage: while the OutageDetector says the upstream is out,
 // expired entries answer GETATTR, ACCESS and LOOKUP on an export that asks
 // for it, with the usual evidence per credential; not otherwise, and not

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -398,6 +400,97 @@ TEST(Control, ABusyOrTalkativeClientHoldsNoMemory) {
   close(talker);
   loop.RunSync([&] {
     pending.clear();
+    server.reset();
+  });
+}
+
+// Sends `request` on a new connection to the control socket at `path` and
+// returns everything the daemon answers until it closes.
+std::string AskControl(const std::string& path, const std::string& request) {
+  int fd = ConnectControl(path);
+  EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  std::string got;
+  char buf[256];
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, n);
+  close(fd);
+  return got;
+}
+
+size_t OpenDescriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n++;
+  return n;
+}
+
+// No control character passes either way: a request holding one (a NUL
+// would cut a path short of its check) or an empty argument ("drop-cache "
+// is not "drop-cache", which drops everything) is refused before any
+// command runs; one in an answer line (a file name in `status`) cannot end
+// the answer or forge a line of it. A trailing CR (telnet) is no part of
+// the request.
+TEST(Control, NoControlCharacterPassesAndNoArgumentIsEmpty) {
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-chars-" + std::to_string(getpid());
+  std::vector<std::string> seen;
+  auto server = std::make_unique<ControlServer>(
+      loop.base(), [&](const std::string& c, const std::string& a,
+                       std::shared_ptr<ControlReply> r) {
+        seen.push_back(c + "|" + a);
+        r->Line("busy file: x\nok");
+        r->Finish(InvalidArgument("bad\nok"));
+      });
+  ASSERT_TRUE(server->Listen(path, 0600).ok());
+  loop.Start();
+  EXPECT_EQ(AskControl(path, std::string("drop-cache /e/..\0x\n", 19)),
+            "error the request holds a control character\n");
+  EXPECT_EQ(AskControl(path, "drop-cache \n"), "error 'drop-cache' with an empty argument\n");
+  EXPECT_EQ(AskControl(path, "status\r\n"), "busy file: x\\x0aok\nerror bad\\x0aok\n");
+  loop.RunSync([&] { server.reset(); });
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], "status|");
+}
+
+// A client that goes away while its command runs on (Ctrl-C during a warm)
+// leaves no descriptor open behind it once the daemon sees it gone.
+TEST(Control, AClientThatLeavesFreesItsSocketAtOnce) {
+  std::signal(SIGPIPE, SIG_IGN);  // as the daemon (main.cc): a write to the gone client
+  LoopThread loop;
+  std::string path = "/tmp/nfsedge-ctl-leave-" + std::to_string(getpid());
+  std::shared_ptr<ControlReply> pending;
+  auto server = std::make_unique<ControlServer>(
+      loop.base(), [&](const std::string&, const std::string&, std::shared_ptr<ControlReply> r) {
+        pending = std::move(r);  // runs on: answered by nobody
+      });
+  ASSERT_TRUE(server->Listen(path, 0600).ok());
+  loop.Start();
+  const size_t before = OpenDescriptors();
+  int fd = ConnectControl(path);
+  ASSERT_EQ(send(fd, "warm /e\n", 8, 0), 8);
+  bool taken = false;
+  for (int i = 0; i < 500 && !taken; ++i) {
+    loop.RunSync([&] { taken = pending != nullptr; });
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(taken);
+  close(fd);
+  // As a warm does every 200 ms: the write finds the client gone (a closed
+  // read side alone may be a client that half-closed and waits).
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    loop.RunSync([&] {
+      pending->Progress(1, 2);
+      gone = !pending->connected();
+    });
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(OpenDescriptors(), before) << "the daemon's end of the socket is still open";
+  loop.RunSync([&] {
+    pending->Line("late");  // ignored, not written to a freed socket
+    pending->Finish(Status::Ok());
+    pending.reset();
     server.reset();
   });
 }
