@@ -106,8 +106,8 @@ bool AccessCache::Allows(std::string_view handle, const CredKey& cred, uint32_t 
   return granted.has_value() && *granted == bits;
 }
 
-void AccessCache::Invalidate(std::string_view handle, const CredKey& cred) {
-  lru_.Erase(Key(handle, cred));
+bool AccessCache::Invalidate(std::string_view handle, const CredKey& cred) {
+  return lru_.Erase(Key(handle, cred));
 }
 
 void AccessCache::Clear() {

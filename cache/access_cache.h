@@ -93,8 +93,8 @@ class AccessCache {
               bool allow_expired = false);
 
   // Drops the entry for (handle, cred), e.g. after the upstream refused an
-  // operation the cache thought allowed.
-  void Invalidate(std::string_view handle, const CredKey& cred);
+  // operation the cache thought allowed. Returns true iff there was one.
+  bool Invalidate(std::string_view handle, const CredKey& cred);
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();

@@ -20,12 +20,15 @@ namespace {
 constexpr size_t kMaxRequest = 4096;
 constexpr time_t kRequestTimeoutS = 30;
 
-// `text` with each control character (and DEL) written as \xHH.
+// `text` with each control character (and DEL) written as \xHH, and a
+// backslash as two, so that no name reads as an escaped one.
 std::string Printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (c >= 0x20 && c != 0x7f) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c != 0x7f) {
       out.push_back(static_cast<char>(c));
     } else {
       char hex[5];
@@ -103,8 +106,8 @@ class ControlServer::Connection : public ControlReply,
     char* line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
     if (!line) {
       if (evbuffer_get_length(in) > kMaxRequest) {
-        // Taken, so that closing does not reset the connection before the
-        // client reads the answer.
+        // What was read goes (the rest stays in the socket; a Unix socket
+        // still delivers the answer before the reset that closing brings).
         evbuffer_drain(in, evbuffer_get_length(in));
         self->Finish(InvalidArgument("request line too long"));
       }

@@ -299,6 +299,13 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     }
     return;  // nothing else to learn
   }
+  struct Refused {
+    ChangeMarks* marks;
+    std::vector<std::string> handles;
+    ~Refused() {
+      for (const std::string& fh : handles) marks->Note(fh);
+    }
+  } refused{&attr_changes_, {}};
   if (results.size() >= 4 && (LoadBE32(results.data()) == NFS3ERR_ACCES ||
                               LoadBE32(results.data()) == NFS3ERR_PERM)) {
     // The server refused this credential on an object of the call (of a
@@ -306,12 +313,14 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     // holds for them and this credential may be older than the refusal
     // (an ACL changed at the head office leaves mode, owner and group as
     // they were), and must not answer a LOOKUP, READDIR or READ the server
-    // would refuse. The reply's attributes are still learned below.
+    // would refuse. A mark, once this reply is learned, keeps replies sent
+    // before it came (an ACCESS granting what was refused) from bringing
+    // it back.
     std::vector<const nfs_fh3*> handles;
     p.arg_handles(args, &handles);
     for (const nfs_fh3* fh : handles) {
-      refused_access_++;
-      access_.Invalidate(Bytes(*fh), cred);
+      if (access_.Invalidate(Bytes(*fh), cred)) refused_access_++;
+      refused.handles.emplace_back(Bytes(*fh));
     }
   }
   std::string_view named;  // the directory whose names or listing the reply tells

@@ -672,8 +672,9 @@ void WritePath::SendCommit(File& f, bool urgent) {
   RpcCaller& caller = urgent ? upstream_ : background_caller_;
   const std::string fh = f.fh;
   Status s = caller.Call(kNfsProgram, kNfsVersion, NFSPROC3_COMMIT, cred, wire,
-                         [this, fh, id, who = write_path_internal::WriterKey(cred)](
-                             StatusOr<RpcReply> r) { OnCommitted(fh, id, who, std::move(r)); });
+                         [this, fh, id, cred](StatusOr<RpcReply> r) {
+                           OnCommitted(fh, id, cred, std::move(r));
+                         });
   if (!s.ok()) {
     for (auto& [off, p] : f.pieces) {
       if (p.commit == id) p.commit = 0;

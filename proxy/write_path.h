@@ -344,8 +344,8 @@ class WritePath {
   bool SendRun(File& f, uint64_t off, uint64_t len, bool urgent, bool sync, bool lone);
   void SendCommit(File& f, bool urgent);
   void OnWritten(const std::string& fh, uint64_t id, bool urgent, StatusOr<RpcReply> r);
-  // The reply to COMMIT `id`, sent as writer `who` (WriterKey).
-  void OnCommitted(const std::string& fh, uint64_t id, const std::string& who,
+  // The reply to COMMIT `id`, sent with `cred` (of one of the writers).
+  void OnCommitted(const std::string& fh, uint64_t id, const OpaqueAuth& cred,
                    StatusOr<RpcReply> r);
   // `flight`, a FILE_SYNC WRITE, was taken whole: the stable writes waiting
   // whose bytes it carried are stable (Waiter::stable).

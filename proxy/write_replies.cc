@@ -144,8 +144,9 @@ void WritePath::MarkStable(File& f, const Flight& flight) {
   }
 }
 
-void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::string& who,
+void WritePath::OnCommitted(const std::string& fh, uint64_t id, const OpaqueAuth& cred,
                             StatusOr<RpcReply> r) {
+  const std::string who = write_path_internal::WriterKey(cred);
   auto fit = files_.find(fh);
   if (fit == files_.end()) return;
   File& f = *fit->second;
@@ -170,9 +171,11 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const std::strin
       return covered(p) && write_path_internal::WriterKey(p.cred) == who;
     });
     if (!Denied(r)) {
+      // With the refused writer's credential: what the caches hold for it
+      // (its ACCESS result, which lets its writes be buffered) goes.
       COMMIT3args a{};
       a.file = FhView(fh);
-      LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, OpaqueAuth());
+      LearnOwn(f, NFSPROC3_COMMIT, &a, &*r, cred);
     }
     bool others = false;
     each([&others](auto it) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "cache/clock.h"
 #include "proxy/client_paths.h"
@@ -336,6 +338,29 @@ TEST_F(MetadataCacheTest, AnUpstreamRefusalDropsThatUsersAccessResult) {
   EXPECT_FALSE(Lookup(dir_, "f", user_)) << "answered from evidence older than the refusal";
   EXPECT_TRUE(Lookup(dir_, "f", other_)) << "another user's evidence went too";
   EXPECT_EQ(cache_.refused_access(), 1u);
+
+  // An ACCESS reply that left before the refusal came does not bring the
+  // grant back; one sent after it does.
+  ACCESS3args aa{Fh(dir_), 0x3f};
+  ACCESS3res ar{};
+  ar.status = NFS3_OK;
+  ar.ACCESS3res_u.resok.obj_attributes = PostOp(d);
+  ar.ACCESS3res_u.resok.access = 0x3f;
+  const std::string granted = Xdr(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), ar);
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
+               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(1), 1});
+  EXPECT_FALSE(Lookup(dir_, "f", user_)) << "a grant from before the refusal came back";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
+               SentCall{std::chrono::steady_clock::now(), 1});
+  EXPECT_TRUE(Lookup(dir_, "f", user_)) << "a grant from after the refusal";
+
+  // A refusal with no entry to drop counts nothing.
+  cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res), exp_, other_);
+  cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res), exp_, other_);
+  EXPECT_EQ(cache_.refused_access(), 2u);
 }
 
 // serve_stale_on_outage: while the OutageDetector says the upstream is out,

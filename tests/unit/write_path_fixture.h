@@ -275,8 +275,9 @@ class WritePathTest : public ::testing::Test {
         [this](Duration d, std::function<void()> fn) {
           timers_.emplace(clock_.MonoNow() + d, std::move(fn));
         },
-        [this](const NfsProc& p, const void*, RpcReply*, const Export&, const OpaqueAuth&) {
+        [this](const NfsProc& p, const void*, RpcReply*, const Export&, const OpaqueAuth& cred) {
           learned_.push_back(p.proc);
+          learned_creds_.push_back(cred);
         },
         options_);
     if (learned) wp_->LearnFsinfo(FsinfoResults());
@@ -392,6 +393,7 @@ class WritePathTest : public ::testing::Test {
   std::unique_ptr<WritePath> wp_;
   std::multimap<MonoTime, std::function<void()>> timers_;
   std::vector<uint32_t> learned_;
+  std::vector<OpaqueAuth> learned_creds_;  // the credential each was learned for
   std::vector<std::pair<int, ClientReply>> replies_;
   std::vector<int> forwarded_;
   std::string fh_ = "file-handle-1";

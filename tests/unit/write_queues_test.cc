@@ -292,7 +292,13 @@ TEST_F(WriteQueuesTest, ACommitRefusedForItsCallerFailsOnlyThatCallersBytes) {
   const OpaqueAuth refused = bg_.calls[c].cred;
   COMMIT3res res{};
   res.status = NFS3ERR_ACCES;
+  const size_t learned = learned_.size();
   bg_.Answer(c, Xdr(Proc(xdr_COMMIT3res), res));
+  // The caches learn the refusal as the refused caller's: its ACCESS
+  // result, which let its writes be buffered, goes.
+  ASSERT_GT(learned_.size(), learned);
+  EXPECT_EQ(learned_[learned], static_cast<uint32_t>(NFSPROC3_COMMIT));
+  EXPECT_EQ(learned_creds_[learned].body, refused.body) << "learned as another caller";
   for (int round = 0; round < 20 && bg_.Count(NFSPROC3_COMMIT) < 2; ++round) {
     Advance(options_.flush_delay);
   }
