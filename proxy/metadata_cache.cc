@@ -276,6 +276,22 @@ bool MetadataCache::AttrsOvertaken(std::string_view fh) {
   return overtaken;
 }
 
+std::string MetadataCache::AccessMarkKey(std::string_view fh, const CredKey& cred) {
+  std::string key(fh);
+  key.push_back('\0');  // handles are opaque, the length ends the handle
+  key.append(std::to_string(fh.size()));
+  key.push_back('\0');
+  key.append(cred.bytes());
+  return key;
+}
+
+bool MetadataCache::AccessOvertaken(std::string_view fh, const CredKey& cred) {
+  const ChangeMarks::Mark refused = access_changes_.Last(AccessMarkKey(fh, cred));
+  if (refused.seq == 0) return false;
+  return learning_.transmissions > 1 ||
+         (learning_.at != std::chrono::steady_clock::time_point{} && learning_.at <= refused.at);
+}
+
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
                           const Export& exp, const CredKey& cred, SentCall sent) {
   if (p.proc == NFSPROC3_NULL) return;
@@ -299,13 +315,6 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     }
     return;  // nothing else to learn
   }
-  struct Refused {
-    ChangeMarks* marks;
-    std::vector<std::string> handles;
-    ~Refused() {
-      for (const std::string& fh : handles) marks->Note(fh);
-    }
-  } refused{&attr_changes_, {}};
   if (results.size() >= 4 && (LoadBE32(results.data()) == NFS3ERR_ACCES ||
                               LoadBE32(results.data()) == NFS3ERR_PERM)) {
     // The server refused this credential on an object of the call (of a
@@ -313,14 +322,16 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     // holds for them and this credential may be older than the refusal
     // (an ACL changed at the head office leaves mode, owner and group as
     // they were), and must not answer a LOOKUP, READDIR or READ the server
-    // would refuse. A mark, once this reply is learned, keeps replies sent
-    // before it came (an ACCESS granting what was refused) from bringing
-    // it back.
+    // would refuse. A mark of (handle, credential) keeps ACCESS replies
+    // sent before the refusal came (granting what was refused) from
+    // bringing it back; nothing else is held back by it. (AUTH_NONE's
+    // results are never kept: no mark, so that the refresher's listings
+    // of directories the anonymous user may not read churn no marks.)
     std::vector<const nfs_fh3*> handles;
     p.arg_handles(args, &handles);
     for (const nfs_fh3* fh : handles) {
       if (access_.Invalidate(Bytes(*fh), cred)) refused_access_++;
-      refused.handles.emplace_back(Bytes(*fh));
+      if (!(cred == CredKey::AuthNone())) access_changes_.Note(AccessMarkKey(Bytes(*fh), cred));
     }
   }
   std::string_view named;  // the directory whose names or listing the reply tells
@@ -400,7 +411,8 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const post_op_attr& attr =
           ok ? r->ACCESS3res_u.resok.obj_attributes : r->ACCESS3res_u.resfail.obj_attributes;
       PostOp(a->object, attr, l);
-      if (ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object))) {
+      if (ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object)) &&
+          !AccessOvertaken(Bytes(a->object), cred)) {
         const fattr3& f = attr.post_op_attr_u.attributes;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
                     LifetimeOf(Bytes(a->object), l, f.type));

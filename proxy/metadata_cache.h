@@ -294,6 +294,11 @@ class MetadataCache {
   // Whether the reply being learned (learning_) may predate a mutation of
   // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
   bool AttrsOvertaken(std::string_view fh);
+  // True iff the ACCESS reply being learned (`learning_`) for (fh, cred)
+  // left before the upstream refused that credential a call on fh, or was
+  // sent more than once after one was refused (access_changes_).
+  bool AccessOvertaken(std::string_view fh, const CredKey& cred);
+  static std::string AccessMarkKey(std::string_view fh, const CredKey& cred);
 
   AttrCache attrs_;
   AccessCache access_;
@@ -309,6 +314,8 @@ class MetadataCache {
   // Object -> when a mutation through the proxy last left its attributes
   // unknown (ForgetMutated; bounded).
   ChangeMarks attr_changes_{4096};
+  // Refusals (NFS3ERR_ACCES, NFS3ERR_PERM) by (handle, credential).
+  ChangeMarks access_changes_{4096};
   // The call whose reply Learn() is learning from.
   SentCall learning_{};
   uint64_t names_overtaken_ = 0;

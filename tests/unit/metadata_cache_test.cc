@@ -350,10 +350,32 @@ TEST_F(MetadataCacheTest, AnUpstreamRefusalDropsThatUsersAccessResult) {
   cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
                SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(1), 1});
   EXPECT_FALSE(Lookup(dir_, "f", user_)) << "a grant from before the refusal came back";
+  // The mark holds back that user's ACCESS results only: attributes and
+  // another user's results from replies sent before it are learned.
+  const fattr3 d2 = Attr(NF3DIR, 8192, kWall0 - 3000);
+  GETATTR3args ga{Fh(dir_)};
+  GETATTR3res gr{};
+  gr.status = NFS3_OK;
+  gr.GETATTR3res_u.resok.obj_attributes = d2;
+  cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &ga,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), gr), exp_, other_,
+               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(1), 1});
+  std::optional<std::string> now = Getattr(exp_, dir_);
+  ASSERT_TRUE(now) << "attributes from before the refusal were held back";
+  XdrValue<GETATTR3res> got(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res));
+  ASSERT_TRUE(got.Decode(*now));
+  EXPECT_EQ(got->GETATTR3res_u.resok.obj_attributes.size, 8192u);
+  ar.ACCESS3res_u.resok.obj_attributes = PostOp(d2);
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), ar), exp_, other_,
+               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(1), 1});
+  EXPECT_TRUE(Access(dir_, ACCESS3_READ, other_)) << "another user's grant was held back";
+  EXPECT_FALSE(Access(dir_, ACCESS3_READ, user_));
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), ar), exp_, user_,
                SentCall{std::chrono::steady_clock::now(), 1});
-  EXPECT_TRUE(Lookup(dir_, "f", user_)) << "a grant from after the refusal";
+  EXPECT_TRUE(Access(dir_, ACCESS3_READ, user_)) << "a grant from after the refusal";
 
   // A refusal with no entry to drop counts nothing.
   cache_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &args,
