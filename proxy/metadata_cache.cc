@@ -277,10 +277,10 @@ bool MetadataCache::AttrsOvertaken(std::string_view fh) {
 }
 
 std::string MetadataCache::AccessMarkKey(std::string_view fh, const CredKey& cred) {
-  std::string key(fh);
-  key.push_back('\0');  // handles are opaque, the length ends the handle
-  key.append(std::to_string(fh.size()));
-  key.push_back('\0');
+  // The handle's length first (handles are opaque, at most 64 bytes), so
+  // that no two pairs make one key.
+  std::string key(1, static_cast<char>(fh.size()));
+  key.append(fh);
   key.append(cred.bytes());
   return key;
 }

@@ -295,8 +295,9 @@ class MetadataCache {
   // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
   bool AttrsOvertaken(std::string_view fh);
   // True iff the ACCESS reply being learned (`learning_`) for (fh, cred)
-  // left before the upstream refused that credential a call on fh, or was
-  // sent more than once after one was refused (access_changes_).
+  // left before the upstream refused that credential a call on fh (or
+  // before the marks' floor, once 4096 pairs were refused), or was sent
+  // more than once after a refusal or a floor (access_changes_).
   bool AccessOvertaken(std::string_view fh, const CredKey& cred);
   static std::string AccessMarkKey(std::string_view fh, const CredKey& cred);
 
