@@ -252,12 +252,21 @@ void MetadataCache::Wcc(const nfs_fh3& fh, const wcc_data& w, const ExportLifeti
   dirs_.InvalidateDir(Bytes(fh));  // its listing changed, even by this operation
 }
 
-bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent) const {
-  const ChangeMarks::Mark changed = dir_changes_.Last(dir);
-  if (changed.seq == 0) return false;
-  // Sent more than once: the reply may answer a copy from before it.
+namespace {
+
+// Whether a reply to a call `sent` may predate the change `mark` noted: the
+// call left before it, or was sent more than once (the reply may answer a
+// copy from before it). No mark: no.
+bool SentBefore(const SentCall& sent, const ChangeMarks::Mark& mark) {
+  if (mark.seq == 0) return false;
   if (sent.transmissions > 1) return true;
-  return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= changed.at;
+  return sent.at != std::chrono::steady_clock::time_point{} && sent.at <= mark.at;
+}
+
+}  // namespace
+
+bool MetadataCache::OvertakenByChange(std::string_view dir, const SentCall& sent) const {
+  return SentBefore(sent, dir_changes_.Last(dir));
 }
 
 void MetadataCache::ForgetMutated(std::string_view fh) {
@@ -267,11 +276,7 @@ void MetadataCache::ForgetMutated(std::string_view fh) {
 }
 
 bool MetadataCache::AttrsOvertaken(std::string_view fh) {
-  const ChangeMarks::Mark changed = attr_changes_.Last(fh);
-  if (changed.seq == 0) return false;
-  const bool overtaken =
-      learning_.transmissions > 1 ||
-      (learning_.at != std::chrono::steady_clock::time_point{} && learning_.at <= changed.at);
+  const bool overtaken = SentBefore(learning_, attr_changes_.Last(fh));
   if (overtaken) attrs_overtaken_++;
   return overtaken;
 }
@@ -286,10 +291,7 @@ std::string MetadataCache::AccessMarkKey(std::string_view fh, const CredKey& cre
 }
 
 bool MetadataCache::AccessOvertaken(std::string_view fh, const CredKey& cred) {
-  const ChangeMarks::Mark refused = access_changes_.Last(AccessMarkKey(fh, cred));
-  if (refused.seq == 0) return false;
-  return learning_.transmissions > 1 ||
-         (learning_.at != std::chrono::steady_clock::time_point{} && learning_.at <= refused.at);
+  return SentBefore(learning_, access_changes_.Last(AccessMarkKey(fh, cred)));
 }
 
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
@@ -301,7 +303,8 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     ~Done() { *learning = SentCall{}; }
   } done{&learning_};
   // Every NFSv3 result begins with its status.
-  if (results.size() >= 4 && LoadBE32(results.data()) == NFS3ERR_STALE) {
+  const uint32_t status = results.size() >= 4 ? LoadBE32(results.data()) : uint32_t{NFS3_OK};
+  if (status == NFS3ERR_STALE) {
     // The server no longer knows a handle of the call (of a call with two,
     // the reply does not say which): what is cached of them goes, and
     // replies sent before do not bring it back. Else LOOKUP (from the name
@@ -315,8 +318,7 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     }
     return;  // nothing else to learn
   }
-  if (results.size() >= 4 && (LoadBE32(results.data()) == NFS3ERR_ACCES ||
-                              LoadBE32(results.data()) == NFS3ERR_PERM)) {
+  if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM) {
     // The server refused this credential on an object of the call (of a
     // call with two, the reply does not say which): what the ACCESS cache
     // holds for them and this credential may be older than the refusal
