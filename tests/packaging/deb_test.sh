@@ -12,10 +12,12 @@ deb=$(ls "$out"/nfsedge_*.deb)
 list=$(dpkg -c "$deb")
 fail=0
 for f in ./usr/sbin/nfsedge ./etc/nfsedge/nfsedge.toml ./usr/lib/systemd/system/nfsedge.service \
-         ./usr/share/doc/nfsedge/config.md ./usr/share/doc/nfsedge/deploying.md \
-         ./usr/share/doc/nfsedge/operating.md ./usr/share/doc/nfsedge/security.md \
-         ./usr/share/doc/nfsedge/robustness.md ./usr/share/doc/nfsedge/cache-format.md \
-         ./usr/share/doc/nfsedge/examples/grafana-dashboard.json; do
+         ./usr/share/doc/nfsedge/README.md ./usr/share/doc/nfsedge/docs/config.md \
+         ./usr/share/doc/nfsedge/docs/deploying.md ./usr/share/doc/nfsedge/docs/operating.md \
+         ./usr/share/doc/nfsedge/docs/security.md ./usr/share/doc/nfsedge/docs/robustness.md \
+         ./usr/share/doc/nfsedge/docs/cache-format.md ./usr/share/doc/nfsedge/docs/benchmarks.md \
+         ./usr/share/doc/nfsedge/conf/nfsedge.example.toml \
+         ./usr/share/doc/nfsedge/conf/grafana-dashboard.json; do
   if ! grep -q " $f\$" <<<"$list"; then echo "missing from the package: $f"; fail=1; fi
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/nfsedge/nfsedge.toml ||
@@ -27,6 +29,17 @@ mkdir "$out/root"
 dpkg-deb -x "$deb" "$out/root"
 "$out/root/usr/sbin/nfsedge" --check-config "$out/root/etc/nfsedge/nfsedge.toml" ||
   { echo "the packaged config does not load"; fail=1; }
+# Every relative link of the installed docs leads to an installed file (links
+# into tests/ name the source tree's files and are left out).
+doc="$out/root/usr/share/doc/nfsedge"
+for md in "$doc"/README.md "$doc"/docs/*.md; do
+  while IFS= read -r target; do
+    case "$target" in http://* | https://* | tests/* | ../tests/* | *" "* | "") continue ;; esac
+    if [ ! -e "$(dirname "$md")/$target" ]; then
+      echo "${md#"$doc"/} links $target, not installed"; fail=1
+    fi
+  done < <(grep -o '\]([^)#]*' "$md" | sed 's/^](//' )
+done
 
 # Installed with dpkg into a throwaway root, as on a Debian 12 machine (the
 # maintainer scripts run outside it and find no systemd there, so they only
