@@ -546,7 +546,7 @@ void Daemon::ApplyLimits() {
 }
 
 Status Daemon::Reload(ReloadOutcome* outcome) {
-  Status ignored = NotifyServiceManager("RELOADING=1");
+  Status ignored = NotifyServiceManager(ReloadingNotice());
   (void)ignored.ok();
   auto finish = [this](Status s) {
     if (s.ok()) {

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace nfsedge {
 
@@ -30,6 +32,14 @@ Status NotifySocket(const std::string& socket_path, const std::string& state) {
     return IoError("notify " + socket_path + ": " + std::strerror(e));
   }
   return Status::Ok();
+}
+
+std::string ReloadingNotice() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // cannot fail for this clock
+  const uint64_t usec =
+      static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  return "RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec);
 }
 
 Status NotifyServiceManager(const std::string& state) {

@@ -17,6 +17,11 @@ namespace nfsedge {
 // Sends `state` to `socket_path` (as $NOTIFY_SOCKET would name it).
 Status NotifySocket(const std::string& socket_path, const std::string& state);
 
+// The state that starts a reload: RELOADING=1 with MONOTONIC_USEC= (the
+// time of CLOCK_MONOTONIC, which sd_notify(3) asks of RELOADING=1 so that
+// the service manager can tell this reload from one it asked for before).
+std::string ReloadingNotice();
+
 // Sends `state` to $NOTIFY_SOCKET; does nothing (OK) when it is unset, i.e.
 // not started by a service manager that asked for notifications.
 Status NotifyServiceManager(const std::string& state);

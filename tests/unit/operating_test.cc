@@ -263,6 +263,27 @@ TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
   EXPECT_FALSE(NotifySocket("relative", "READY=1").ok());
 }
 
+// sd_notify(3): RELOADING=1 comes with MONOTONIC_USEC=, the time of
+// CLOCK_MONOTONIC in microseconds.
+TEST(ServiceNotify, ReloadingCarriesTheMonotonicTime) {
+  auto now_usec = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  };
+  const uint64_t before = now_usec();
+  const std::string notice = ReloadingNotice();
+  const uint64_t after = now_usec();
+  const std::string prefix = "RELOADING=1\nMONOTONIC_USEC=";
+  ASSERT_EQ(notice.compare(0, prefix.size(), prefix), 0) << notice;
+  const std::string digits = notice.substr(prefix.size());
+  ASSERT_FALSE(digits.empty());
+  ASSERT_EQ(digits.find_first_not_of("0123456789"), std::string::npos) << notice;
+  const uint64_t usec = std::stoull(digits);
+  EXPECT_GE(usec, before);
+  EXPECT_LE(usec, after);
+}
+
 TEST(Control, CommandsRoundTripWithProgressAndFinalLine) {
   LoopThread loop;
   std::string path = "/tmp/nfsedge-ctl-" + std::to_string(getpid());
