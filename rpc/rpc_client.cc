@@ -142,11 +142,20 @@ int RpcClient::MakeSocket(Conn& c) {
     close(fd);
     return kPortBusy;
   }
-  if (options_.privileged_port && bindresvport_sa(fd, nullptr) != 0) {
+  if (options_.privileged_port) {
+    if (bindresvport_sa(fd, nullptr) == 0) return fd;
     NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
                        << std::strerror(errno) << "); connecting from an ordinary port";
   }
-  return fd;  // unbound: connect() picks the port
+  // Bound before the connect, not by it: a port that connect() picks may
+  // also be picked by other sockets of the machine connecting elsewhere
+  // (Linux shares such ports among destinations), and then cannot be bound
+  // again at the reconnect; a port taken by bind() is never handed out so.
+  if (!BindPort(fd, family, 0)) {
+    NFSEDGE_LOG(kDebug) << options_.name << ": cannot bind a source port ("
+                        << std::strerror(errno) << "); connect() picks one";
+  }
+  return fd;
 }
 
 void RpcClient::Connect(int i) {
