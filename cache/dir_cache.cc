@@ -38,14 +38,29 @@ void DirCache::EraseKey(std::string_view key) {
   auto d = dirs_.find(e->dir);
   if (d != dirs_.end()) {
     d->second.keys.erase(std::string(key));
-    if (d->second.keys.empty()) dirs_.erase(d);
+    if (d->second.keys.empty()) EraseDir(d);
   }
   lru_.Erase(key);
 }
 
-void DirCache::DropDir(std::unordered_map<std::string, Dir>::iterator it) {
-  for (const std::string& key : it->second.keys) lru_.Erase(key);
+void DirCache::ForgetParent(DirMap::iterator it) {
+  if (!it->second.parent) return;
+  auto c = children_.find(*it->second.parent);
+  if (c != children_.end()) {
+    c->second.erase(it->first);
+    if (c->second.empty()) children_.erase(c);
+  }
+  it->second.parent.reset();
+}
+
+void DirCache::EraseDir(DirMap::iterator it) {
+  ForgetParent(it);
   dirs_.erase(it);
+}
+
+void DirCache::DropDir(DirMap::iterator it) {
+  for (const std::string& key : it->second.keys) lru_.Erase(key);
+  EraseDir(it);
   stats_.dirs_dropped++;
 }
 
@@ -60,7 +75,12 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
     DropDir(it);
     it = dirs_.end();
   }
-  if (it == dirs_.end()) it = dirs_.emplace(key.dir, Dir{page.dir_change, {}}).first;
+  if (it == dirs_.end()) it = dirs_.emplace(key.dir, Dir{page.dir_change, {}, {}}).first;
+  if (page.parent_fileid && it->second.parent != page.parent_fileid) {
+    ForgetParent(it);
+    it->second.parent = page.parent_fileid;
+    children_[*page.parent_fileid].insert(key.dir);
+  }
   const MonoTime now = clock_.MonoNow();
   const MonoTime expires = max_age >= MonoTime::max() - now ? MonoTime::max() : now + max_age;
   lru_.Put(k, Entry{key.dir, std::move(page), expires}, charge);
@@ -122,6 +142,18 @@ const DirPage* DirCache::Lookup(const DirPageKey& key, const ChangeId& dir_now) 
 void DirCache::InvalidateDir(std::string_view dir) {
   auto it = dirs_.find(std::string(dir));
   if (it != dirs_.end()) DropDir(it);
+}
+
+void DirCache::InvalidateChildrenOf(uint64_t parent_fileid) {
+  auto c = children_.find(parent_fileid);
+  if (c == children_.end()) return;
+  const std::unordered_set<std::string> dirs = std::move(c->second);
+  children_.erase(c);
+  for (const std::string& dir : dirs) InvalidateDir(dir);
+}
+
+void DirCache::InvalidateAllChildren() {
+  while (!children_.empty()) InvalidateChildrenOf(children_.begin()->first);
 }
 
 void DirCache::Clear() {

@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -68,6 +69,10 @@ struct DirPage {
   std::string bytes;    // the encoded reply
   ChangeId dir_change;  // the directory's when filled
   CookieVerf verf{};    // the reply's cookie verifier
+  // The fileid of the page's ".." entry, iff it has one: the parent the
+  // page names, which a move of the directory elsewhere changes without
+  // changing the directory itself (InvalidateChildrenOf).
+  std::optional<uint64_t> parent_fileid;
 };
 
 inline constexpr Duration kNoMaxAge = Duration::max();
@@ -97,6 +102,13 @@ class DirCache {
 
   // Drops every page of `dir`.
   void InvalidateDir(std::string_view dir);
+  // Drops every page of each directory one of whose pages named
+  // `parent_fileid` as "..": what a directory of that parent held, moved
+  // away under a name the caller no longer knows, still lists.
+  void InvalidateChildrenOf(uint64_t parent_fileid);
+  // Drops every page of each directory with a page that holds a "..":
+  // the same, when the parent's fileid is not known either.
+  void InvalidateAllChildren();
   // Drops every page.
   void Clear();
   // Sets the byte bound (config reload): a lower one evicts the least
@@ -116,16 +128,24 @@ class DirCache {
   struct Dir {
     ChangeId stamp;
     std::unordered_set<std::string> keys;
+    std::optional<uint64_t> parent;  // a page's ".." (the latest page's that had one)
   };
+  using DirMap = std::unordered_map<std::string, Dir>;
   static std::string Key(const DirPageKey& k);
   void EraseKey(std::string_view key);
-  void DropDir(std::unordered_map<std::string, Dir>::iterator it);
+  void DropDir(DirMap::iterator it);
+  // Takes the directory out of children_.
+  void ForgetParent(DirMap::iterator it);
+  // Erases the directory's entry and its place in children_.
+  void EraseDir(DirMap::iterator it);
   void EvictToLimit();
 
   const Clock& clock_;
   DirCacheOptions options_;
   LruMap<Entry> lru_;
-  std::unordered_map<std::string, Dir> dirs_;  // by directory handle
+  DirMap dirs_;  // by directory handle
+  // Directory handles by the fileid their pages name as "..".
+  std::unordered_map<uint64_t, std::unordered_set<std::string>> children_;
   DirCacheStats stats_;
 };
 

@@ -205,6 +205,9 @@ void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3re
   page.bytes = EncodeListingPage(ListingLimits{a.dircount, a.maxcount}, results);
   page.dir_change = ChangeId::FromFattr(d);
   page.verf = ToCookieVerf(ok.cookieverf);
+  for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
+    if (e->name != nullptr && std::string_view(e->name) == "..") page.parent_fileid = e->fileid;
+  }
   // The entries' attributes are replaced by fresh ones when served, so the
   // page lives as long as the directory is unchanged.
   dirs_.Put(DirPageKey{std::string(Bytes(a.dir)), true, a.cookie, ToCookieVerf(a.cookieverf), 0},

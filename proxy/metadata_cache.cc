@@ -475,6 +475,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (ok) {
         moved = KnownChild(a->from);
         replaced = KnownChild(a->to);
+        if (moved.empty()) ForgetMovedAway(*a, &fw);
         // (Not every server changes the moved object's ctime: no floor.)
         ForgetChild(a->from);
         // The replaced one lost a link: attributes from before the rename
@@ -648,6 +649,21 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   dirs_.InvalidateDir(child);
 }
 
+void MetadataCache::ForgetMovedAway(const RENAME3args& a, const wcc_data* from_wcc) {
+  if (Bytes(a.from.dir) == Bytes(a.to.dir)) return;  // ".." stays
+  std::optional<uint64_t> fileid;
+  if (from_wcc != nullptr && from_wcc->after.attributes_follow) {
+    fileid = from_wcc->after.post_op_attr_u.attributes.fileid;
+  } else if (std::optional<fattr3> d = attrs_.Latest(Bytes(a.from.dir))) {
+    fileid = d->fileid;
+  }
+  if (fileid) {
+    dirs_.InvalidateChildrenOf(*fileid);
+  } else {
+    dirs_.InvalidateAllChildren();
+  }
+}
+
 void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
   if ((p.flags & kMutating) == 0) return;
   // The children first, while the directories' names still tell them.
@@ -658,10 +674,13 @@ void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
     case NFSPROC3_RMDIR:
       ForgetChild(static_cast<const RMDIR3args*>(args)->object);
       break;
-    case NFSPROC3_RENAME:
-      ForgetChild(static_cast<const RENAME3args*>(args)->from);
-      ForgetChild(static_cast<const RENAME3args*>(args)->to);
+    case NFSPROC3_RENAME: {
+      const auto* a = static_cast<const RENAME3args*>(args);
+      if (KnownChild(a->from).empty()) ForgetMovedAway(*a, nullptr);
+      ForgetChild(a->from);
+      ForgetChild(a->to);
       break;
+    }
     case NFSPROC3_CREATE: {
       // A new name; or, for an UNCHECKED CREATE over the file the name led
       // to, that file truncated. (Its directory's names go below.)

@@ -265,6 +265,12 @@ class MetadataCache {
   // new ctime, which the object shares (a reply sent before the REMOVE and
   // arriving after it must not bring back the old link count).
   void ForgetChild(const diropargs3& d, const wcc_data* dir_wcc = nullptr);
+  // A RENAME into another directory of an object the proxy does not know:
+  // if it was a directory, its listing's ".." names the source directory
+  // no more, so the listing pages of every directory whose ".." is the
+  // source (`from_wcc`'s fileid or the cached one; every listing with a
+  // ".." when neither is known) go.
+  void ForgetMovedAway(const RENAME3args& a, const wcc_data* from_wcc);
   static std::string ChildKey(std::string_view dir, std::string_view name);
   // The lifetime of what is learned of `fh` (of `type`) through an export
   // with lifetimes `l`, within limit_.

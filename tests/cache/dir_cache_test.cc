@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace nfsedge {
@@ -102,6 +103,55 @@ TEST_F(DirCacheTest, InvalidateDir) {
   cache_.InvalidateDir("dir");
   EXPECT_EQ(cache_.Lookup(Page("dir", 0), A), nullptr);
   EXPECT_NE(cache_.Lookup(Page("other", 0), A), nullptr);
+}
+
+DirPage WithParent(std::string bytes, const ChangeId& c, std::optional<uint64_t> parent) {
+  DirPage p = Bytes(std::move(bytes), c);
+  p.parent_fileid = parent;
+  return p;
+}
+
+TEST_F(DirCacheTest, InvalidateChildrenOfDropsTheDirectoriesWhosePagesNameThatParent) {
+  cache_.Put(Page("x", 0), WithParent("x0", A, 11), kNoMaxAge);
+  cache_.Put(Page("x", 9), WithParent("x9", A, std::nullopt), kNoMaxAge);  // no ".." in it
+  cache_.Put(Page("y", 0), WithParent("y0", A, 11), kNoMaxAge);
+  cache_.Put(Page("z", 0), WithParent("z0", A, 12), kNoMaxAge);
+  cache_.Put(Page("w", 0), WithParent("w0", A, std::nullopt), kNoMaxAge);
+  cache_.InvalidateChildrenOf(99);
+  EXPECT_EQ(cache_.size(), 5u);
+  cache_.InvalidateChildrenOf(11);
+  EXPECT_EQ(cache_.Lookup(Page("x", 0), A), nullptr);
+  EXPECT_EQ(cache_.Lookup(Page("x", 9), A), nullptr) << "every page of the directory";
+  EXPECT_EQ(cache_.Lookup(Page("y", 0), A), nullptr);
+  EXPECT_NE(cache_.Lookup(Page("z", 0), A), nullptr);
+  EXPECT_NE(cache_.Lookup(Page("w", 0), A), nullptr);
+  cache_.InvalidateAllChildren();
+  EXPECT_EQ(cache_.Lookup(Page("z", 0), A), nullptr);
+  EXPECT_NE(cache_.Lookup(Page("w", 0), A), nullptr) << "no page of w holds a \"..\"";
+}
+
+// The index follows the pages: a directory gone (evicted, changed, dropped)
+// and listed again under another parent is found under the new one only.
+TEST_F(DirCacheTest, TheParentIndexFollowsThePages) {
+  cache_.Put(Page("x", 0), WithParent("x0", A, 11), kNoMaxAge);
+  cache_.InvalidateDir("x");
+  cache_.Put(Page("x", 0), WithParent("x0", A, 12), kNoMaxAge);
+  cache_.InvalidateChildrenOf(11);
+  EXPECT_NE(cache_.Lookup(Page("x", 0), A), nullptr);
+  // A newer page of the directory (it changed) names another parent.
+  cache_.Put(Page("x", 0), WithParent("x0", B, 13), kNoMaxAge);
+  cache_.InvalidateChildrenOf(12);
+  EXPECT_NE(cache_.Lookup(Page("x", 0), B), nullptr);
+  cache_.InvalidateChildrenOf(13);
+  EXPECT_EQ(cache_.Lookup(Page("x", 0), B), nullptr);
+  // Evicted by the byte bound.
+  cache_.Put(Page("x", 0), WithParent("x0", B, 14), kNoMaxAge);
+  cache_.SetMaxBytes(1);
+  EXPECT_EQ(cache_.size(), 0u);
+  cache_.SetMaxBytes(1 << 20);
+  cache_.Put(Page("x", 0), WithParent("x0", B, 15), kNoMaxAge);
+  cache_.InvalidateChildrenOf(14);
+  EXPECT_NE(cache_.Lookup(Page("x", 0), B), nullptr);
 }
 
 TEST_F(DirCacheTest, BoundedByBytesWithLeastRecentlyUsedEviction) {

@@ -585,5 +585,74 @@ TEST_F(MovedDirectoryListingTest, RenameWithinADirectoryKeepsItsOtherNames) {
   EXPECT_EQ(Bytes(res->LOOKUP3res_u.resok.object), x_);
 }
 
+// A directory moved through the proxy under a name the proxy does not know
+// (never looked up, or its name cache entry evicted at max_name_entries):
+// the RENAME does not say which object moved, but every listing page whose
+// ".." is the source directory may be the moved one's, and those go.
+class MovedUnknownDirectoryTest : public MovedDirectoryListingTest {
+ protected:
+  void SetUp() override {
+    LearnGetattr(p1_, attrs_[p1_]);
+    LearnGetattr(p2_, attrs_[p2_]);
+    LearnGetattr(x_, attrs_[x_]);
+    LearnListing(p1_);
+    ACCESS3args acc{Fh(x_), 0x3f};
+    ACCESS3res ares{};
+    ares.status = NFS3_OK;
+    ares.ACCESS3res_u.resok.obj_attributes = PostOp(attrs_[x_]);
+    ares.ACCESS3res_u.resok.access = 0x3f;
+    Learn(NFSPROC3_ACCESS, acc, Xdr(Proc(xdr_ACCESS3res), ares));
+    ASSERT_EQ(CachedDotDot(), p1_) << "the control: the page is answered before the rename";
+  }
+  RENAME3args Rename(const std::string& to_dir) {
+    RENAME3args rn{};
+    rn.from.dir = Fh(p1_);
+    rn.from.name = const_cast<char*>("x");
+    rn.to.dir = Fh(to_dir);
+    rn.to.name = const_cast<char*>("y");
+    return rn;
+  }
+  // The RENAME's reply; without the source's attributes after it if
+  // `from_after` is false.
+  void LearnRename(const std::string& to_dir, bool from_after) {
+    fattr3 p1_after = attrs_[p1_], to_after = attrs_[to_dir];
+    p1_after.mtime.seconds = p1_after.ctime.seconds = kWall0 - 1;
+    to_after.mtime.seconds = to_after.ctime.seconds = kWall0 - 1;
+    RENAME3res rr{};
+    rr.status = NFS3_OK;
+    rr.RENAME3res_u.resok.fromdir_wcc = test_xdr::Wcc(attrs_[p1_], p1_after);
+    if (!from_after) rr.RENAME3res_u.resok.fromdir_wcc.after.attributes_follow = FALSE;
+    rr.RENAME3res_u.resok.todir_wcc = test_xdr::Wcc(attrs_[to_dir], to_after);
+    RENAME3args rn = Rename(to_dir);
+    Learn(NFSPROC3_RENAME, rn, Xdr(Proc(xdr_RENAME3res), rr));
+    // x's attributes asked again: as they were (its ctime unchanged).
+    LearnGetattr(x_, attrs_[x_]);
+  }
+};
+
+TEST_F(MovedUnknownDirectoryTest, ItsListingNamingTheSourceAsDotDotGoes) {
+  LearnRename(p2_, true);
+  EXPECT_EQ(CachedDotDot(), std::nullopt)
+      << "an unknown object moved from p1 to p2: x's listing, whose \"..\" is p1, was answered";
+}
+
+TEST_F(MovedUnknownDirectoryTest, TheSourceKnownFromTheCacheWhenTheReplyHasNoAttributes) {
+  LearnRename(p2_, false);
+  EXPECT_EQ(CachedDotDot(), std::nullopt);
+}
+
+TEST_F(MovedUnknownDirectoryTest, ARenameLeftUnansweredDropsItToo) {
+  RENAME3args rn = Rename(p2_);
+  cache_.ForgetUnanswered(*FindNfsProc(NFSPROC3_RENAME), &rn);
+  LearnGetattr(x_, attrs_[x_]);
+  EXPECT_EQ(CachedDotDot(), std::nullopt);
+}
+
+TEST_F(MovedUnknownDirectoryTest, ARenameWithinTheSourceKeepsTheListing) {
+  // "..": unchanged by a rename within one directory.
+  LearnRename(p1_, true);
+  EXPECT_EQ(CachedDotDot(), p1_);
+}
+
 }  // namespace
 }  // namespace nfsedge
