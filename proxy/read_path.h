@@ -95,7 +95,10 @@ struct ReadPathStats {
   uint64_t disk_reads = 0;    // blocks asked of the disk tier
   uint64_t disk_hits = 0;     // ... and found there, intact and current
   uint64_t disk_misses = 0;   // ... and not (counted when the answer comes)
-  uint64_t overtaken = 0;     // READ replies not stored: a write was answered after they left, or sent twice
+  // READ replies not stored (a write was answered after they left, or sent
+  // twice); revalidating GETATTRs not used (the same write, or their reply
+  // refused by the metadata cache)
+  uint64_t overtaken = 0;
   uint64_t unconfirmed = 0;   // ... or they showed a version other than the one known before
 };
 

@@ -63,7 +63,9 @@ TEST_F(AlwaysRevalidateReadTest, AFetchShowingANewerVersionAnswersTheRead) {
   for (const bool evidence : {true, false}) {
     SCOPED_TRACE(evidence ? "ACCESS evidence fresh" : "ACCESS evidence of the old ctime only");
     blocks_.DropFile(file_);
-    SetFile(Content(10000, 0), kWall0 - 3600);
+    // (Later than the version the first round ended with: an older one
+    // would be refused as overtaken.)
+    SetFile(Content(10000, 0), kWall0 - 3600 + (evidence ? 0 : 100));
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ, evidence ? &exp_ : &zero_);
     const uint32_t changed = file().attr.mtime.seconds + 10;
     up_.set_responder([&](const FakeUpstream::Seen& s) -> std::optional<std::string> {

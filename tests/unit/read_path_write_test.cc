@@ -112,6 +112,87 @@ TEST_F(ReadPathTest, RevalidationOvertakenByAWriteIsNotTheFilesVersion) {
   }
 }
 
+// 4h. The same for what the metadata cache learned otherwise since the
+// GETATTR left (it goes on the bulk lane; a REMOVE or a client's GETATTR on
+// the metadata lane can overtake it): a READ that joined it is answered only
+// under attributes the cache took from its reply.
+fattr3 ParentAttr(uint32_t changed_at) {
+  fattr3 d = FileAttr(4096, changed_at);
+  d.type = NF3DIR;
+  d.mode = 0755;
+  d.fileid = 7;
+  d.nlink = 2;
+  return d;
+}
+
+TEST_F(ReadPathTest, AReadAfterARemoveIsNotAnsweredByAGetattrSentBeforeIt) {
+  const std::string dir = "DIR-HANDLE-00001";
+  char name[] = "f";
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 2 * kBlock), 0, 2 * kBlock);  // blocks cached
+  LOOKUP3args look{};
+  look.what.dir = Fh(dir);
+  look.what.name = name;
+  LOOKUP3res lres{};
+  lres.status = NFS3_OK;
+  lres.LOOKUP3res_u.resok.object = Fh(file_);
+  lres.LOOKUP3res_u.resok.obj_attributes = PostOp(file().attr);
+  lres.LOOKUP3res_u.resok.dir_attributes = PostOp(ParentAttr(kWall0 - 3600));
+  meta_.Learn(*FindNfsProc(NFSPROC3_LOOKUP), &look, Xdr(Proc(xdr_LOOKUP3res), lres), exp_,
+              CredKeyOf(user_));
+  clock_.Advance(std::chrono::seconds(120));  // the file's attributes expire
+  const size_t calls = up_.calls.size();
+  hold_ = true;
+  Outcome first;
+  Read(0, 2 * kBlock, &first);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), calls + 1);
+  ASSERT_EQ(up_.calls[calls].proc, NFSPROC3_GETATTR);
+  const std::string old_attrs = Respond(up_.calls[calls]);  // executed before the REMOVE
+  REMOVE3args rm{};
+  rm.object.dir = Fh(dir);
+  rm.object.name = name;
+  REMOVE3res rres{};
+  rres.status = NFS3_OK;
+  rres.REMOVE3res_u.resok.dir_wcc.after = PostOp(ParentAttr(kWall0 + 120));
+  meta_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &rm, Xdr(Proc(xdr_REMOVE3res), rres), exp_,
+              CredKeyOf(user_));
+  Outcome after;
+  Read(0, 2 * kBlock, &after);  // after the REMOVE's reply
+  Drain();
+  ASSERT_EQ(up_.calls.size(), calls + 1) << "the test needs the READ to join the GETATTR";
+  hold_ = false;
+  up_.Answer(calls, old_attrs);
+  Drain();
+  ASSERT_EQ(after.replies + after.forwards, 1);
+  EXPECT_EQ(after.replies, 0) << "the removed file's cached blocks answered a READ after the "
+                                 "REMOVE was answered";
+}
+
+TEST_F(ReadPathTest, AReadAfterNewerAttributesIsNotAnsweredByAnOlderGetattr) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 2 * kBlock), 0, 2 * kBlock);  // the first version's blocks
+  const size_t calls = up_.calls.size();
+  hold_ = true;
+  Outcome first;
+  Read(0, 2 * kBlock, user_, &first, &zero_);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), calls + 1);
+  ASSERT_EQ(up_.calls[calls].proc, NFSPROC3_GETATTR);
+  const std::string old_attrs = Respond(up_.calls[calls]);  // the first version
+  SetFile(Content(10000, 5), file().attr.mtime.seconds + 10);  // written at the head office
+  LearnGetattr(zero_);  // a client's GETATTR showed it
+  Outcome after;
+  Read(0, 2 * kBlock, user_, &after, &zero_);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), calls + 1) << "the test needs the READ to join the GETATTR";
+  hold_ = false;
+  up_.Answer(calls, old_attrs);
+  Drain();
+  ASSERT_EQ(after.replies + after.forwards, 1);
+  if (after.replies == 1) ExpectData(after, 0, 2 * kBlock);  // the new version's bytes
+}
+
 // (rule 5) The attributes a READ is answered under are fresh for the export
 // it came through: learned through an export whose lifetime is 60 s, they
 // do not answer a READ through one (nested, or after a reload) whose
