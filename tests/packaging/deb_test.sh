@@ -38,7 +38,13 @@ for md in "$doc"/README.md "$doc"/docs/*.md; do
     if [ ! -e "$(dirname "$md")/$target" ]; then
       echo "${md#"$doc"/} links $target, not installed"; fail=1
     fi
-  done < <(grep -o '\]([^)#]*' "$md" | sed 's/^](//' )
+  done < <(grep -o '\]([^)#]*' "$md" | sed 's/^](//')
+done
+# So does every Documentation= of the unit (systemctl help nfsedge).
+for url in $(sed -n 's/^Documentation=//p' "$out/root/usr/lib/systemd/system/nfsedge.service"); do
+  case "$url" in
+    file://*) [ -e "$out/root${url#file://}" ] || { echo "the unit documents $url, not installed"; fail=1; } ;;
+  esac
 done
 
 # Installed with dpkg into a throwaway root, as on a Debian 12 machine (the
