@@ -129,6 +129,12 @@ std::optional<fattr3> AttrCache::Latest(std::string_view handle) {
   return e->attr;
 }
 
+std::optional<uint64_t> AttrCache::FileId(std::string_view handle) {
+  const Entry* e = lru_.Peek(handle);
+  if (e == nullptr || e->floor_only) return std::nullopt;
+  return e->attr.fileid;
+}
+
 std::optional<Duration> AttrCache::Age(std::string_view handle) {
   const Entry* e = lru_.Peek(handle);
   if (e == nullptr) return std::nullopt;

@@ -113,6 +113,11 @@ class AttrCache {
   // The latest attributes the upstream gave for `handle`, fresh or not,
   // iff known and not ambiguous; not counted as a use.
   std::optional<fattr3> Latest(std::string_view handle);
+  // The fileid of `handle` from any entry with attributes, fresh, stale,
+  // ambiguous or conflicted (a handle's fileid never changes).
+  std::optional<uint64_t> FileId(std::string_view handle);
+  // Whether entries are kept at all (max_entries > 0).
+  bool keeps_entries() const { return options_.max_entries > 0; }
   // How long ago the entry's attributes were learned (its lifetime was
   // computed then, under the lifetimes in force then); nullopt without one.
   std::optional<Duration> Age(std::string_view handle);

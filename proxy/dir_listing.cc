@@ -208,6 +208,12 @@ void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3re
   for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
     if (e->name != nullptr && std::string_view(e->name) == "..") page.parent_fileid = e->fileid;
   }
+  // Its ".." may be a parent it was moved away from since the call left
+  // (ForgetMovedAway).
+  if (page.parent_fileid && ParentMovedFrom(*page.parent_fileid)) {
+    names_overtaken_++;
+    return;
+  }
   // The entries' attributes are replaced by fresh ones when served, so the
   // page lives as long as the directory is unchanged.
   dirs_.Put(DirPageKey{std::string(Bytes(a.dir)), true, a.cookie, ToCookieVerf(a.cookieverf), 0},

@@ -654,14 +654,36 @@ void MetadataCache::ForgetMovedAway(const RENAME3args& a, const wcc_data* from_w
   std::optional<uint64_t> fileid;
   if (from_wcc != nullptr && from_wcc->after.attributes_follow) {
     fileid = from_wcc->after.post_op_attr_u.attributes.fileid;
-  } else if (std::optional<fattr3> d = attrs_.Latest(Bytes(a.from.dir))) {
-    fileid = d->fileid;
+  } else {
+    fileid = attrs_.FileId(Bytes(a.from.dir));
   }
+  // Listings in flight (sent before now) that name the source as ".." are
+  // not kept either when they come back.
   if (fileid) {
     dirs_.InvalidateChildrenOf(*fileid);
+    moved_from_.Note(FileIdKey(*fileid));
   } else {
     dirs_.InvalidateAllChildren();
+    moved_from_any_ = moved_from_.Note(std::string_view());
   }
+}
+
+std::string MetadataCache::FileIdKey(uint64_t fileid) {
+  std::string key;
+  AppendU64(&key, fileid);
+  return key;
+}
+
+bool MetadataCache::ParentMovedFrom(uint64_t parent_fileid) const {
+  return SentBefore(learning_, moved_from_any_) ||
+         SentBefore(learning_, moved_from_.Last(FileIdKey(parent_fileid)));
+}
+
+bool MetadataCache::AttributesStand(std::string_view fh, const fattr3& a) {
+  if (!attrs_.keeps_entries()) return true;
+  std::optional<fattr3> kept = attrs_.Latest(fh);
+  return kept && ChangeId::FromFattr(*kept) == ChangeId::FromFattr(a) &&
+         PermId::FromFattr(*kept) == PermId::FromFattr(a);
 }
 
 void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {

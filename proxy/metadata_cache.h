@@ -98,6 +98,12 @@ class MetadataCache {
   // The latest attributes of `fh` the upstream gave, fresh or not (see
   // AttrCache::Latest).
   std::optional<fattr3> LatestAttributes(std::string_view fh) { return attrs_.Latest(fh); }
+  // Whether `a`, from a reply about `fh` just learned, stands: the latest
+  // attributes the cache holds for `fh` have its change attributes,
+  // owner, group and mode (the cache did not refuse it as overtaken by what
+  // it learned since the call left), or the cache keeps no attributes at all
+  // (max_attr_entries = 0), which then orders nothing.
+  bool AttributesStand(std::string_view fh, const fattr3& a);
   // Counts an answer of procedure `proc` given from expired entries.
   void NoteStaleAnswer(uint32_t proc) { stale_answers_[proc]++; }
   // Answers given from expired entries during outages, by procedure.
@@ -271,6 +277,10 @@ class MetadataCache {
   // source (`from_wcc`'s fileid or the cached one; every listing with a
   // ".." when neither is known) go.
   void ForgetMovedAway(const RENAME3args& a, const wcc_data* from_wcc);
+  static std::string FileIdKey(uint64_t fileid);
+  // Whether the listing being learned (learning_), whose ".." is
+  // `parent_fileid`, may predate a ForgetMovedAway of that parent.
+  bool ParentMovedFrom(uint64_t parent_fileid) const;
   static std::string ChildKey(std::string_view dir, std::string_view name);
   // The lifetime of what is learned of `fh` (of `type`) through an export
   // with lifetimes `l`, within limit_.
@@ -323,6 +333,12 @@ class MetadataCache {
   ChangeMarks attr_changes_{4096};
   // Refusals (NFS3ERR_ACCES, NFS3ERR_PERM) by (handle, credential).
   ChangeMarks access_changes_{4096};
+  // Directories (by fileid) an object the proxy did not know was moved out
+  // of (ForgetMovedAway): a listing sent before whose ".." is one of them
+  // is not kept. `moved_from_any_`: the same for every listing with a "..",
+  // when the source's fileid was not known.
+  ChangeMarks moved_from_{4096};
+  ChangeMarks::Mark moved_from_any_;
   // The call whose reply Learn() is learning from.
   SentCall learning_{};
   uint64_t names_overtaken_ = 0;

@@ -238,13 +238,9 @@ void ReadPath::Revalidate(const OpPtr& op) {
         // through the proxy, newer attributes from a faster call: this one
         // went on the bulk lane), and the READs that joined it may have come
         // after that.
-        if (validated) {
-          std::optional<fattr3> kept = meta_.LatestAttributes(fh);
-          if (!kept || !(ChangeId::FromFattr(*kept) == ChangeId::FromFattr(*validated)) ||
-              PermId::FromFattr(*kept) != PermId::FromFattr(*validated)) {
-            validated.reset();
-            stats_.overtaken++;
-          }
+        if (validated && !meta_.AttributesStand(fh, *validated)) {
+          validated.reset();
+          stats_.overtaken++;
         }
         // A write through the proxy answered since the GETATTR left: its
         // reply may show the file before it (the ops that joined it came

@@ -421,8 +421,8 @@ class MovedDirectoryListingTest : public ::testing::Test {
     return c;  // default lifetimes: files 3-60 s, directories 30-60 s
   }
   template <typename Args>
-  void Learn(uint32_t proc, const Args& a, const std::string& results) {
-    cache_.Learn(*FindNfsProc(proc), &a, results, exp_, user_);
+  void Learn(uint32_t proc, const Args& a, const std::string& results, SentCall sent = {}) {
+    cache_.Learn(*FindNfsProc(proc), &a, results, exp_, user_, sent);
   }
   void LearnGetattr(const std::string& fh, const fattr3& attr) {
     GETATTR3args a{Fh(fh)};
@@ -442,8 +442,9 @@ class MovedDirectoryListingTest : public ::testing::Test {
     res.LOOKUP3res_u.resok.dir_attributes = PostOp(attrs_[dir]);
     Learn(NFSPROC3_LOOKUP, a, Xdr(Proc(xdr_LOOKUP3res), res));
   }
-  // The listing of x: ".", ".." (its parent `parent`) and "a".
-  void LearnListing(const std::string& parent) {
+  // The listing of x: ".", ".." (its parent `parent`) and "a", from a call
+  // `sent` (by default: none known, as if sent now).
+  void LearnListing(const std::string& parent, SentCall sent = {}) {
     const std::string* fhs[3] = {&x_, &parent, &a_};
     const char* names[3] = {".", "..", "a"};
     entryplus3 e[3]{};
@@ -461,7 +462,7 @@ class MovedDirectoryListingTest : public ::testing::Test {
     res.READDIRPLUS3res_u.resok.dir_attributes = PostOp(attrs_[x_]);
     res.READDIRPLUS3res_u.resok.reply.entries = &e[0];
     res.READDIRPLUS3res_u.resok.reply.eof = TRUE;
-    Learn(NFSPROC3_READDIRPLUS, PlusArgs(), Xdr(Proc(xdr_READDIRPLUS3res), res));
+    Learn(NFSPROC3_READDIRPLUS, PlusArgs(), Xdr(Proc(xdr_READDIRPLUS3res), res), sent);
   }
   READDIRPLUS3args PlusArgs() {
     READDIRPLUS3args a{};
@@ -646,6 +647,35 @@ TEST_F(MovedUnknownDirectoryTest, ARenameLeftUnansweredDropsItToo) {
   cache_.ForgetUnanswered(*FindNfsProc(NFSPROC3_RENAME), &rn);
   LearnGetattr(x_, attrs_[x_]);
   EXPECT_EQ(CachedDotDot(), std::nullopt);
+}
+
+// A listing of x sent before the RENAME and answered after it (a client's,
+// the prefetcher's, the refresher's) is not kept either: its ".." is the
+// source. One sent after it is.
+TEST_F(MovedUnknownDirectoryTest, AListingInFlightAcrossTheRenameIsNotKept) {
+  const SentCall before{std::chrono::steady_clock::now(), 1};
+  LearnRename(p2_, true);
+  ASSERT_EQ(CachedDotDot(), std::nullopt);
+  LearnListing(p1_, before);
+  EXPECT_EQ(CachedDotDot(), std::nullopt) << "the old \"..\" came back with a listing sent "
+                                             "before the rename";
+  LearnListing(p1_, SentCall{std::chrono::steady_clock::now(), 1});
+  EXPECT_EQ(CachedDotDot(), p1_) << "a listing sent after the rename is kept";
+}
+
+// The source's fileid known neither from the reply nor from the cache (an
+// unanswered RENAME out of a directory never seen): every listing with a
+// ".." goes, and every one in flight is not kept.
+TEST_F(MovedUnknownDirectoryTest, ASourceOfUnknownFileidDropsEveryListingWithADotDot) {
+  const SentCall before{std::chrono::steady_clock::now(), 1};
+  RENAME3args rn = Rename(p2_);
+  const std::string unseen = "NEVER-SEEN-00009";
+  rn.from.dir = Fh(unseen);
+  cache_.ForgetUnanswered(*FindNfsProc(NFSPROC3_RENAME), &rn);
+  LearnGetattr(x_, attrs_[x_]);
+  EXPECT_EQ(CachedDotDot(), std::nullopt);
+  LearnListing(p1_, before);
+  EXPECT_EQ(CachedDotDot(), std::nullopt) << "a listing in flight across it was kept";
 }
 
 TEST_F(MovedUnknownDirectoryTest, ARenameWithinTheSourceKeepsTheListing) {

@@ -193,6 +193,21 @@ TEST_F(ReadPathTest, AReadAfterNewerAttributesIsNotAnsweredByAnOlderGetattr) {
   if (after.replies == 1) ExpectData(after, 0, 2 * kBlock);  // the new version's bytes
 }
 
+// With no attributes kept at all (cache.max_attr_entries = 0), the cache
+// refuses nothing: each READ revalidates and is answered from blocks.
+TEST_F(ReadPathTest, WithoutAttributeEntriesARevalidatedReadIsAnsweredFromBlocks) {
+  CacheConfig c;
+  c.max_attr_entries = 0;
+  meta_.SetLimits(c);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 2 * kBlock), 0, 2 * kBlock);
+  Outcome second = ReadNow(0, 2 * kBlock);
+  EXPECT_EQ(second.forwards, 0);
+  ExpectData(second, 0, 2 * kBlock);
+  EXPECT_EQ(CallsOf(NFSPROC3_GETATTR), 2u);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "the blocks were fetched once";
+}
+
 // (rule 5) The attributes a READ is answered under are fresh for the export
 // it came through: learned through an export whose lifetime is 60 s, they
 // do not answer a READ through one (nested, or after a reload) whose
