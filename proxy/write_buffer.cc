@@ -468,13 +468,18 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   if (it == files_.end()) return;
   const File& f = *it->second;
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
-      !f.barriers.empty() || !f.errors.empty() || f.window ||
-      f.flush_scheduled ||
-      f.retry_scheduled || f.blocked > 0 || !f.parked.empty()) {
+      !f.barriers.empty() || f.window || f.flush_scheduled || f.retry_scheduled ||
+      f.blocked > 0 || !f.parked.empty()) {
     return;
   }
-  const bool history = f.last_batch > 1 || f.lone > 0;
-  if (history && files_.size() <= kMaxIdleFiles) return;
+  // Kept, as long as few files are: for its gathering history, or for
+  // errors its writers have yet to be told. Past that, a file with errors
+  // goes too (else a writer over its quota could have the proxy keep every
+  // file it ever wrote): the bytes they refused were answered from the
+  // buffer, so the file's verifier has changed (lost_), and its writers'
+  // COMMITs show it; they send again and meet the error themselves.
+  const bool keep = f.last_batch > 1 || f.lone > 0 || !f.errors.empty();
+  if (keep && files_.size() <= kMaxIdleFiles) return;
   files_.erase(it);
 }
 

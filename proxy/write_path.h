@@ -250,6 +250,9 @@ class WritePath {
   const WritePathStats& stats() const { return stats_; }
   // Files with bytes in the buffer now.
   size_t buffered_files() const;
+  // Files the write path keeps state for (buffered, waiting, or idle with
+  // history or errors kept; bounded when idle).
+  size_t tracked_files() const { return files_.size(); }
 
  private:
   struct Piece;

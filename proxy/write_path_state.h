@@ -29,7 +29,8 @@ namespace nfsedge {
 namespace write_path_internal {
 
 constexpr uint64_t kToEnd = std::numeric_limits<uint64_t>::max();
-// Clean files kept for their gathering history at most.
+// Clean files kept for their gathering history or their writers' errors
+// at most.
 constexpr size_t kMaxIdleFiles = 4096;
 
 // The same caller as the upstream sees it: an AUTH_SYS credential's stamp
@@ -189,6 +190,12 @@ struct WritePath::Blocked {
   // When it came (WritePath::arrivals_): a file's waiting writes are taken
   // in this order, whichever queue (room, parked) each waits in.
   uint64_t arrival = 0;
+  // Taken from the room queue by AdmitBlocked (which found room for it and
+  // no older write waiting for room in all) and parked: when the bytes it
+  // waits for have left, Enter does not hold it back for writes that came
+  // after it and wait for room in all (it would go back to the room queue,
+  // where AdmitBlocked would take it again, for ever).
+  bool admitted = false;
 };
 
 struct WritePath::File {

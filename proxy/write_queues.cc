@@ -6,6 +6,7 @@
 
 #include "proxy/write_path.h"
 #include "proxy/write_path_state.h"
+#include "rpc/log.h"
 
 namespace nfsedge {
 
@@ -65,7 +66,9 @@ void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
       older_waits = true;
     }
   }
-  if (!room || older_waits || TotalShort()) {
+  const bool admitted = b->admitted;
+  b->admitted = false;
+  if (!room || older_waits || (!admitted && TotalShort())) {
     stats_.blocked++;
     f.blocked++;
     blocked_sizes_.insert(n);
@@ -115,6 +118,10 @@ void WritePath::AdmitParked(const std::string& fh) {
 }
 
 void WritePath::AdmitBlocked() {
+  // Each write is taken at most once a call: one taken back (it cannot be:
+  // see Blocked::admitted) waits for the next room made rather than
+  // spinning the event loop.
+  std::unordered_set<uint64_t> taken_once;  // by arrival
   for (;;) {
     // The first write with room whose file has no older write waiting;
     // none past one waiting for room in all.
@@ -128,8 +135,8 @@ void WritePath::AdmitBlocked() {
       }
       const File* f = fit->second.get();
       const uint64_t n = (*it)->data.size();
-      if (held.contains(f)) continue;
       if (!TotalRoom(n)) break;
+      if (held.contains(f)) continue;
       if (!FileRoom(*f, n, options_.max_file_bytes)) {
         held.insert(f);
         continue;
@@ -138,6 +145,11 @@ void WritePath::AdmitBlocked() {
       break;
     }
     if (pick == blocked_.end()) return;
+    if (!taken_once.insert((*pick)->arrival).second) {
+      NFSEDGE_LOG(kError) << "write path: a write waiting for room came back to the room queue "
+                             "at once; it waits for the next room made";
+      return;
+    }
     std::unique_ptr<Blocked> taken = std::move(*pick);
     blocked_.erase(pick);
     blocked_sizes_.erase(blocked_sizes_.find(taken->data.size()));
@@ -156,7 +168,8 @@ void WritePath::AdmitBlocked() {
       // Over another caller's bytes taken meanwhile (a write that waited
       // for room before this one), or over bytes on their way that a call
       // waits for: it waits for them as any such write (in arrival order
-      // among the file's parked writes).
+      // among the file's parked writes), its turn for room taken.
+      taken->admitted = true;
       Park(f, std::move(taken));
       continue;
     }

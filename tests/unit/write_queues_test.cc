@@ -4,6 +4,7 @@
 // path (write_path_test).
 #include <rpc/xdr/nfs3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -193,6 +194,51 @@ TEST_F(WriteQueuesTest, AWriteWaitingForRoomInAllIsNotPassed) {
   while (AnswerAll(bg_)) {
   }
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+}
+
+// Area 1: a write taken from the room queue and parked (over another
+// caller's bytes on their way) comes back when those bytes have left; with
+// a later write of another file waiting for room in all, it went back to
+// the room queue at once, was taken again, parked, and so on: the event
+// loop never came back. Room queue: f0's 10 bytes (f0 at its own bound)
+// then f0's 25 (no room in all); A's write of f1 is parked over B's bytes.
+TEST_F(WriteQueuesTest, AParkedWriteBackFromTheRoomQueueDoesNotSpin) {
+  options_.journal = nullptr;
+  options_.max_bytes = 100;
+  options_.max_file_bytes = 40;
+  Make();
+  auto write = [&](const std::string& fh, const char* who, int tag, uint64_t off, size_t n) {
+    fh_ = fh;
+    cred_ = Cred(who);
+    Write(tag, off, std::string(n, static_cast<char>('a' + tag)), UNSTABLE);
+  };
+  write("f0", "uid-A", 1, 0, 40);    // f0 at its own bound
+  write("f1", "uid-B", 2, 0, 10);    // B's bytes of f1
+  write("f1", "uid-B", 3, 100, 10);
+  write("f1", "uid-A", 4, 0, 5);     // over B's: parked (B's bytes sent)
+  write("f1", "uid-A", 5, 100, 5);   // parked behind it
+  write("f2", "uid-C", 6, 0, 30);    // 90 of 100 in all
+  write("f0", "uid-A", 7, 40, 10);   // waits for f0's room
+  write("f0", "uid-A", 8, 50, 25);   // waits; no room in all for it
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3, 6}));
+  // B's first bytes of f1 are stable upstream: A's first write of f1 may
+  // go in.
+  bool answered = false;
+  for (HeldUpstream* u : {&up_, &bg_}) {
+    for (size_t i = 0; i < u->calls.size() && !answered; ++i) {
+      const auto& c = u->calls[i];
+      if (c.answered || c.proc != NFSPROC3_WRITE || FhOf(c.args) != "f1") continue;
+      SentWrite w = DecodeWriteArgs(c.args);
+      if (w.offset != 0) continue;
+      answered = true;
+      u->Answer(i, WriteOk(static_cast<uint32_t>(w.data.size()), FILE_SYNC, kV1, Attr(110, 3)));
+    }
+  }
+  ASSERT_TRUE(answered) << "B's bytes of f1 were sent when A's write parked over them";
+  Settle();
+  std::vector<int> tags = Tags();
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8})) << "every write answered";
 }
 
 // Area 1: a writer's writes are taken in the order they came when the first
