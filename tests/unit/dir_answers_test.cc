@@ -442,6 +442,15 @@ class MovedDirectoryListingTest : public ::testing::Test {
     res.LOOKUP3res_u.resok.dir_attributes = PostOp(attrs_[dir]);
     Learn(NFSPROC3_LOOKUP, a, Xdr(Proc(xdr_LOOKUP3res), res));
   }
+  // The user may do everything to `fh` (an ACCESS reply learned).
+  void GrantAccess(const std::string& fh) {
+    ACCESS3args acc{Fh(fh), 0x3f};
+    ACCESS3res ares{};
+    ares.status = NFS3_OK;
+    ares.ACCESS3res_u.resok.obj_attributes = PostOp(attrs_[fh]);
+    ares.ACCESS3res_u.resok.access = 0x3f;
+    Learn(NFSPROC3_ACCESS, acc, Xdr(Proc(xdr_ACCESS3res), ares));
+  }
   // The listing of x: ".", ".." (its parent `parent`) and "a", from a call
   // `sent` (by default: none known, as if sent now).
   void LearnListing(const std::string& parent, SentCall sent = {}) {
@@ -504,12 +513,7 @@ TEST_F(MovedDirectoryListingTest, RenameThroughTheProxyDoesNotLeaveTheOldDotDotI
   LearnLookup(p1_, "x", x_);
   LearnGetattr(p2_, attrs_[p2_]);
   LearnListing(p1_);
-  ACCESS3args acc{Fh(x_), 0x3f};
-  ACCESS3res ares{};
-  ares.status = NFS3_OK;
-  ares.ACCESS3res_u.resok.obj_attributes = PostOp(attrs_[x_]);
-  ares.ACCESS3res_u.resok.access = 0x3f;
-  Learn(NFSPROC3_ACCESS, acc, Xdr(Proc(xdr_ACCESS3res), ares));
+  GrantAccess(x_);
   ASSERT_EQ(CachedDotDot(), p1_) << "the control: the page is answered before the rename";
 
   // RENAME p1/x -> p2/x through the proxy, a second later.
@@ -548,12 +552,7 @@ TEST_F(MovedDirectoryListingTest, RenameThroughTheProxyDoesNotLeaveTheOldDotDotI
 TEST_F(MovedDirectoryListingTest, RenameWithinADirectoryKeepsItsOtherNames) {
   LearnLookup(p1_, "x", x_);
   LearnLookup(p1_, "b", a_);
-  ACCESS3args acc{Fh(p1_), 0x3f};
-  ACCESS3res ares{};
-  ares.status = NFS3_OK;
-  ares.ACCESS3res_u.resok.obj_attributes = PostOp(attrs_[p1_]);
-  ares.ACCESS3res_u.resok.access = 0x3f;
-  Learn(NFSPROC3_ACCESS, acc, Xdr(Proc(xdr_ACCESS3res), ares));
+  GrantAccess(p1_);
   LOOKUP3args look{};
   look.what.dir = Fh(p1_);
   look.what.name = const_cast<char*>("b");
@@ -597,12 +596,7 @@ class MovedUnknownDirectoryTest : public MovedDirectoryListingTest {
     LearnGetattr(p2_, attrs_[p2_]);
     LearnGetattr(x_, attrs_[x_]);
     LearnListing(p1_);
-    ACCESS3args acc{Fh(x_), 0x3f};
-    ACCESS3res ares{};
-    ares.status = NFS3_OK;
-    ares.ACCESS3res_u.resok.obj_attributes = PostOp(attrs_[x_]);
-    ares.ACCESS3res_u.resok.access = 0x3f;
-    Learn(NFSPROC3_ACCESS, acc, Xdr(Proc(xdr_ACCESS3res), ares));
+    GrantAccess(x_);
     ASSERT_EQ(CachedDotDot(), p1_) << "the control: the page is answered before the rename";
   }
   RENAME3args Rename(const std::string& to_dir) {

@@ -116,6 +116,23 @@ TEST_F(ReadPathTest, RevalidationOvertakenByAWriteIsNotTheFilesVersion) {
 // GETATTR left (it goes on the bulk lane; a REMOVE or a client's GETATTR on
 // the metadata lane can overtake it): a READ that joined it is answered only
 // under attributes the cache took from its reply.
+class JoinedRevalidationTest : public ReadPathTest {
+ protected:
+  // A READ of the first two blocks through `exp`, made while GETATTR call
+  // `getattr` (the upstream's last) is held: it joins that GETATTR, which is
+  // then answered with `reply`. Returns the READ's outcome.
+  Outcome ReadJoiningHeldGetattr(size_t getattr, const std::string& reply, const Export& exp) {
+    Outcome out;
+    Read(0, 2 * kBlock, user_, &out, &exp);
+    Drain();
+    EXPECT_EQ(up_.calls.size(), getattr + 1) << "the test needs the READ to join the GETATTR";
+    hold_ = false;
+    up_.Answer(getattr, reply);
+    Drain();
+    return out;
+  }
+};
+
 fattr3 ParentAttr(uint32_t changed_at) {
   fattr3 d = FileAttr(4096, changed_at);
   d.type = NF3DIR;
@@ -125,7 +142,7 @@ fattr3 ParentAttr(uint32_t changed_at) {
   return d;
 }
 
-TEST_F(ReadPathTest, AReadAfterARemoveIsNotAnsweredByAGetattrSentBeforeIt) {
+TEST_F(JoinedRevalidationTest, AReadAfterARemoveIsNotAnsweredByAGetattrSentBeforeIt) {
   const std::string dir = "DIR-HANDLE-00001";
   char name[] = "f";
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
@@ -157,19 +174,13 @@ TEST_F(ReadPathTest, AReadAfterARemoveIsNotAnsweredByAGetattrSentBeforeIt) {
   rres.REMOVE3res_u.resok.dir_wcc.after = PostOp(ParentAttr(kWall0 + 120));
   meta_.Learn(*FindNfsProc(NFSPROC3_REMOVE), &rm, Xdr(Proc(xdr_REMOVE3res), rres), exp_,
               CredKeyOf(user_));
-  Outcome after;
-  Read(0, 2 * kBlock, &after);  // after the REMOVE's reply
-  Drain();
-  ASSERT_EQ(up_.calls.size(), calls + 1) << "the test needs the READ to join the GETATTR";
-  hold_ = false;
-  up_.Answer(calls, old_attrs);
-  Drain();
+  Outcome after = ReadJoiningHeldGetattr(calls, old_attrs, exp_);  // after the REMOVE's reply
   ASSERT_EQ(after.replies + after.forwards, 1);
   EXPECT_EQ(after.replies, 0) << "the removed file's cached blocks answered a READ after the "
                                  "REMOVE was answered";
 }
 
-TEST_F(ReadPathTest, AReadAfterNewerAttributesIsNotAnsweredByAnOlderGetattr) {
+TEST_F(JoinedRevalidationTest, AReadAfterNewerAttributesIsNotAnsweredByAnOlderGetattr) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
   ExpectData(ReadNow(0, 2 * kBlock), 0, 2 * kBlock);  // the first version's blocks
   const size_t calls = up_.calls.size();
@@ -182,13 +193,7 @@ TEST_F(ReadPathTest, AReadAfterNewerAttributesIsNotAnsweredByAnOlderGetattr) {
   const std::string old_attrs = Respond(up_.calls[calls]);  // the first version
   SetFile(Content(10000, 5), file().attr.mtime.seconds + 10);  // written at the head office
   LearnGetattr(zero_);  // a client's GETATTR showed it
-  Outcome after;
-  Read(0, 2 * kBlock, user_, &after, &zero_);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), calls + 1) << "the test needs the READ to join the GETATTR";
-  hold_ = false;
-  up_.Answer(calls, old_attrs);
-  Drain();
+  Outcome after = ReadJoiningHeldGetattr(calls, old_attrs, zero_);
   ASSERT_EQ(after.replies + after.forwards, 1);
   if (after.replies == 1) ExpectData(after, 0, 2 * kBlock);  // the new version's bytes
 }
