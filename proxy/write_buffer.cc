@@ -133,7 +133,8 @@ std::string WritePath::CommitReply(const File& f, const Export& exp) const {
 
 std::optional<fattr3> WritePath::ReplyAttr(const File& f) const {
   // Those of the file's last upstream WRITE or COMMIT (reset when one came
-  // without them), or the cache's if newer (a SETATTR or another call went
+  // without them, or a mutation of the file was forwarded), or the cache's
+  // if newer (a SETATTR or another call went
   // by since): the upstream's view after every byte it was sent.
   // Bytes answered to a client that the upstream does not have yet would
   // not show in them.
@@ -469,15 +470,17 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   const File& f = *it->second;
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
       !f.barriers.empty() || f.window || f.flush_scheduled || f.retry_scheduled ||
-      f.blocked > 0 || !f.parked.empty()) {
+      f.blocked > 0 || !f.parked.empty() || f.uncovered_errors) {
     return;
   }
   // Kept, as long as few files are: for its gathering history, or for
   // errors its writers have yet to be told. Past that, a file with errors
   // goes too (else a writer over its quota could have the proxy keep every
-  // file it ever wrote): the bytes they refused were answered from the
-  // buffer, so the file's verifier has changed (lost_), and its writers'
-  // COMMITs show it; they send again and meet the error themselves.
+  // file it ever wrote): the bytes they refused were answered UNSTABLE
+  // (from the buffer or the journal), so a verifier has changed (the
+  // file's, lost_, or the journal's), and their writers' COMMITs show it;
+  // they send again and meet the error themselves. (Errors for bytes
+  // answered FILE_SYNC from the journal keep the file: uncovered_errors.)
   const bool keep = f.last_batch > 1 || f.lone > 0 || !f.errors.empty();
   if (keep && files_.size() <= kMaxIdleFiles) return;
   files_.erase(it);

@@ -372,8 +372,11 @@ class WritePath {
   // from the buffer; `kept`: some was kept for another try; `told`: the
   // writers (WriterKey) whose waiting calls were given it (none is kept for
   // them).
+  // `uncovered`: some bytes dropped were answered as stable from the
+  // journal, which no verifier change tells their writers of.
   void Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
-              bool acknowledged, bool kept, const std::vector<std::string>& told);
+              bool acknowledged, bool kept, const std::vector<std::string>& told,
+              bool uncovered);
   // Takes the error kept for `cred`'s next WRITE or COMMIT of the file
   // (NFS3_OK: none).
   static nfsstat3 TakeError(File& f, const OpaqueAuth& cred);

@@ -218,6 +218,11 @@ struct WritePath::File {
   // Upstream errors kept for writers' next WRITE or COMMIT of the file, by
   // writer (WriterKey): a refusal of one writer's bytes is not another's.
   std::vector<std::pair<std::string, nfsstat3>> errors;
+  // Some of them tell of bytes no verifier change covers (FILE_SYNC or
+  // DATA_SYNC writes answered from the edge journal, then given up): the
+  // error is their writers' only notice, so the file is not forgotten
+  // while they wait to be told.
+  bool uncovered_errors = false;
   // The writer (WriterKey) the last upstream COMMIT went as and was refused
   // for (ACCES, PERM, denial); the next goes as another if it can.
   std::string refused_committer;

@@ -245,7 +245,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   const bool give_up = !f.refusal_counted && f.refusals > 0 && bound > Duration::zero() &&
                        clock_.MonoNow() - f.refused_since >= bound;
   const bool keep = status != NFS3ERR_STALE && journaled && !give_up;
-  bool acked = false, kept = false, lost = false;
+  bool acked = false, kept = false, lost = false, uncovered = false;
   uint64_t lost_bytes = 0;  // of bytes acknowledged from the journal, dropped
   std::vector<std::string> writers;  // whose bytes were refused
   auto refused = [&writers](const OpaqueAuth& cred) {
@@ -283,6 +283,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       return;
     }
     lost |= acknowledged;
+    uncovered |= acknowledged && !it->second.acked;  // answered FILE_SYNC from the journal
     if (acknowledged) lost_bytes += it->second.data.size();
     // Bytes answered from the journal change the journal's verifier (see
     // above); those answered from the buffer alone, the file's.
@@ -341,7 +342,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     f.refusals = 0;
     f.refusal_counted = false;
   }
-  Failed(f, status, writers, acked, kept, told);
+  Failed(f, status, writers, acked, kept, told, uncovered);
   if (kept) {
     // Counted once a round (several WRITEs of the file may be refused).
     if (!f.refusal_counted) {
@@ -355,7 +356,8 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 }
 
 void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
-                       bool acknowledged, bool kept, const std::vector<std::string>& told) {
+                       bool acknowledged, bool kept, const std::vector<std::string>& told,
+                       bool uncovered) {
   stats_.errors++;
   // Kept for each writer whose bytes were refused (a file gone answers
   // STALE to all: stale_). Bounded: a writer crowded out still sees the
@@ -366,6 +368,7 @@ void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>&
     if (std::find(told.begin(), told.end(), w) != told.end()) continue;
     auto it = std::find_if(f.errors.begin(), f.errors.end(),
                            [&w](const auto& e) { return e.first == w; });
+    f.uncovered_errors |= uncovered;
     if (it != f.errors.end()) {
       it->second = status;
       continue;
@@ -424,6 +427,7 @@ nfsstat3 WritePath::TakeError(File& f, const OpaqueAuth& cred) {
   if (it == f.errors.end()) return NFS3_OK;
   const nfsstat3 e = it->second;
   f.errors.erase(it);
+  if (f.errors.empty()) f.uncovered_errors = false;
   return e;
 }
 

@@ -130,6 +130,43 @@ TEST_F(JournalEdgeTest, GiveUpIsDecidedForTheWholeRound) {
       << std::count(buffered.begin(), buffered.end(), kChunk) << ")";
 }
 
+// (rules 1, 2) Bytes answered FILE_SYNC from the journal and then given up
+// on change no verifier (a client does not COMMIT a FILE_SYNC write): the
+// error kept for the writer is its only notice, and the file is kept for
+// it however many files the write path tracks (idle files with errors
+// answered UNSTABLE are forgotten past kMaxIdleFiles: their verifier
+// tells).
+TEST_F(JournalEdgeTest, AGivenUpFileSyncWriteIsToldWhateverTheNumberOfFiles) {
+  constexpr int kFiles = 6000;
+  options_.max_background = 1u << 20;
+  Make();
+  cred_ = Cred("uid-A");
+  for (int i = 0; i < kFiles; ++i) {
+    fh_ = "file-" + std::to_string(i);
+    WriteBack(i, 0, "xxxx", FILE_SYNC);
+  }
+  journal_.Complete();
+  ASSERT_EQ(replies_.size(), static_cast<size_t>(kFiles));
+  ASSERT_EQ(replies_[0].second.committed, FILE_SYNC);
+  for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
+    Advance(std::chrono::seconds(31));
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      for (int i = u->Pending(); i >= 0; i = u->Pending()) {
+        u->Answer(static_cast<size_t>(i), WriteFail(NFS3ERR_DQUOT));
+      }
+    }
+  }
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "given up";
+  size_t told = 0;
+  for (int i = 0; i < kFiles; ++i) {
+    fh_ = "file-" + std::to_string(i);
+    CommitBack(kFiles + i);
+    journal_.Complete();
+    if (replies_.back().second.status != NFS3_OK) told++;
+  }
+  EXPECT_EQ(told, static_cast<size_t>(kFiles)) << "writers told of their FILE_SYNC data lost";
+}
+
 // (rule 2) Recover() inserts records with acked = false. Data a
 // client had been answered UNSTABLE from the journal before a restart, then
 // given up on after the restart, does not change the file's verifier: the
