@@ -557,6 +557,14 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
     read_path_->LearnFsinfo(reply->results());
   }
   if (write_path_ && p.proc == NFSPROC3_FSINFO) write_path_->LearnFsinfo(reply->results());
+  if (write_path_ && (p.flags & kMutating) != 0) {
+    // A mutation forwarded (a SETATTR, a LINK, a WRITE not buffered): the
+    // attributes of the write path's own last upstream call of the file
+    // are out of date, whether or not the cache keeps the new ones.
+    std::vector<const nfs_fh3*> handles;
+    p.arg_handles(args, &handles);
+    for (const nfs_fh3* fh : handles) write_path_->ForgetAttributes(HandleBytes(*fh));
+  }
   PostProcess(p, exp, reply);
 }
 

@@ -350,6 +350,31 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThan
   }
 }
 
+// The same when the cache no longer holds the SETATTR's attributes (its
+// entry evicted, or max_attr_entries = 0): the forwarded SETATTR itself
+// told the write path that its own attributes are out of date.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterASetattrTheCacheForgotCarriesNoOldAttributes) {
+  WriteAndTruncate(/*with_after=*/true);
+  CacheConfig small;
+  small.max_attr_entries = 1;
+  cache_.SetLimits(small);
+  GETATTR3args ga{Fh(dir_)};
+  GETATTR3res gr{};
+  gr.status = NFS3_OK;
+  gr.GETATTR3res_u.resok.obj_attributes = FileAttr(4096, 5);
+  gr.GETATTR3res_u.resok.obj_attributes.type = NF3DIR;
+  cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &ga, Xdr(Proc(xdr_GETATTR3res), gr),
+               exports_.Get(0), CredKey::FromIds(kUid, kGid, {}),
+               SentCall{std::chrono::steady_clock::now(), 1});
+  ASSERT_FALSE(cache_.LatestAttributes(file_).has_value()) << "the file's entry is evicted";
+  const size_t commit = CommitAll();
+  ASSERT_TRUE(results_[commit].has_value());
+  std::optional<fattr3> after = CommitAttr(*results_[commit]);
+  if (after.has_value()) {
+    EXPECT_EQ(after->size, 0u) << "the COMMIT's reply shows the size from before the truncation";
+  }
+}
+
 // The same with a SETATTR reply that leaves out the attributes after it
 // (optional in RFC 1813), and no GETATTR in between: the proxy knows nothing
 // newer than the background COMMIT's attributes, which are older than the
