@@ -32,10 +32,13 @@ class HeldUpstream : public RpcCaller {
     RpcReply r;
     r.header.reply_stat = kMsgAccepted;
     r.header.accept_stat = kSuccess;
-    std::move(calls[i].done)(std::move(r));
+    Take(i)(std::move(r));
   }
   // Ends held call `i` without a reply (the transport's deadline).
-  void TimeOut(size_t i) { std::move(calls[i].done)(Status(StatusCode::kTimeout, "deadline")); }
+  void TimeOut(size_t i) { Take(i)(Status(StatusCode::kTimeout, "deadline")); }
+  // Call `i`'s callback, moved out of `calls` (running, it may make calls,
+  // which grow the vector).
+  ReplyCallback Take(size_t i) { return std::move(calls[i].done); }
 
   std::vector<Held> calls;
   bool refuse = false;

@@ -107,7 +107,8 @@ class ReadPathReadaheadTest : public ReadPathTest {
     RpcReply reply{*h, record};
     reply.sent_at = sent_at;
     reply.transmissions = transmissions;
-    up_.calls[i].done(std::move(reply));
+    ReplyCallback done = std::move(up_.calls[i].done);  // (done may grow calls)
+    done(std::move(reply));
   }
 
   // Furthest byte the proxy asked the upstream for.

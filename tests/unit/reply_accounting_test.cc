@@ -199,7 +199,8 @@ class ReplyAccountingTest : public ::testing::Test {
     RpcReply reply{*ParseReply(record), record};
     reply.sent_at = std::chrono::time_point_cast<std::chrono::steady_clock::duration>(sent_at);
     reply.transmissions = transmissions;
-    bulk_.calls[i].done(std::move(reply));
+    ReplyCallback done = std::move(bulk_.calls[i].done);  // (done may grow calls)
+    done(std::move(reply));
   }
 
   FakeClock clock_;

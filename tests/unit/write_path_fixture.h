@@ -79,15 +79,20 @@ class HeldUpstream : public RpcCaller {
     r.header.accept_stat = kSuccess;
     r.record = results;
     r.header.results_offset = 0;
-    calls[i].answered = true;
-    calls[i].done(std::move(r));
+    Run(i, std::move(r));
   }
   // An RPC-level refusal of call `i` (MSG_DENIED, AUTH_ERROR).
   void Deny(size_t i) {
     RpcReply r;
     r.header.reply_stat = kMsgDenied;
+    Run(i, std::move(r));
+  }
+  // Marks call `i` answered and runs its callback with `r`, moved out of
+  // `calls` first: the callback may make calls, which grow the vector.
+  void Run(size_t i, RpcReply r) {
     calls[i].answered = true;
-    calls[i].done(std::move(r));
+    ReplyCallback done = std::move(calls[i].done);
+    done(std::move(r));
   }
   std::vector<Held> calls;
   bool refuse = false;
@@ -107,8 +112,7 @@ inline void AnswerRecord(HeldUpstream& u, size_t i, const std::string& results,
   r.header = *h;
   r.sent_at = u.calls[i].sent_at;
   r.transmissions = transmissions;
-  u.calls[i].answered = true;
-  u.calls[i].done(std::move(r));
+  u.Run(i, std::move(r));
 }
 
 struct SentWrite {
