@@ -40,6 +40,7 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;
   bool ambiguous = false, stale = false;
+  uint64_t changed_seq = 0;
   ChangeId floor;
   MonoTime floor_until{};
   if (Entry* e = lru_.Peek(handle)) {
@@ -48,6 +49,7 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
       return PostOpResult::kIgnored;
     }
     result = change == e->change ? PostOpResult::kUnchanged : PostOpResult::kChanged;
+    changed_seq = e->changed_seq;
     // Older than an entry past its lifetime, or than the newest attributes
     // an earlier such reply found: a reply overtaken by a newer one (a
     // READ's, a listing's, late on the WAN). Kept but not served, in no
@@ -85,9 +87,15 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   e.floor_until = floor_until;
   e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
   e.filled = clock_.MonoNow();
+  e.changed_seq = result == PostOpResult::kUnchanged ? changed_seq : ++change_seq_;
   lru_.Put(handle, std::move(e));
   EvictToLimit();
   return result;
+}
+
+bool AttrCache::ChangedSince(std::string_view handle, uint64_t seq) {
+  const Entry* e = lru_.Peek(handle);
+  return e != nullptr && e->changed_seq > seq;
 }
 
 std::optional<fattr3> AttrCache::Get(std::string_view handle, bool allow_ambiguous) {

@@ -116,6 +116,11 @@ class AttrCache {
   // The fileid of `handle` from any entry with attributes, fresh, stale,
   // ambiguous or conflicted (a handle's fileid never changes).
   std::optional<uint64_t> FileId(std::string_view handle);
+  // A count of attributes learned that were new for their handle (no
+  // entry, or another ChangeId), and whether `handle`'s entry was so learned
+  // after the count was `seq`.
+  uint64_t change_seq() const { return change_seq_; }
+  bool ChangedSince(std::string_view handle, uint64_t seq);
   // Whether entries are kept at all (max_entries > 0).
   bool keeps_entries() const { return options_.max_entries > 0; }
   // How long ago the entry's attributes were learned (its lifetime was
@@ -179,6 +184,7 @@ class AttrCache {
     ChangeId floor;
     MonoTime floor_until{};
     RefreshIndex::iterator refresh_it;
+    uint64_t changed_seq = 0;  // change_seq_ when its ChangeId was learned
   };
 
   // How long an overtaken reply's floor holds at least (a lifetime max of 0
@@ -197,6 +203,7 @@ class AttrCache {
   LruMap<Entry> lru_;
   RefreshIndex refresh_index_;  // entries used since their fill, by expiry
   AttrCacheStats stats_;
+  uint64_t change_seq_ = 0;
 };
 
 }  // namespace nfsedge

@@ -104,6 +104,11 @@ class MetadataCache {
   // it learned since the call left), or the cache keeps no attributes at all
   // (max_attr_entries = 0), which then orders nothing.
   bool AttributesStand(std::string_view fh, const fattr3& a);
+  // A count of attributes learned that were new for their object, and
+  // whether `fh`'s were so learned after the count was `seq` (a reply to a
+  // call sent before may show an older state than one already answered).
+  uint64_t AttrChangeSeq() const { return attrs_.change_seq(); }
+  bool AttrsChangedSince(std::string_view fh, uint64_t seq) { return attrs_.ChangedSince(fh, seq); }
   // Counts an answer of procedure `proc` given from expired entries.
   void NoteStaleAnswer(uint32_t proc) { stale_answers_[proc]++; }
   // Answers given from expired entries during outages, by procedure.

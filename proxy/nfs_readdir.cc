@@ -30,13 +30,13 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
   }
   // Single flight among identical client READDIRs (they get converted
   // results, so they never join a forwarded call's raw reply), while no
-  // mutation was answered since the first left.
+  // mutation was answered since the first left (Joinable).
   std::string flight = FlightKey(NFSPROC3_READDIR, exp.id(), cred, call->args());
   flight.push_back('+');
   auto [slot, first] = joined_.try_emplace(flight);
   if (first) {
-    slot->second.epoch = *mutations_answered_;
-  } else if (slot->second.epoch == *mutations_answered_) {
+    StartFlight(&slot->second);
+  } else if (Joinable(slot->second, readdir, args->get())) {
     slot->second.calls.push_back(call);
     stats_[NFSPROC3_READDIR].coalesced++;
     return;

@@ -299,6 +299,21 @@ void NfsService::RegisterAnswered(const NfsProc& p, const Export& exp, std::stri
   if (res.Decode(results)) RegisterHandles(p, exp, res.get());
 }
 
+void NfsService::StartFlight(Flight* f) const {
+  f->epoch = *mutations_answered_;
+  f->attr_seq = cache_ ? cache_->AttrChangeSeq() : 0;
+}
+
+bool NfsService::Joinable(const Flight& f, const NfsProc& p, const void* args) const {
+  if (f.epoch != *mutations_answered_) return false;
+  if (!cache_ || cache_->AttrChangeSeq() == f.attr_seq) return true;
+  std::vector<const nfs_fh3*> handles;
+  p.arg_handles(args, &handles);
+  return std::none_of(handles.begin(), handles.end(), [&](const nfs_fh3* fh) {
+    return cache_->AttrsChangedSince(HandleBytes(*fh), f.attr_seq);
+  });
+}
+
 void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                          const std::shared_ptr<XdrBox>& args, const Export& export_ref,
                          const OpaqueAuth& cred, uint64_t before) {
@@ -316,9 +331,9 @@ void NfsService::Forward(const NfsProc& p, const std::shared_ptr<IncomingCall>& 
     std::string key = FlightKey(p.proc, exp->id(), cred, forward);
     auto [it, first] = joined_.try_emplace(key);
     if (first) {
-      it->second.epoch = *mutations_answered_;
+      StartFlight(&it->second);
       flight = std::move(key);
-    } else if (it->second.epoch == *mutations_answered_) {
+    } else if (Joinable(it->second, p, args->get())) {
       it->second.calls.push_back(call);
       st.coalesced++;
       return;

@@ -239,8 +239,16 @@ class NfsService : public RpcProgram {
   // may not show it, and the joiner may have seen that answer.
   struct Flight {
     uint64_t epoch = 0;
+    uint64_t attr_seq = 0;  // MetadataCache::AttrChangeSeq() as it left
     std::vector<std::shared_ptr<IncomingCall>> calls;
   };
+  // Marks `f` as leaving now.
+  void StartFlight(Flight* f) const;
+  // Whether a call `p` with `args` may take the reply of flight `f`: no
+  // mutation was answered since it left, nor were newer attributes of the
+  // call's objects learned (from a faster call: its reply may show an older
+  // state than the joiner has seen).
+  bool Joinable(const Flight& f, const NfsProc& p, const void* args) const;
   std::unordered_map<std::string, Flight> joined_;
   bool upstream_lacks_plus_ = false;  // READDIRs go as they are
   // Replies sent to mutating calls (shared with their reply hooks, which

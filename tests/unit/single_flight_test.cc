@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client_calls.h"
+#include "proxy/metadata_cache.h"
 #include "programs_bed.h"
 #include "test_loop.h"
 #include "xdr_test_util.h"
@@ -51,10 +52,10 @@ class SingleFlightTest : public ProgramsBed {
     loop_.Start();
   }
 
-  void SendGetattr(BlockingClient& c, uint32_t xid) {
+  void SendGetattr(BlockingClient& c, uint32_t xid, uint32_t uid = 1000) {
     GETATTR3args a{Fh(root_)};
     c.SendRecord(MakeCall(xid, kNfsProgram, 3, NFSPROC3_GETATTR, Xdr(Proc(xdr_GETATTR3args), a),
-                          SysCred(1000, 100)));
+                          SysCred(uid, 100)));
   }
   size_t Count(uint32_t proc) {
     size_t n = 0;
@@ -81,13 +82,34 @@ class SingleFlightTest : public ProgramsBed {
       uint64_t k = 0;
       for (size_t i = 0; i < up_->calls.size(); ++i) {
         if (up_->calls[i].proc != NFSPROC3_GETATTR) continue;
-        GETATTR3res res{};
-        res.status = NFS3_OK;
-        res.GETATTR3res_u.resok.obj_attributes.type = NF3DIR;
-        res.GETATTR3res_u.resok.obj_attributes.size = k++;
-        up_->Answer(i, Xdr(Proc(xdr_GETATTR3res), res));
+        up_->Answer(i, DirAttrs(k, 0));
+        k++;
       }
     });
+  }
+  // Answers the `nth` GETATTR (from 0) with a directory of `size` bytes
+  // changed at `ctime`.
+  void AnswerGetattr(size_t nth, uint64_t size, uint32_t ctime) {
+    loop_.RunSync([&] {
+      size_t k = 0;
+      for (size_t i = 0; i < up_->calls.size(); ++i) {
+        if (up_->calls[i].proc != NFSPROC3_GETATTR || k++ != nth) continue;
+        up_->Answer(i, DirAttrs(size, ctime));
+        return;
+      }
+      ADD_FAILURE() << "no GETATTR " << nth;
+    });
+  }
+  static std::string DirAttrs(uint64_t size, uint32_t ctime) {
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    fattr3& a = res.GETATTR3res_u.resok.obj_attributes;
+    a.type = NF3DIR;
+    a.mode = 0755;
+    a.nlink = 2;
+    a.size = size;
+    a.ctime.seconds = a.mtime.seconds = ctime;
+    return Xdr(Proc(xdr_GETATTR3res), res);
   }
   // The size in the GETATTR reply `c` reads next.
   uint64_t ReadSize(BlockingClient& c) {
@@ -147,6 +169,46 @@ TEST_F(SingleFlightTest, AGetattrUnderAnotherExportDoesNotJoin) {
   AnswerGetattrs();
   EXPECT_EQ(ReadSize(a), 0u);
   EXPECT_EQ(ReadSize(b), 1u);
+}
+
+// With the metadata cache, on an export whose lifetimes are 0 (every
+// GETATTR goes upstream): a GETATTR does not join one in flight once newer
+// attributes of its object were learned from a faster call. User A's
+// GETATTR leaves; user B's leaves after it and comes back first, showing
+// the directory after a change at the head office (size 7), and B is
+// answered; A's identical GETATTR, sent after that answer, would be given
+// the first one's reply, made by the server before the change (size 3).
+class SingleFlightCachedTest : public SingleFlightTest {
+ protected:
+  void SetUp() override {
+    ExportConfig e = ExportFor("/a", "127.0.0.1/32");
+    e.acregmin = e.acregmax = e.acdirmin = e.acdirmax = 0;
+    cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
+    StartPrograms({e}, cache_.get());
+    mount_up_->set_responder([](const FakeUpstream::Seen& s) {
+      return test_calls::MountdAnswer(s, {{"/srv/data", kRootFh}});
+    });
+    loop_.Start();
+  }
+  FakeClock clock_;
+  std::unique_ptr<MetadataCache> cache_;
+};
+
+TEST_F(SingleFlightCachedTest, AGetattrDoesNotJoinAReplyNewerAttributesOvertook) {
+  BlockingClient a1(port_), b(port_), a2(port_);
+  ASSERT_EQ(test_calls::MountPath(a1, 1, "/a").first, static_cast<uint32_t>(MNT3_OK));
+  SendGetattr(a1, 10, 1000);
+  ASSERT_TRUE(WaitCount(NFSPROC3_GETATTR, 1));
+  SendGetattr(b, 20, 2000);  // another user: its own call
+  ASSERT_TRUE(WaitCount(NFSPROC3_GETATTR, 2));
+  AnswerGetattr(1, 7, 10);
+  EXPECT_EQ(ReadSize(b), 7u);
+  SendGetattr(a2, 30, 1000);  // identical to A's first, sent after B's answer
+  EXPECT_TRUE(WaitCount(NFSPROC3_GETATTR, 3)) << "it joined the first, which left before";
+  AnswerGetattr(0, 3, 5);  // made by the server before the change
+  EXPECT_EQ(ReadSize(a1), 3u);
+  if (Count(NFSPROC3_GETATTR) == 3) AnswerGetattr(2, 7, 10);
+  EXPECT_EQ(ReadSize(a2), 7u) << "shown a state older than one already answered";
 }
 
 }  // namespace
