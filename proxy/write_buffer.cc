@@ -21,6 +21,11 @@ WritePath::File& WritePath::FileFor(const std::string& fh, const Export& exp) {
     // A file starts lone: its first stable write goes at once; a second one
     // arriving meanwhile is company, and windows open from then on.
     it->second->lone = options_.lone_after;
+    // Errors its writers were not told of before it was forgotten.
+    if (std::vector<KeptError>* kept = orphaned_errors_.Peek(fh)) {
+      it->second->errors = std::move(*kept);
+      orphaned_errors_.Erase(fh);
+    }
   }
   it->second->exp = &exp;
   return *it->second;
@@ -276,7 +281,7 @@ bool WritePath::AfterRemovals(const std::string& fh, uint64_t upto, std::functio
 }
 
 void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-                       uint64_t jseq, bool acked) {
+                       uint64_t jseq, bool acked, bool synced) {
   if (data.empty()) return;
   const uint64_t end = off + data.size();
   Split(f, off);
@@ -298,6 +303,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
     kept.insert(kept.end(), it->second.records.begin(), it->second.records.end());
     acked |= it->second.acked;
     behind |= it->second.behind;
+    synced |= it->second.synced;
     seq = std::min(seq, it->second.seq);
     extended |= it->second.state != Piece::kDirty || it->second.extended;
     Erase(f, it, false);
@@ -308,6 +314,7 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   p.cred = cred;
   p.acked = acked;
   p.behind = behind;
+  p.synced = synced;
   p.seq = seq;
   p.extended = extended;
   if (jseq != 0) {
@@ -470,7 +477,7 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   const File& f = *it->second;
   if (!f.pieces.empty() || !f.flights.empty() || f.commit_id != 0 || !f.waiters.empty() ||
       !f.barriers.empty() || f.window || f.flush_scheduled || f.retry_scheduled ||
-      f.blocked > 0 || !f.parked.empty() || f.uncovered_errors) {
+      f.blocked > 0 || !f.parked.empty()) {
     return;
   }
   // Kept, as long as few files are: for its gathering history, or for
@@ -479,10 +486,25 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
   // file it ever wrote): the bytes they refused were answered UNSTABLE
   // (from the buffer or the journal), so a verifier has changed (the
   // file's, lost_, or the journal's), and their writers' COMMITs show it;
-  // they send again and meet the error themselves. (Errors for bytes
-  // answered FILE_SYNC from the journal keep the file: uncovered_errors.)
+  // they send again and meet the error themselves. Errors no verifier
+  // tells of (bytes answered FILE_SYNC from the journal) outlive the file
+  // in orphaned_errors_.
   const bool keep = f.last_batch > 1 || f.lone > 0 || !f.errors.empty();
   if (keep && files_.size() <= kMaxIdleFiles) return;
+  std::vector<KeptError> uncovered;
+  for (const KeptError& e : f.errors) {
+    if (e.uncovered) uncovered.push_back(e);
+  }
+  if (!uncovered.empty()) {
+    constexpr size_t kMaxOrphaned = 65536;
+    orphaned_errors_.Put(fh, std::move(uncovered));
+    while (orphaned_errors_.size() > kMaxOrphaned) {
+      NFSEDGE_LOG(kError) << "write path: more than " << kMaxOrphaned
+                          << " files hold errors for bytes answered stable from the edge journal "
+                             "and lost; the oldest file's writers are no longer told";
+      orphaned_errors_.Erase(orphaned_errors_.Oldest()->key);
+    }
+  }
   files_.erase(it);
 }
 
@@ -490,7 +512,8 @@ void WritePath::Recover(const JournalRecord& r, const Export& exp) {
   File& f = FileFor(r.fh, exp);
   // Answered from the journal before the restart (UNSTABLE, for all it
   // knows: lost, it needs a new verifier).
-  Insert(f, r.offset, r.data, r.cred, r.seq, /*acked=*/true);
+  // (Answered UNSTABLE or FILE_SYNC, the record does not say: both.)
+  Insert(f, r.offset, r.data, r.cred, r.seq, /*acked=*/true, /*synced=*/true);
   ReleaseOverwritten(r.seq);  // on disk already
   stats_.recovered++;
   recovered_.insert(r.fh);

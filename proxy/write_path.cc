@@ -171,7 +171,7 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
           }
         });
     // Answered UNSTABLE from the journal: lost, it needs a new verifier.
-    Insert(f, offset, data, cred, jseq, journal && !stable);
+    Insert(f, offset, data, cred, jseq, journal && !stable, journal && stable);
     if (journal) {
       ScheduleFlush(f);
       Pump(f);
@@ -267,7 +267,8 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       return;
     }
     auto it = files_.find(fh);
-    if (nfsstat3 e = it == files_.end() ? NFS3_OK : TakeError(*it->second, cred); e != NFS3_OK) {
+    if (nfsstat3 e = it == files_.end() ? TakeOrphanedError(fh, cred) : TakeError(*it->second, cred);
+        e != NFS3_OK) {
       reply(CommitError(e));
       ForgetIfIdle(fh);
       return;

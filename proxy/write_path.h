@@ -262,6 +262,15 @@ class WritePath {
   struct Flight;
   struct File;
   struct Blocked;
+  // An upstream error kept for a writer's next WRITE or COMMIT of a file.
+  struct KeptError {
+    std::string writer;  // WriterKey
+    nfsstat3 status;
+    // It tells of bytes no verifier change covers (answered FILE_SYNC or
+    // DATA_SYNC from the edge journal, then given up): the writer's only
+    // notice, kept when the file is forgotten (orphaned_errors_).
+    bool uncovered = false;
+  };
 
   File& FileFor(const std::string& fh, const Export& exp);
   // Takes a write through `exp` into the buffer (room is there) and
@@ -282,8 +291,10 @@ class WritePath {
   // replaced are kept: by the new piece when `jseq` is 0, else in
   // overwritten_[jseq].
   // `acked`: the bytes are answered from the buffer (Piece::acked).
+  // `synced`: answered FILE_SYNC or DATA_SYNC from the journal
+  // (Piece::synced).
   void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-              uint64_t jseq = 0, bool acked = false);
+              uint64_t jseq = 0, bool acked = false, bool synced = false);
   // A file's journal records are removed in sequence order, each once
   // nothing refers to it and every older one of the file is removed: what a
   // restart replays, in order, then leaves every range as the latest
@@ -372,14 +383,17 @@ class WritePath {
   // from the buffer; `kept`: some was kept for another try; `told`: the
   // writers (WriterKey) whose waiting calls were given it (none is kept for
   // them).
-  // `uncovered`: some bytes dropped were answered as stable from the
-  // journal, which no verifier change tells their writers of.
+  // `uncovered`: the writers some of whose bytes dropped were answered as
+  // stable from the journal, which no verifier change tells of.
   void Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
               bool acknowledged, bool kept, const std::vector<std::string>& told,
-              bool uncovered);
+              const std::vector<std::string>& uncovered);
   // Takes the error kept for `cred`'s next WRITE or COMMIT of the file
   // (NFS3_OK: none).
   static nfsstat3 TakeError(File& f, const OpaqueAuth& cred);
+  // The same for a file the write path keeps nothing else of (its
+  // uncovered errors in orphaned_errors_).
+  nfsstat3 TakeOrphanedError(const std::string& fh, const OpaqueAuth& cred);
   // Sends nothing of the file for `delay` (by default kRetryDelay); then
   // what is dirty goes as it would have.
   void RetryLater(File& f);
@@ -495,6 +509,11 @@ class WritePath {
   // (ReplyVerf), so that they resend. Bounded: a file evicted from it
   // would go back to the shared verifier, which then changes for all.
   mutable LruMap<uint64_t> lost_;  // Peek() is not const
+  // Uncovered errors (KeptError::uncovered) of files forgotten while idle,
+  // by handle: a writer of bytes answered FILE_SYNC from the journal and
+  // given up is told at its next WRITE or COMMIT of the file however many
+  // files the write path has seen since (bounded; one dropped is logged).
+  LruMap<std::vector<KeptError>> orphaned_errors_;
   // Writers' gathering history: the lone count (File::lone) of the last
   // file each credential wrote stable writes to (bounded).
   LruMap<int> writers_;

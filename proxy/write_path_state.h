@@ -97,6 +97,9 @@ struct WritePath::Piece {
   // verifier), not from the journal, or overwriting such bytes: lost, it
   // needs a new verifier of the file's (WritePath::lost_).
   bool behind = false;
+  // ... answered FILE_SYNC or DATA_SYNC from the journal, or overwriting
+  // such bytes: lost, no verifier tells its writer (KeptError::uncovered).
+  bool synced = false;
   // Kept after the upstream refused it (DropAndFail): until its bytes are
   // taken, the file's refusals go on counting, whatever else of it is.
   bool refused = false;
@@ -217,12 +220,7 @@ struct WritePath::File {
   std::vector<std::function<void()>> ready;  // to run at the end of Pump
   // Upstream errors kept for writers' next WRITE or COMMIT of the file, by
   // writer (WriterKey): a refusal of one writer's bytes is not another's.
-  std::vector<std::pair<std::string, nfsstat3>> errors;
-  // Some of them tell of bytes no verifier change covers (FILE_SYNC or
-  // DATA_SYNC writes answered from the edge journal, then given up): the
-  // error is their writers' only notice, so the file is not forgotten
-  // while they wait to be told.
-  bool uncovered_errors = false;
+  std::vector<KeptError> errors;
   // The writer (WriterKey) the last upstream COMMIT went as and was refused
   // for (ACCES, PERM, denial); the next goes as another if it can.
   std::string refused_committer;

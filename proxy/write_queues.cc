@@ -16,8 +16,7 @@ using write_path_internal::WriteError;
 bool WritePath::KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred,
                                   const ReplyFn& reply, bool commit) {
   auto it = files_.find(fh);
-  if (it == files_.end()) return false;
-  const nfsstat3 e = TakeError(*it->second, cred);
+  const nfsstat3 e = it == files_.end() ? TakeOrphanedError(fh, cred) : TakeError(*it->second, cred);
   if (e == NFS3_OK) return false;
   reply(commit ? CommitError(e) : WriteError(e));
   ForgetIfIdle(fh);

@@ -245,7 +245,8 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
   const bool give_up = !f.refusal_counted && f.refusals > 0 && bound > Duration::zero() &&
                        clock_.MonoNow() - f.refused_since >= bound;
   const bool keep = status != NFS3ERR_STALE && journaled && !give_up;
-  bool acked = false, kept = false, lost = false, uncovered = false;
+  bool acked = false, kept = false, lost = false;
+  std::vector<std::string> uncovered;  // writers of bytes answered stable from the journal
   uint64_t lost_bytes = 0;  // of bytes acknowledged from the journal, dropped
   std::vector<std::string> writers;  // whose bytes were refused
   auto refused = [&writers](const OpaqueAuth& cred) {
@@ -283,7 +284,9 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
       return;
     }
     lost |= acknowledged;
-    uncovered |= acknowledged && !it->second.acked;  // answered FILE_SYNC from the journal
+    if (acknowledged && it->second.synced) {
+      uncovered.push_back(write_path_internal::WriterKey(it->second.cred));
+    }
     if (acknowledged) lost_bytes += it->second.data.size();
     // Bytes answered from the journal change the journal's verifier (see
     // above); those answered from the buffer alone, the file's.
@@ -357,7 +360,7 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
 
 void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>& writers,
                        bool acknowledged, bool kept, const std::vector<std::string>& told,
-                       bool uncovered) {
+                       const std::vector<std::string>& uncovered) {
   stats_.errors++;
   // Kept for each writer whose bytes were refused (a file gone answers
   // STALE to all: stale_). Bounded: a writer crowded out still sees the
@@ -366,15 +369,27 @@ void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>&
   for (const std::string& w : writers) {
     if (status == NFS3ERR_STALE) break;
     if (std::find(told.begin(), told.end(), w) != told.end()) continue;
+    const bool only_notice = std::find(uncovered.begin(), uncovered.end(), w) != uncovered.end();
     auto it = std::find_if(f.errors.begin(), f.errors.end(),
-                           [&w](const auto& e) { return e.first == w; });
-    f.uncovered_errors |= uncovered;
+                           [&w](const KeptError& e) { return e.writer == w; });
     if (it != f.errors.end()) {
-      it->second = status;
+      it->status = status;
+      it->uncovered |= only_notice;
       continue;
     }
-    if (f.errors.size() >= kMaxErrors) f.errors.erase(f.errors.begin());
-    f.errors.emplace_back(w, status);
+    if (f.errors.size() >= kMaxErrors) {
+      // Crowded out: one a verifier change also tells of, if there is one.
+      auto out = std::find_if(f.errors.begin(), f.errors.end(),
+                              [](const KeptError& e) { return !e.uncovered; });
+      if (out == f.errors.end()) {
+        out = f.errors.begin();
+        NFSEDGE_LOG(kError) << "write path: more than " << kMaxErrors
+                            << " writers of one file lost bytes answered stable from the edge "
+                               "journal; one of them is no longer told";
+      }
+      f.errors.erase(out);
+    }
+    f.errors.push_back(KeptError{w, status, only_notice});
   }
   // (For bytes answered from the journal, DropAndFail changes the
   // journal's verifier: it is kept across restarts, which a change per file
@@ -423,11 +438,23 @@ nfsstat3 WritePath::TakeError(File& f, const OpaqueAuth& cred) {
   if (f.errors.empty()) return NFS3_OK;
   const std::string w = write_path_internal::WriterKey(cred);
   auto it = std::find_if(f.errors.begin(), f.errors.end(),
-                         [&w](const auto& e) { return e.first == w; });
+                         [&w](const KeptError& e) { return e.writer == w; });
   if (it == f.errors.end()) return NFS3_OK;
-  const nfsstat3 e = it->second;
+  const nfsstat3 e = it->status;
   f.errors.erase(it);
-  if (f.errors.empty()) f.uncovered_errors = false;
+  return e;
+}
+
+nfsstat3 WritePath::TakeOrphanedError(const std::string& fh, const OpaqueAuth& cred) {
+  std::vector<KeptError>* kept = orphaned_errors_.Peek(fh);
+  if (kept == nullptr) return NFS3_OK;
+  const std::string w = write_path_internal::WriterKey(cred);
+  auto it = std::find_if(kept->begin(), kept->end(),
+                         [&w](const KeptError& e) { return e.writer == w; });
+  if (it == kept->end()) return NFS3_OK;
+  const nfsstat3 e = it->status;
+  kept->erase(it);
+  if (kept->empty()) orphaned_errors_.Erase(fh);
   return e;
 }
 

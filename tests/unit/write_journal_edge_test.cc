@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/write_path_state.h"
 #include "write_path_fixture.h"
 
 namespace nfsedge::write_path_test {
@@ -130,41 +131,56 @@ TEST_F(JournalEdgeTest, GiveUpIsDecidedForTheWholeRound) {
       << std::count(buffered.begin(), buffered.end(), kChunk) << ")";
 }
 
-// (rules 1, 2) Bytes answered FILE_SYNC from the journal and then given up
-// on change no verifier (a client does not COMMIT a FILE_SYNC write): the
-// error kept for the writer is its only notice, and the file is kept for
-// it however many files the write path tracks (idle files with errors
-// answered UNSTABLE are forgotten past kMaxIdleFiles: their verifier
-// tells).
-TEST_F(JournalEdgeTest, AGivenUpFileSyncWriteIsToldWhateverTheNumberOfFiles) {
-  constexpr int kFiles = 6000;
-  options_.max_background = 1u << 20;
-  Make();
-  cred_ = Cred("uid-A");
-  for (int i = 0; i < kFiles; ++i) {
-    fh_ = "file-" + std::to_string(i);
-    WriteBack(i, 0, "xxxx", FILE_SYNC);
-  }
-  journal_.Complete();
-  ASSERT_EQ(replies_.size(), static_cast<size_t>(kFiles));
-  ASSERT_EQ(replies_[0].second.committed, FILE_SYNC);
-  for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
-    Advance(std::chrono::seconds(31));
-    for (HeldUpstream* u : {&up_, &bg_}) {
-      for (int i = u->Pending(); i >= 0; i = u->Pending()) {
-        u->Answer(static_cast<size_t>(i), WriteFail(NFS3ERR_DQUOT));
+// (rules 1, 2, 8) Bytes answered FILE_SYNC from the journal and then given
+// up on change no verifier (a client does not COMMIT a FILE_SYNC write):
+// the error kept for the writer is its only notice, and it outlives the
+// file, which is forgotten with the idle ones (the write path keeps at most
+// kMaxIdleFiles of those). uid-B writes each of `files` files FILE_SYNC
+// (over its own UNSTABLE bytes if `over_unstable`: one piece, answered
+// from the buffer too, whose loss changes the journal's verifier, which
+// a FILE_SYNC writer does not look at); the upstream refuses
+// (DQUOT) until the journal gives up. Returns how many of uid-B's COMMITs
+// were then told.
+class GivenUpTest : public JournalEdgeTest {
+ protected:
+  size_t ToldAfterGivingUp(int files, bool over_unstable) {
+    options_.max_background = 1u << 20;
+    Make();
+    for (int i = 0; i < files; ++i) {
+      fh_ = "file-" + std::to_string(i);
+      cred_ = Cred("uid-B");
+      if (over_unstable) WriteBack(-1, 0, "aaaa", UNSTABLE);
+      WriteBack(i, 0, "bbbb", FILE_SYNC);
+    }
+    journal_.Complete();
+    for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
+      Advance(std::chrono::seconds(31));
+      for (HeldUpstream* u : {&up_, &bg_}) {
+        for (int i = u->Pending(); i >= 0; i = u->Pending()) {
+          u->Answer(static_cast<size_t>(i), WriteFail(NFS3ERR_DQUOT));
+        }
       }
     }
+    EXPECT_EQ(wp_->stats().buffered_bytes, 0u) << "given up";
+    EXPECT_LE(wp_->tracked_files(), write_path_internal::kMaxIdleFiles) << "files kept";
+    cred_ = Cred("uid-B");
+    size_t told = 0;
+    for (int i = 0; i < files; ++i) {
+      fh_ = "file-" + std::to_string(i);
+      CommitBack(files + i);
+      journal_.Complete();
+      if (replies_.back().second.status != NFS3_OK) told++;
+    }
+    return told;
   }
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "given up";
-  size_t told = 0;
-  for (int i = 0; i < kFiles; ++i) {
-    fh_ = "file-" + std::to_string(i);
-    CommitBack(kFiles + i);
-    journal_.Complete();
-    if (replies_.back().second.status != NFS3_OK) told++;
-  }
-  EXPECT_EQ(told, static_cast<size_t>(kFiles)) << "writers told of their FILE_SYNC data lost";
+};
+
+TEST_F(GivenUpTest, AFileSyncWriteGivenUpIsToldWhateverTheNumberOfFiles) {
+  EXPECT_EQ(ToldAfterGivingUp(6000, false), 6000u);
+}
+
+TEST_F(GivenUpTest, AFileSyncWriteOverUnstableBytesGivenUpIsToldToo) {
+  EXPECT_EQ(ToldAfterGivingUp(6000, true), 6000u);
 }
 
 // (rule 2) Recover() inserts records with acked = false. Data a
