@@ -19,6 +19,7 @@ void AttrCache::Erase(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
   if (e == nullptr) return;
   Unindex(e);
+  forgot_seq_ = std::max(forgot_seq_, e->changed_seq);
   lru_.Erase(handle);
 }
 
@@ -26,6 +27,7 @@ void AttrCache::EvictToLimit() {
   while (lru_.size() > options_.max_entries) {
     auto* oldest = lru_.Oldest();
     Unindex(&oldest->value);
+    forgot_seq_ = std::max(forgot_seq_, oldest->value.changed_seq);
     lru_.Erase(oldest->key);
     stats_.evictions++;
   }
@@ -95,7 +97,8 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
 
 bool AttrCache::ChangedSince(std::string_view handle, uint64_t seq) {
   const Entry* e = lru_.Peek(handle);
-  return e != nullptr && e->changed_seq > seq;
+  // Without an entry: one learned after `seq` may have been forgotten.
+  return e != nullptr ? e->changed_seq > seq : forgot_seq_ > seq;
 }
 
 std::optional<fattr3> AttrCache::Get(std::string_view handle, bool allow_ambiguous) {
@@ -200,6 +203,7 @@ void AttrCache::InvalidateBefore(std::string_view handle, NfsTime ctime) {
   e.floor_only = true;
   e.change.ctime = std::max(e.change.ctime, ctime);
   e.expires = clock_.MonoNow();
+  e.changed_seq = ++change_seq_;  // newer than any reply already on its way
   if (options_.max_entries == 0) return;
   lru_.Put(handle, std::move(e));
   EvictToLimit();

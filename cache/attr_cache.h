@@ -117,8 +117,9 @@ class AttrCache {
   // ambiguous or conflicted (a handle's fileid never changes).
   std::optional<uint64_t> FileId(std::string_view handle);
   // A count of attributes learned that were new for their handle (no
-  // entry, or another ChangeId), and whether `handle`'s entry was so learned
-  // after the count was `seq`.
+  // entry, or another ChangeId; a floor set), and whether `handle`'s entry
+  // was so learned after the count was `seq` (without an entry: whether an
+  // entry so learned was forgotten since).
   uint64_t change_seq() const { return change_seq_; }
   bool ChangedSince(std::string_view handle, uint64_t seq);
   // Whether entries are kept at all (max_entries > 0).
@@ -204,6 +205,7 @@ class AttrCache {
   RefreshIndex refresh_index_;  // entries used since their fill, by expiry
   AttrCacheStats stats_;
   uint64_t change_seq_ = 0;
+  uint64_t forgot_seq_ = 0;  // the largest changed_seq of an entry erased or evicted
 };
 
 }  // namespace nfsedge

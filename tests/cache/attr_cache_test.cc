@@ -225,6 +225,39 @@ TEST_F(AttrCacheTest, Invalidate) {
   EXPECT_EQ(cache_.size(), 0u);
 }
 
+// ChangedSince (single flight's joins): attributes new for their handle
+// count, the same ones again do not; a floor counts; an entry forgotten
+// counts for a handle without one only if it was learned after the count.
+TEST_F(AttrCacheTest, ChangedSinceCountsNewAttributesAndForgottenOnes) {
+  const fattr3 v1 = FileChanged(seconds(100));
+  cache_.Put("a", v1, kReg);
+  const uint64_t s0 = cache_.change_seq();
+  EXPECT_FALSE(cache_.ChangedSince("a", s0));
+  cache_.Put("a", v1, kReg);  // the same again
+  EXPECT_FALSE(cache_.ChangedSince("a", s0));
+  cache_.Put("a", FileChanged(seconds(50), 200), kReg);  // newer
+  EXPECT_TRUE(cache_.ChangedSince("a", s0));
+  EXPECT_FALSE(cache_.ChangedSince("b", s0)) << "nothing was forgotten";
+  const uint64_t s1 = cache_.change_seq();
+  cache_.InvalidateBefore("a", NfsTime::From(FileChanged(seconds(10)).ctime));
+  EXPECT_TRUE(cache_.ChangedSince("a", s1)) << "a floor set after s1";
+  // Forgotten: "a" (changed after s1) counts for a handle without an entry.
+  const uint64_t s2 = cache_.change_seq();
+  cache_.Invalidate("a");
+  EXPECT_TRUE(cache_.ChangedSince("a", s1));
+  EXPECT_FALSE(cache_.ChangedSince("a", s2));
+  // Evicted by the bound: an entry learned before the count does not.
+  AttrCache small(clock_, AttrCacheOptions{1});
+  small.Put("old", v1, kReg);
+  const uint64_t t = small.change_seq();
+  small.Put("new", v1, kReg);  // evicts "old", learned before t
+  EXPECT_FALSE(small.ChangedSince("old", t));
+  const uint64_t t2 = small.change_seq();
+  small.Put("newer", v1, kReg);  // evicts "new", learned after t
+  EXPECT_TRUE(small.ChangedSince("new", t));
+  EXPECT_FALSE(small.ChangedSince("new", t2));
+}
+
 TEST_F(AttrCacheTest, RefreshCandidatesAreUsedEntriesAboutToExpire) {
   cache_.Put("used-soon", FileChanged(seconds(200)), kReg);    // expires at 20 s
   cache_.Put("unused-soon", FileChanged(seconds(200)), kReg);  // expires at 20 s
