@@ -496,11 +496,13 @@ void WritePath::ForgetIfIdle(const std::string& fh) {
     if (e.uncovered) uncovered.push_back(e);
   }
   if (!uncovered.empty()) {
+    // Bounded by the errors held (each a writer's key and a status).
     constexpr size_t kMaxOrphaned = 65536;
-    orphaned_errors_.Put(fh, std::move(uncovered));
-    while (orphaned_errors_.size() > kMaxOrphaned) {
+    const size_t n = uncovered.size();
+    orphaned_errors_.Put(fh, std::move(uncovered), n);
+    while (orphaned_errors_.charge() > kMaxOrphaned) {
       NFSEDGE_LOG(kError) << "write path: more than " << kMaxOrphaned
-                          << " files hold errors for bytes answered stable from the edge journal "
+                          << " errors held for bytes answered stable from the edge journal "
                              "and lost; the oldest file's writers are no longer told";
       orphaned_errors_.Erase(orphaned_errors_.Oldest()->key);
     }

@@ -512,7 +512,8 @@ class WritePath {
   // Uncovered errors (KeptError::uncovered) of files forgotten while idle,
   // by handle: a writer of bytes answered FILE_SYNC from the journal and
   // given up is told at its next WRITE or COMMIT of the file however many
-  // files the write path has seen since (bounded; one dropped is logged).
+  // files the write path has seen since (bounded by the errors held, each
+  // charged 1; one dropped is logged).
   LruMap<std::vector<KeptError>> orphaned_errors_;
   // Writers' gathering history: the lone count (File::lone) of the last
   // file each credential wrote stable writes to (bounded).
