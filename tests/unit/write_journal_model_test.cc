@@ -57,35 +57,8 @@ constexpr int kLastId = 249;
 // Seeds a scenario runs (about 3 s for the file on a 2-core machine).
 constexpr uint32_t kSeeds = 900;
 
-// `fixed`, or the count NFSEDGE_MODEL_SEEDS sets.
-uint32_t SeedCount(uint32_t fixed) {
-  const char* env = std::getenv("NFSEDGE_MODEL_SEEDS");
-  if (env == nullptr) return fixed;
-  char* end = nullptr;
-  const unsigned long n = std::strtoul(env, &end, 10);
-  return end != env && *end == '\0' && n > 0 ? static_cast<uint32_t>(n) : fixed;
-}
 
-std::string CommitFail(nfsstat3 status) {
-  COMMIT3res res{};
-  res.status = status;
-  std::string out;
-  EXPECT_TRUE(XdrEncode(Proc(xdr_COMMIT3res), &res, &out));
-  return out;
-}
 
-// Answers held call `i` of `u` with `results`. The answer may make new
-// calls, which `u.calls` takes: the callback is moved out first.
-void AnswerCall(HeldUpstream& u, size_t i, const std::string& results) {
-  RpcReply r;
-  r.header.reply_stat = kMsgAccepted;
-  r.header.accept_stat = kSuccess;
-  r.record = results;
-  r.header.results_offset = 0;
-  u.calls[i].answered = true;
-  auto done = std::move(u.calls[i].done);
-  done(std::move(r));
-}
 
 // A journal whose disk takes everything queued at once when the test says
 // (one batch, as the journal's writer thread does), or refuses it all.
@@ -421,22 +394,22 @@ class WriteJournalModelTest : public WritePathTest {
     auto [u, i] = waiting[rng() % waiting.size()];
     const HeldUpstream::Held& call = u->calls[i];
     if (call.proc == NFSPROC3_FSINFO) {
-      AnswerCall(*u, i, FsinfoResults());
+      u->Answer(i, FsinfoResults());
     } else if (call.proc == NFSPROC3_COMMIT) {
       if (faults && pct(5)) {
-        AnswerCall(*u, i, CommitFail(NFS3ERR_JUKEBOX));
+        u->Answer(i, CommitFail(NFS3ERR_JUKEBOX));
         return true;
       }
       stable_ = current_;
-      AnswerCall(*u, i, CommitOk(upstream_verf_, Attr(kWriteStart, 6)));
+      u->Answer(i, CommitOk(upstream_verf_, Attr(kWriteStart, 6)));
     } else if (call.proc == NFSPROC3_WRITE) {
       const SentWrite w = DecodeWriteArgs(call.args);
       if (faults && pct(5)) {
-        AnswerCall(*u, i, WriteFail(NFS3ERR_JUKEBOX));
+        u->Answer(i, WriteFail(NFS3ERR_JUKEBOX));
         return true;
       }
       if (faults && pct(scenario_.refused_pct)) {
-        AnswerCall(*u, i, WriteFail(NFS3ERR_NOSPC));
+        u->Answer(i, WriteFail(NFS3ERR_NOSPC));
         return true;
       }
       size_t taken = w.data.size();
@@ -447,9 +420,7 @@ class WriteJournalModelTest : public WritePathTest {
         current_[w.offset + k] = static_cast<uint8_t>(w.data[k]);
         if (committed != UNSTABLE) stable_[w.offset + k] = current_[w.offset + k];
       }
-      AnswerCall(
-          *u, i,
-          WriteOk(static_cast<uint32_t>(taken), committed, upstream_verf_, Attr(kWriteStart, 5)));
+      u->Answer(i, WriteOk(static_cast<uint32_t>(taken), committed, upstream_verf_, Attr(kWriteStart, 5)));
     } else {
       ADD_FAILURE() << "upstream call of procedure " << call.proc;
       u->calls[i].answered = true;

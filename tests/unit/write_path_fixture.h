@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -136,6 +137,24 @@ inline fattr3 Attr(uint64_t size, uint32_t ctime) {
   a.ctime.seconds = ctime;
   a.mtime.seconds = ctime;
   return a;
+}
+
+// The count of seeds a model-based test runs: `fixed`, or the one the
+// environment variable NFSEDGE_MODEL_SEEDS sets (a long run).
+inline uint32_t SeedCount(uint32_t fixed) {
+  const char* env = std::getenv("NFSEDGE_MODEL_SEEDS");
+  if (env == nullptr) return fixed;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(env, &end, 10);
+  return end != env && *end == '\0' && n > 0 ? static_cast<uint32_t>(n) : fixed;
+}
+
+inline std::string CommitFail(nfsstat3 status) {
+  COMMIT3res res{};
+  res.status = status;
+  std::string out;
+  EXPECT_TRUE(XdrEncode(Proc(xdr_COMMIT3res), &res, &out));
+  return out;
 }
 
 inline std::string WriteOk(uint32_t count, stable_how committed, const Verf& verf,
