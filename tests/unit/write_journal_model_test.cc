@@ -313,16 +313,9 @@ class WriteJournalModelTest : public WritePathTest {
   void Write(int writer, uint64_t offset, const std::string& data, bool stable, bool evidence) {
     const size_t i = writes_.size();
     writes_.push_back(ClientWrite{static_cast<int>(i), writer, offset, data});
-    WRITE3args a{};
-    a.file = FhView(fh_);
-    a.offset = offset;
-    a.count = static_cast<count3>(data.size());
-    a.stable = stable ? FILE_SYNC : UNSTABLE;
-    a.data.data_val = const_cast<char*>(writes_.back().data.data());
-    a.data.data_len = static_cast<u_int>(data.size());
-    wp_->Write(
-        a, back_, Writer(writer), evidence,
-        [this, i](std::string r) { OnWriteReply(i, DecodeWriteReply(r)); },
+    SendWrite(
+        fh_, offset, writes_.back().data, stable ? FILE_SYNC : UNSTABLE, Writer(writer), evidence,
+        back_, [this, i](std::string r) { OnWriteReply(i, DecodeWriteReply(r)); },
         [] { ADD_FAILURE() << "a WRITE was forwarded"; });
   }
 
@@ -347,10 +340,8 @@ class WriteJournalModelTest : public WritePathTest {
         covered.push_back(static_cast<size_t>(w.index));
       }
     }
-    COMMIT3args a{};
-    a.file = FhView(fh_);
-    wp_->Commit(
-        a, back_, Writer(writer),
+    SendCommit(
+        fh_, 0, 0, Writer(writer), back_,
         [this, covered](std::string r) {
           const ClientReply c = DecodeCommitReply(r);
           if (c.status != NFS3_OK) return;

@@ -219,17 +219,9 @@ class WriteModelTest : public WritePathTest {
     for (size_t k = 0; k < data.size(); ++k) {
       latest_[file * kStride + offset + k] = static_cast<uint8_t>(data[k]);
     }
-    const std::string fh = Handle(file);
-    WRITE3args a{};
-    a.file = FhView(fh);
-    a.offset = offset;
-    a.count = static_cast<count3>(data.size());
-    a.stable = stable ? FILE_SYNC : UNSTABLE;
-    a.data.data_val = const_cast<char*>(writes_.back().data.data());
-    a.data.data_len = static_cast<u_int>(data.size());
-    wp_->Write(
-        a, exp_, Writer(writer), evidence,
-        [this, i](std::string r) { OnWriteReply(i, DecodeWriteReply(r)); },
+    SendWrite(
+        Handle(file), offset, writes_.back().data, stable ? FILE_SYNC : UNSTABLE, Writer(writer),
+        evidence, exp_, [this, i](std::string r) { OnWriteReply(i, DecodeWriteReply(r)); },
         [] { ADD_FAILURE() << "a WRITE was forwarded"; });
   }
 
@@ -285,13 +277,8 @@ class WriteModelTest : public WritePathTest {
         covered.push_back(static_cast<size_t>(w.index));
       }
     }
-    const std::string fh = Handle(file);
-    COMMIT3args a{};
-    a.file = FhView(fh);
-    a.offset = offset;
-    a.count = count;
-    wp_->Commit(
-        a, exp_, Writer(writer),
+    SendCommit(
+        Handle(file), offset, count, Writer(writer), exp_,
         [this, covered](std::string r) { OnCommitReply(covered, DecodeCommitReply(r)); },
         [] { ADD_FAILURE() << "a COMMIT was forwarded"; });
   }

@@ -324,31 +324,40 @@ class WritePathTest : public ::testing::Test {
   // Moves the clock by `d`, running the timers that fall due.
   void Advance(Duration d) { AdvanceRunning(clock_, timers_, d); }
 
-  // Sends a client WRITE; its replies are appended to `replies_` tagged.
-  void Write(int tag, uint64_t offset, const std::string& data, stable_how how,
-             bool may_buffer = true, const Export* exp = nullptr) {
+  // Sends a client WRITE of `data` at `offset` of `fh` to the write path.
+  void SendWrite(const std::string& fh, uint64_t offset, const std::string& data,
+                 stable_how how, const OpaqueAuth& cred, bool may_buffer, const Export& exp,
+                 WritePath::ReplyFn reply, WritePath::ForwardFn forward) {
     WRITE3args a{};
-    a.file = FhView(fh_);
+    a.file = FhView(fh);
     a.offset = offset;
     a.count = static_cast<count3>(data.size());
     a.stable = how;
     a.data.data_val = const_cast<char*>(data.data());
     a.data.data_len = static_cast<u_int>(data.size());
-    wp_->Write(
-        a, exp ? *exp : exp_, cred_, may_buffer,
-        [this, tag](std::string r) {
-          replies_.push_back({tag, DecodeWriteReply(r)});
-        },
+    wp_->Write(a, exp, cred, may_buffer, std::move(reply), std::move(forward));
+  }
+  // Sends a client COMMIT of [offset, offset + count) of `fh` (0, 0: all).
+  void SendCommit(const std::string& fh, uint64_t offset, uint32_t count, const OpaqueAuth& cred,
+                  const Export& exp, WritePath::ReplyFn reply, WritePath::ForwardFn forward) {
+    COMMIT3args a{};
+    a.file = FhView(fh);
+    a.offset = offset;
+    a.count = count;
+    wp_->Commit(a, exp, cred, std::move(reply), std::move(forward));
+  }
+  // Sends a client WRITE; its replies are appended to `replies_` tagged.
+  void Write(int tag, uint64_t offset, const std::string& data, stable_how how,
+             bool may_buffer = true, const Export* exp = nullptr) {
+    SendWrite(
+        fh_, offset, data, how, cred_, may_buffer, exp ? *exp : exp_,
+        [this, tag](std::string r) { replies_.push_back({tag, DecodeWriteReply(r)}); },
         [this, tag] { forwarded_.push_back(tag); });
   }
-  void Commit(int tag) {
-    COMMIT3args a{};
-    a.file = FhView(fh_);
-    wp_->Commit(
-        a, exp_, cred_,
-        [this, tag](std::string r) {
-          replies_.push_back({tag, DecodeCommitReply(r)});
-        },
+  void Commit(int tag, const Export* exp = nullptr) {
+    SendCommit(
+        fh_, 0, 0, cred_, exp ? *exp : exp_,
+        [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
         [this, tag] { forwarded_.push_back(tag); });
   }
   // Answers every call `u` holds, and those its answers bring: every WRITE
@@ -441,14 +450,7 @@ class JournalTest : public WritePathTest {
                  bool may_buffer = true) {
     Write(tag, offset, data, how, may_buffer, &back_);
   }
-  void CommitBack(int tag) {
-    COMMIT3args a{};
-    a.file = FhView(fh_);
-    wp_->Commit(
-        a, back_, cred_,
-        [this, tag](std::string r) { replies_.push_back({tag, DecodeCommitReply(r)}); },
-        [this, tag] { forwarded_.push_back(tag); });
-  }
+  void CommitBack(int tag) { Commit(tag, &back_); }
   // The reply to the client call tagged `tag`, or null.
   const ClientReply* ReplyOf(int tag) const {
     for (const auto& [t, r] : replies_) {

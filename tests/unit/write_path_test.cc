@@ -5,7 +5,6 @@
 // delayed, bounded buffers, flush errors reported, reads held for writes.
 #include <limits>
 
-#include "proxy/write_path_state.h"
 #include "write_path_fixture.h"
 
 namespace nfsedge::write_path_test {
@@ -350,34 +349,6 @@ TEST_F(WritePathTest, FlushErrorIsReturnedAtTheNextWriteOnce) {
   EXPECT_EQ(replies_[1].second.status, NFS3ERR_NOSPC);
   Write(3, 1000, std::string(10, 'b'), UNSTABLE);
   EXPECT_EQ(replies_[2].second.status, NFS3_OK) << "reported once";
-}
-
-// Errors kept for writers do not keep every file (DESIGN rule 8): a writer
-// over its quota that never comes back to the files it wrote leaves at most
-// kMaxIdleFiles of them kept. One forgotten still tells its writer through
-// the verifier: its COMMIT shows another than its WRITE was answered with,
-// so the client sends its bytes again (and meets the error itself).
-TEST_F(WritePathTest, KeptErrorsDoNotKeepEveryFile) {
-  constexpr int kFiles = 6000;
-  for (int i = 0; i < kFiles; ++i) {
-    fh_ = "file-" + std::to_string(i);
-    Write(i, 0, "x", UNSTABLE);
-  }
-  ASSERT_EQ(replies_.size(), static_cast<size_t>(kFiles));
-  const Verf written = replies_[0].second.verf;
-  for (int round = 0; round < 2000 && wp_->stats().buffered_bytes > 0; ++round) {
-    Advance(options_.flush_delay);
-    AnswerAllBut(bg_, 'x', NFS3ERR_DQUOT);
-    AnswerAllBut(up_, 'x', NFS3ERR_DQUOT);
-  }
-  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
-  EXPECT_LE(wp_->tracked_files(), write_path_internal::kMaxIdleFiles);
-  fh_ = "file-0";
-  Commit(kFiles);
-  ASSERT_EQ(replies_.size(), static_cast<size_t>(kFiles + 1));
-  const ClientReply& c = replies_.back().second;
-  EXPECT_TRUE(c.status != NFS3_OK || c.verf != written)
-      << "the writer of a forgotten file is told neither by an error nor by the verifier";
 }
 
 // A file removed with writes still buffered: the flush meets STALE, which
