@@ -15,10 +15,15 @@ void AttrCache::Unindex(Entry* e) {
   }
 }
 
+void AttrCache::Forgetting(std::string_view handle, const Entry& e) const {
+  if (forgotten_) forgotten_(handle, std::max(e.change.ctime, e.floor.ctime));  // as NewestCtime
+}
+
 void AttrCache::Erase(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
   if (e == nullptr) return;
   Unindex(e);
+  Forgetting(handle, *e);
   forgot_seq_ = std::max(forgot_seq_, e->changed_seq);
   lru_.Erase(handle);
 }
@@ -27,6 +32,7 @@ void AttrCache::EvictToLimit() {
   while (lru_.size() > options_.max_entries) {
     auto* oldest = lru_.Oldest();
     Unindex(&oldest->value);
+    Forgetting(oldest->key, oldest->value);
     forgot_seq_ = std::max(forgot_seq_, oldest->value.changed_seq);
     lru_.Erase(oldest->key);
     stats_.evictions++;
@@ -78,7 +84,10 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
     }
     Unindex(e);
   }
-  if (options_.max_entries == 0) return result;
+  if (options_.max_entries == 0) {
+    if (forgotten_) forgotten_(handle, change.ctime);
+    return result;
+  }
   Duration life = ComputeLifetime(l, clock_.WallNow(), change.LastChange());
   Entry e;
   e.attr = attr;
@@ -152,6 +161,12 @@ std::optional<Duration> AttrCache::Age(std::string_view handle) {
   return clock_.MonoNow() - e->filled;
 }
 
+std::optional<NfsTime> AttrCache::NewestCtime(std::string_view handle) {
+  const Entry* e = lru_.Peek(handle);
+  if (e == nullptr) return std::nullopt;
+  return std::max(e->change.ctime, e->floor.ctime);
+}
+
 std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {
   Entry* e = lru_.Peek(handle);
   if (e == nullptr || e->floor_only) return std::nullopt;
@@ -204,7 +219,10 @@ void AttrCache::InvalidateBefore(std::string_view handle, NfsTime ctime) {
   e.change.ctime = std::max(e.change.ctime, ctime);
   e.expires = clock_.MonoNow();
   e.changed_seq = ++change_seq_;  // newer than any reply already on its way
-  if (options_.max_entries == 0) return;
+  if (options_.max_entries == 0) {
+    if (forgotten_) forgotten_(handle, e.change.ctime);
+    return;
+  }
   lru_.Put(handle, std::move(e));
   EvictToLimit();
 }

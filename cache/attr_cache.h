@@ -38,6 +38,7 @@
 #include <rpc/xdr/nfs3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -128,6 +129,10 @@ class AttrCache {
   // computed then, under the lifetimes in force then); nullopt without one.
   std::optional<Duration> Age(std::string_view handle);
 
+  // The newest ctime the entry for `handle` knows (its attributes', or a
+  // floor's), whatever its state; nullopt without one. Not a use.
+  std::optional<NfsTime> NewestCtime(std::string_view handle);
+
   // Returns the ChangeId of the entry for `handle`, fresh or stale, iff there
   // is one. Does not count as a use.
   std::optional<ChangeId> CachedChangeId(std::string_view handle);
@@ -159,6 +164,13 @@ class AttrCache {
   // Hands back candidates RefreshCandidates() gave that were not refreshed
   // (no room for their call): handed out again while still fresh.
   void ReturnRefreshCandidates(const std::vector<std::string>& handles);
+
+  // Told of each object whose attributes the cache lets go (evicted,
+  // dropped, or not kept at all: max_entries = 0), with the newest ctime it
+  // knew of it: another holder of older attributes of the object (the
+  // write path's replies) then knows they are not the newest.
+  using ForgetObserver = std::function<void(std::string_view handle, NfsTime newest_ctime)>;
+  void SetForgetObserver(ForgetObserver observer) { forgotten_ = std::move(observer); }
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();
@@ -196,6 +208,8 @@ class AttrCache {
     return !e.floor_only && clock_.MonoNow() < e.expires;
   }
   void Unindex(Entry* e);
+  // Tells forgotten_ of `e`, which goes.
+  void Forgetting(std::string_view handle, const Entry& e) const;
   void Erase(std::string_view handle);
   void EvictToLimit();
 
@@ -206,6 +220,7 @@ class AttrCache {
   AttrCacheStats stats_;
   uint64_t change_seq_ = 0;
   uint64_t forgot_seq_ = 0;  // the largest changed_seq of an entry erased or evicted
+  ForgetObserver forgotten_;
 };
 
 }  // namespace nfsedge

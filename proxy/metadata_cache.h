@@ -98,6 +98,8 @@ class MetadataCache {
   // The latest attributes of `fh` the upstream gave, fresh or not (see
   // AttrCache::Latest).
   std::optional<fattr3> LatestAttributes(std::string_view fh) { return attrs_.Latest(fh); }
+  // The newest ctime known of `fh` (AttrCache::NewestCtime).
+  std::optional<NfsTime> NewestCtime(std::string_view fh) { return attrs_.NewestCtime(fh); }
   // Whether `a`, from a reply about `fh` just learned, stands: the latest
   // attributes the cache holds for `fh` have its change attributes,
   // owner, group and mode (the cache did not refuse it as overtaken by what
@@ -236,6 +238,11 @@ class MetadataCache {
   // replies) forgets them too.
   using MutationObserver = std::function<void(std::string_view fh)>;
   void SetMutationObserver(MutationObserver observer) { mutated_ = std::move(observer); }
+  // Told of each object whose attributes the cache let go, with the newest
+  // ctime it knew (AttrCache::SetForgetObserver).
+  void SetAttrForgetObserver(AttrCache::ForgetObserver observer) {
+    attrs_.SetForgetObserver(std::move(observer));
+  }
 
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }

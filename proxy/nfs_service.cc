@@ -589,6 +589,7 @@ NfsService::~NfsService() {
   if (cache_ != nullptr) {
     cache_->SetLifetimeLimit(nullptr);
     cache_->SetMutationObserver(nullptr);
+    cache_->SetAttrForgetObserver(nullptr);
   }
 }
 
@@ -597,12 +598,17 @@ void NfsService::SetWritePath(WritePath* write_path) {
   if (cache_ == nullptr) return;
   if (write_path_ == nullptr) {
     cache_->SetMutationObserver(nullptr);
+    cache_->SetAttrForgetObserver(nullptr);
     return;
   }
-  write_path_->SetAttributeSource(
-      [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); });
+  write_path_->SetAttributeSource(WritePath::AttributeSource{
+      [cache = cache_](std::string_view fh) { return cache->LatestAttributes(fh); },
+      [cache = cache_](std::string_view fh) { return cache->NewestCtime(fh); }});
   cache_->SetMutationObserver([writes = write_path_](std::string_view fh) {
     writes->ForgetAttributes(fh);
+  });
+  cache_->SetAttrForgetObserver([writes = write_path_](std::string_view fh, NfsTime ctime) {
+    writes->ForgetAttributesBefore(fh, ctime);
   });
 }
 

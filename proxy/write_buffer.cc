@@ -149,10 +149,17 @@ std::optional<fattr3> WritePath::ReplyAttr(const File& f) const {
       return std::nullopt;
     }
   }
-  if (attributes_) {
-    if (std::optional<fattr3> latest = attributes_(f.fh);
+  // A ctime the cache knew and let go, or holds without attributes in
+  // order: these may show the file from before a change made elsewhere.
+  const NfsTime ctime = NfsTime::From(f.attr->ctime);
+  if (ctime < f.attr_floor) return std::nullopt;
+  if (attributes_.latest) {
+    if (std::optional<fattr3> latest = attributes_.latest(f.fh);
         latest && CompareCtime(*latest, *f.attr) > 0) {
       return latest;
+    }
+    if (std::optional<NfsTime> newest = attributes_.newest_ctime(f.fh); newest && ctime < *newest) {
+      return std::nullopt;
     }
   }
   return f.attr;
@@ -424,6 +431,13 @@ void WritePath::ForgetAttributes(std::string_view fh) {
   f.attr_ambiguous = false;
   f.changed_at = std::chrono::steady_clock::now();
   f.changed_seq = f.calls_sent;
+}
+
+void WritePath::ForgetAttributesBefore(std::string_view fh, NfsTime ctime) {
+  auto it = files_.find(std::string(fh));
+  if (it == files_.end()) return;
+  File& f = *it->second;
+  f.attr_floor = std::max(f.attr_floor, ctime);
 }
 
 namespace {

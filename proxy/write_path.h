@@ -96,6 +96,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cache/change_id.h"
 #include "cache/clock.h"
 #include "cache/lru_map.h"
 #include "cache/write_journal.h"
@@ -200,8 +201,13 @@ class WritePath {
             uint64_t before = UINT64_MAX);
   // Where the latest attributes the upstream gave for a file are known
   // (the metadata cache): a reply the write path makes carries them when
-  // newer than those of its own last upstream call for the file.
-  using AttributeSource = std::function<std::optional<fattr3>(std::string_view fh)>;
+  // newer than those of its own last upstream call for the file, and none
+  // when the source knows of a newer ctime it holds no attributes for
+  // (a floor, or attributes unordered against another reply).
+  struct AttributeSource {
+    std::function<std::optional<fattr3>(std::string_view fh)> latest;
+    std::function<std::optional<NfsTime>(std::string_view fh)> newest_ctime;
+  };
   void SetAttributeSource(AttributeSource source) { attributes_ = std::move(source); }
   // `fh` changed upstream in a way no reply the proxy learned showed: the
   // attributes of the file's last upstream WRITE or COMMIT are out of date,
@@ -210,6 +216,10 @@ class WritePath {
   // (Told while this path's own reply of the file is being learned, it is
   // that reply the cache did not learn: LearnAttr decided on it already.)
   void ForgetAttributes(std::string_view fh);
+  // The attribute source let go of attributes of `fh` of ctime `ctime`
+  // (evicted, or never kept): the file's own attributes, and those its
+  // later replies bring, are not shown to clients if older.
+  void ForgetAttributesBefore(std::string_view fh, NfsTime ctime);
   // Returns true iff the proxy holds bytes of `fh` that the upstream does
   // not have yet.
   bool Unsent(std::string_view fh) const;

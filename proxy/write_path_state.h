@@ -239,6 +239,9 @@ struct WritePath::File {
   // upstream; client replies then carry no attributes.
   std::optional<fattr3> attr;
   bool attr_ambiguous = false;
+  // The newest ctime the metadata cache knew of the file when it let go
+  // of its entry: `attr` older than it is not shown (ForgetAttributesBefore).
+  NfsTime attr_floor;
   // When the metadata cache last told of a change of the file no reply
   // showed (not one of this path's own replies), and calls_sent then:
   // attributes in a reply to a call made before it and sent before it (or

@@ -192,10 +192,8 @@ class WriteServiceTest : public ::testing::Test {
   }
 
   // A client's 4 KiB UNSTABLE write flushed and committed in the
-  // background (COMMIT reply: size 4096, ctime 3), then a SETATTR through
-  // the proxy that truncates the file (ctime 4); its reply has the "after"
-  // attributes or not.
-  void WriteAndTruncate(bool with_after) {
+  // background (COMMIT reply: size 4096, ctime 3).
+  void WrittenAndCommitted() {
     LearnAccess(FileAttr(0, 1));
     const size_t w = WriteUnstable(0, std::string(4096, 'w'));
     ASSERT_TRUE(results_[w].has_value());
@@ -207,7 +205,11 @@ class WriteServiceTest : public ::testing::Test {
     ASSERT_GE(bc, 0) << "the flush delay commits what it wrote";
     AnswerRecord(bg_, static_cast<size_t>(bc), CommitOk(kV1, FileAttr(4096, 3)));
     ASSERT_EQ(wp_->stats().buffered_bytes, 0u) << "stable upstream";
-
+  }
+  // That, then a SETATTR through the proxy that truncates the file (ctime
+  // 4); its reply has the "after" attributes or not.
+  void WriteAndTruncate(bool with_after) {
+    ASSERT_NO_FATAL_FAILURE(WrittenAndCommitted());
     SETATTR3args sa{};
     sa.object = Fh(file_);
     sa.new_attributes.size.set_it = TRUE;
@@ -250,6 +252,27 @@ class WriteServiceTest : public ::testing::Test {
     cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &ga, Xdr(Proc(xdr_GETATTR3res), gr),
                  exports_.Get(0), CredKey::FromIds(kUid, kGid, {}),
                  SentCall{std::chrono::steady_clock::now(), 1});
+  }
+
+  // A GETATTR reply of `fh` (attributes `a`) the cache learns.
+  void LearnGetattr(const std::string& fh, const fattr3& a) {
+    GETATTR3args ga{Fh(fh)};
+    GETATTR3res gr{};
+    gr.status = NFS3_OK;
+    gr.GETATTR3res_u.resok.obj_attributes = a;
+    cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &ga, Xdr(Proc(xdr_GETATTR3res), gr),
+                 exports_.Get(0), CredKey::FromIds(kUid, kGid, {}),
+                 SentCall{std::chrono::steady_clock::now(), 1});
+  }
+  // The cache keeps one entry, and learns the directory's: the file's goes.
+  void EvictFileAttributes() {
+    CacheConfig small;
+    small.max_attr_entries = 1;
+    cache_.SetLimits(small);
+    fattr3 d = FileAttr(4096, 5);
+    d.type = NF3DIR;
+    LearnGetattr(dir_, d);
+    ASSERT_FALSE(cache_.LatestAttributes(file_).has_value()) << "the file's entry is evicted";
   }
 
   static nfsstat3 Status(const std::string& results) {
@@ -355,24 +378,74 @@ TEST_F(WriteServiceTest, CommitAnsweredByTheProxyDoesNotCarryAttributesOlderThan
 // told the write path that its own attributes are out of date.
 TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterASetattrTheCacheForgotCarriesNoOldAttributes) {
   WriteAndTruncate(/*with_after=*/true);
-  CacheConfig small;
-  small.max_attr_entries = 1;
-  cache_.SetLimits(small);
-  GETATTR3args ga{Fh(dir_)};
-  GETATTR3res gr{};
-  gr.status = NFS3_OK;
-  gr.GETATTR3res_u.resok.obj_attributes = FileAttr(4096, 5);
-  gr.GETATTR3res_u.resok.obj_attributes.type = NF3DIR;
-  cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &ga, Xdr(Proc(xdr_GETATTR3res), gr),
-               exports_.Get(0), CredKey::FromIds(kUid, kGid, {}),
-               SentCall{std::chrono::steady_clock::now(), 1});
-  ASSERT_FALSE(cache_.LatestAttributes(file_).has_value()) << "the file's entry is evicted";
+  ASSERT_NO_FATAL_FAILURE(EvictFileAttributes());
   const size_t commit = CommitAll();
   ASSERT_TRUE(results_[commit].has_value());
   std::optional<fattr3> after = CommitAttr(*results_[commit]);
   if (after.has_value()) {
     EXPECT_EQ(after->size, 0u) << "the COMMIT's reply shows the size from before the truncation";
   }
+}
+
+// A change at the head office (no call through the proxy) that a GETATTR
+// showed: the cache learned it, then evicted it. The write path's own
+// attributes, from its COMMIT before the change, would show the client
+// the file as it was (its size and times): a COMMIT the proxy answers
+// carries none, or newer ones.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterAHeadOfficeChangeTheCacheForgotCarriesNoOldAttributes) {
+  ASSERT_NO_FATAL_FAILURE(WrittenAndCommitted());
+  LearnGetattr(file_, FileAttr(8192, 6));  // appended to at the head office
+  ASSERT_NO_FATAL_FAILURE(EvictFileAttributes());
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  if (after.has_value()) {
+    EXPECT_EQ(after->size, 8192u) << "the COMMIT's reply shows the size from before the change";
+    EXPECT_GE(after->ctime.seconds, 6u);
+  }
+}
+
+// The same with a cache that keeps no attributes (max_attr_entries = 0):
+// the GETATTR's reply went to its client, and the cache let it go at once.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyAfterAHeadOfficeChangeNoCacheKeptCarriesNoOldAttributes) {
+  ASSERT_NO_FATAL_FAILURE(WrittenAndCommitted());
+  CacheConfig none;
+  none.max_attr_entries = 0;
+  cache_.SetLimits(none);
+  LearnGetattr(file_, FileAttr(8192, 6));
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  if (after.has_value()) {
+    EXPECT_EQ(after->size, 8192u) << "the COMMIT's reply shows the size from before the change";
+  }
+}
+
+// The same when the cache still has the file's entry but no attributes it
+// serves: the change's expired, then a reply overtaken by it (older ctime)
+// came; the entry keeps the change's ctime as a floor.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyCarriesNoAttributesOlderThanACacheFloor) {
+  ASSERT_NO_FATAL_FAILURE(WrittenAndCommitted());
+  LearnGetattr(file_, FileAttr(8192, 6));
+  Advance(std::chrono::minutes(10));  // past any attribute lifetime
+  LearnGetattr(file_, FileAttr(4096, 4));
+  ASSERT_FALSE(cache_.LatestAttributes(file_).has_value()) << "held, not served";
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  if (after.has_value()) {
+    EXPECT_EQ(after->size, 8192u) << "the COMMIT's reply shows the size from before the change";
+  }
+}
+
+// Without such a change, evicting the file's entry costs the proxy's
+// COMMIT reply nothing: its attributes are those of its last COMMIT.
+TEST_F(WriteServiceTest, CommitAnsweredByTheProxyCarriesItsOwnAttributesAfterAnEviction) {
+  ASSERT_NO_FATAL_FAILURE(WrittenAndCommitted());
+  LearnGetattr(file_, FileAttr(4096, 3));  // what the COMMIT showed
+  ASSERT_NO_FATAL_FAILURE(EvictFileAttributes());
+  std::optional<fattr3> after;
+  ASSERT_NO_FATAL_FAILURE(ProxysCommitAttr(&after));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->size, 4096u);
+  EXPECT_EQ(after->ctime.seconds, 3u);
 }
 
 // The same with a SETATTR reply that leaves out the attributes after it
