@@ -16,7 +16,7 @@ void AttrCache::Unindex(Entry* e) {
 }
 
 void AttrCache::Forgetting(std::string_view handle, const Entry& e) const {
-  if (forgotten_) forgotten_(handle, std::max(e.change.ctime, e.floor.ctime));  // as NewestCtime
+  if (forgotten_) forgotten_(handle, NewestOf(e));
 }
 
 void AttrCache::Erase(std::string_view handle) {
@@ -164,7 +164,7 @@ std::optional<Duration> AttrCache::Age(std::string_view handle) {
 std::optional<NfsTime> AttrCache::NewestCtime(std::string_view handle) {
   const Entry* e = lru_.Peek(handle);
   if (e == nullptr) return std::nullopt;
-  return std::max(e->change.ctime, e->floor.ctime);
+  return NewestOf(*e);
 }
 
 std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {

@@ -37,6 +37,7 @@
 
 #include <rpc/xdr/nfs3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -207,6 +208,8 @@ class AttrCache {
   bool Fresh(const Entry& e) const {
     return !e.floor_only && clock_.MonoNow() < e.expires;
   }
+  // The newest ctime `e` knows: its attributes' or its floor's.
+  static NfsTime NewestOf(const Entry& e) { return std::max(e.change.ctime, e.floor.ctime); }
   void Unindex(Entry* e);
   // Tells forgotten_ of `e`, which goes.
   void Forgetting(std::string_view handle, const Entry& e) const;
