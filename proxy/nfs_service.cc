@@ -406,13 +406,16 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
   stats_[NFSPROC3_ACCESS].speculative++;
 }
 
+bool NfsService::EvidenceMatters(const Export& exp, const WRITE3args& a) {
+  const ExportConfig& c = exp.config();
+  return c.write_back || (a.stable == UNSTABLE && c.write_behind);
+}
+
 bool NfsService::WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                                const std::shared_ptr<XdrBox>& args, const Export& exp,
                                const OpaqueAuth& cred, const WRITE3args& a) {
-  // Only where the evidence changes how the write is answered: an UNSTABLE
-  // write is then buffered, a write on a write_back export journaled.
-  const ExportConfig& c = exp.config();
-  if (!c.write_back && !(a.stable == UNSTABLE && c.write_behind)) return false;
+  // Only where the evidence changes how the write is answered.
+  if (!EvidenceMatters(exp, a)) return false;
   // Only for a speculation a CREATE started, on its way: a write served
   // again after its reply finds none (a speculation started since is not
   // one), so no write waits twice.
@@ -638,7 +641,9 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
                       (created_by_.contains(std::string(fh) + std::string(key.bytes())) &&
                        OwnerMayWrite(*attr, cred)));
         if (!may_buffer && WaitForAccess(p, call, args, exp, cred, *a)) return true;
-        if (!may_buffer) SpeculateAccess(fh, exp, cred);
+        // A stable write the evidence would not change (no edge journal)
+        // starts no ACCESS: the upstream judges it as it is.
+        if (!may_buffer && EvidenceMatters(exp, *a)) SpeculateAccess(fh, exp, cred);
       }
       write_path_->Write(*a, exp, cred, may_buffer, reply, forward);
       return true;

@@ -185,6 +185,10 @@ class NfsService : public RpcProgram {
   // `for_writes`: WRITEs of the object may wait for this one (WaitForAccess).
   void SpeculateAccess(std::string_view fh, const Export& exp, const OpaqueAuth& cred,
                        bool for_writes = false);
+  // Whether ACCESS evidence changes how the WRITE `a` on `exp` is answered:
+  // an UNSTABLE write is then buffered, any write on a write_back export
+  // journaled.
+  static bool EvidenceMatters(const Export& exp, const WRITE3args& a);
   // A WRITE `a` without the evidence that would let it be buffered or
   // journaled, while a speculative ACCESS that a CREATE started for its file
   // and credential is on its way: waits for that reply (once) and is served

@@ -86,7 +86,8 @@ class CreateWriteTest : public ProgramsBed {
   }
 
   // The upstream: CREATE makes kFileFh with created_'s attributes, ACCESS
-  // is held (the test answers it), a WRITE is made stable at once.
+  // is held (the test answers it), a WRITE is made stable at once (and
+  // moves the ctime).
   std::optional<std::string> Respond(const FakeUpstream::Seen& s) {
     if (s.proc == NFSPROC3_CREATE) {
       CREATE3res res{};
@@ -108,6 +109,7 @@ class CreateWriteTest : public ProgramsBed {
     if (s.proc == NFSPROC3_WRITE) {
       fattr3 after = created_;
       after.size = 4096;
+      after.ctime.seconds += ++upstream_writes_;  // each one a change
       return WriteOk(static_cast<uint32_t>(DecodeWriteArgs(s.args).data.size()), FILE_SYNC, kV1,
                      after);
     }
@@ -115,12 +117,15 @@ class CreateWriteTest : public ProgramsBed {
     return std::nullopt;
   }
 
-  // Mounts, then creates kFileFh as a file owned by `owner` with `mode`.
-  void MountAndCreate(BlockingClient& c, uint32_t owner, uint32_t mode, uint64_t size = 0) {
+  void Mount(BlockingClient& c) {
     std::string path;
     XdrWriter(&path).WriteOpaque("/data");
     ASSERT_EQ(LoadBE32(Call(c, 1, kMountProgram, /*MNT*/ 1, path).data()),
               static_cast<uint32_t>(MNT3_OK));
+  }
+  // Mounts, then creates kFileFh as a file owned by `owner` with `mode`.
+  void MountAndCreate(BlockingClient& c, uint32_t owner, uint32_t mode, uint64_t size = 0) {
+    ASSERT_NO_FATAL_FAILURE(Mount(c));
     loop_.RunSync([&] {
       created_ = Attr(size, 1);
       created_.uid = owner;
@@ -142,13 +147,14 @@ class CreateWriteTest : public ProgramsBed {
     return results.size() >= 4 ? LoadBE32(results.data()) : 0xffffffff;
   }
 
-  // Sends an UNSTABLE WRITE of 4096 bytes at 0 (the reply is read apart).
-  void SendWrite(BlockingClient& c, uint32_t xid) {
+  // Sends a WRITE of 4096 bytes at 0, UNSTABLE unless told (the reply is
+  // read apart).
+  void SendWrite(BlockingClient& c, uint32_t xid, stable_how how = UNSTABLE) {
     std::string data(4096, 'w');
     WRITE3args a{};
     a.file = Fh(file_);
     a.count = 4096;
-    a.stable = UNSTABLE;
+    a.stable = how;
     a.data.data_val = data.data();
     a.data.data_len = 4096;
     c.SendRecord(MakeCall(xid, kNfsProgram, 3, NFSPROC3_WRITE, Xdr(Proc(xdr_WRITE3args), a),
@@ -212,6 +218,7 @@ class CreateWriteTest : public ProgramsBed {
   const std::string root_ = kRootFh, file_ = kFileFh;
   fattr3 created_{};  // on the loop thread
   bool existed_ = false;  // the CREATE returns a file that was there
+  uint32_t upstream_writes_ = 0;  // upstream WRITEs answered
 };
 
 
@@ -249,6 +256,28 @@ TEST_F(CreateWriteTest, TruncatingCreateOfAFileWithBufferedWritesWaitsForThem) {
         << "the buffered write before the truncating CREATE";
   });
   AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
+}
+
+// Once the evidence that the caller may write a file has lapsed, a
+// FILE_SYNC or DATA_SYNC write goes upstream as it is whatever an ACCESS
+// would show, so it starts none; an UNSTABLE one starts the ACCESS whose
+// answer lets the next ones be buffered.
+TEST_F(CreateWriteTest, OnlyAWriteTheEvidenceWouldChangeStartsAnAccess) {
+  BlockingClient c(port_);
+  MountAndCreate(c, 1000, 0644);
+  AnswerAccess(ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND);
+  loop_.RunSync([&] { clock_.Advance(std::chrono::hours(1)); });  // every lifetime over
+  SendWrite(c, 3, FILE_SYNC);
+  EXPECT_EQ(ReadWriteReply(c).committed, FILE_SYNC);
+  SendWrite(c, 4, DATA_SYNC);
+  EXPECT_EQ(ReadWriteReply(c).committed, FILE_SYNC);
+  EXPECT_EQ(Count(NFSPROC3_WRITE), 2u);
+  EXPECT_EQ(Count(NFSPROC3_ACCESS), 1u) << "only the CREATE's: none for stable writes";
+  SendWrite(c, 5);
+  ClientReply r = ReadWriteReply(c);
+  EXPECT_EQ(r.status, NFS3_OK);
+  EXPECT_EQ(r.committed, FILE_SYNC) << "without evidence, sent upstream as a stable write";
+  EXPECT_EQ(Count(NFSPROC3_ACCESS), 2u) << "the UNSTABLE write's speculative ACCESS";
 }
 
 // An UNCHECKED CREATE of a name that exists returns that file, made by
