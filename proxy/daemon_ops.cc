@@ -111,7 +111,8 @@ void Daemon::AddCollectors() {
     w.Gauge("nfsedge_client_calls_in_flight", "Client calls received and not yet answered.", {},
             static_cast<double>(server_->calls_in_flight()));
     w.Gauge("nfsedge_client_held_call_bytes",
-            "Bytes of the client calls read and not yet answered (server.max_held_call_bytes).",
+            "Bytes held for client calls: records read and not yet answered, room kept for "
+            "their replies, replies not yet taken (server.max_held_call_bytes).",
             {}, static_cast<double>(server_->held_call_bytes()));
     const DispatchStats& d = dispatcher_->stats();
     CountEach(w, "nfsedge_client_rpc_errors_total",

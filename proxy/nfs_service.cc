@@ -17,6 +17,27 @@ void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
   }
 }
 
+// The bytes the reply to a call of `proc` with `args` may take beyond a few
+// hundred: a READ's data, a READDIR's listing, as asked, up to the largest
+// transfer the proxy offers.
+size_t ReplyRoom(uint32_t proc, const void* args, uint32_t max_transfer) {
+  uint32_t n = 0;
+  switch (proc) {
+    case NFSPROC3_READ:
+      n = static_cast<const READ3args*>(args)->count;
+      break;
+    case NFSPROC3_READDIR:
+      n = static_cast<const READDIR3args*>(args)->count;
+      break;
+    case NFSPROC3_READDIRPLUS:
+      n = static_cast<const READDIRPLUS3args*>(args)->maxcount;
+      break;
+    default:
+      return 0;
+  }
+  return std::min(n, max_transfer);
+}
+
 // Returns the handle of the ".." entry of a listing, or nullptr.
 const nfs_fh3* DotDotHandle(const READDIRPLUS3res& res) {
   for (const entryplus3* e = res.READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
@@ -134,6 +155,9 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
     call->ReplyAccepted(kGarbageArgs);
     return;
   }
+  // Held for the call until answered, so that the replies of the calls
+  // read stay within server.max_held_call_bytes.
+  call->HoldForReply(ReplyRoom(p.proc, args->get(), options_.max_transfer));
   const Export* exp = nullptr;
   nfsstat3 err = Admit(p, args->get(), *call, &exp);
   if (err != NFS3_OK) {

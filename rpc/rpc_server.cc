@@ -16,6 +16,19 @@
 
 namespace nfsedge {
 
+namespace {
+
+// Counts `n` bytes less in `all.held_bytes`; connections that waited for
+// the bound look again once under it.
+void ReleaseHeld(OrphanedCalls& all, size_t n) {
+  if (n == 0) return;
+  const bool over = all.held_bytes >= all.max_held_bytes;
+  all.held_bytes -= std::min(all.held_bytes, n);
+  if (over && all.held_bytes < all.max_held_bytes) WakeWaiting(all);
+}
+
+}  // namespace
+
 // ---- IncomingCall ----
 
 IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string record,
@@ -36,16 +49,23 @@ IncomingCall::IncomingCall(std::weak_ptr<ServerConnection> conn, std::string rec
 
 IncomingCall::~IncomingCall() {
   Release();
-  if (held_bytes_ == 0) return;
-  OrphanedCalls& all = *client_->all;
-  const bool over = all.held_bytes >= all.max_held_bytes;
-  all.held_bytes -= std::min(all.held_bytes, held_bytes_);
-  if (over && all.held_bytes < all.max_held_bytes) WakeWaiting(all);
+  if (held_bytes_ > 0) ReleaseHeld(*client_->all, held_bytes_);
+}
+
+void IncomingCall::HoldForReply(size_t bytes) {
+  if (client_ == nullptr || replied_) return;
+  reply_room_ += bytes;
+  client_->all->held_bytes += bytes;
+}
+
+void IncomingCall::ReleaseReplyRoom() {
+  if (reply_room_ > 0) ReleaseHeld(*client_->all, std::exchange(reply_room_, 0));
 }
 
 void IncomingCall::Release() {
   if (replied_) return;
   replied_ = true;
+  ReleaseReplyRoom();
   if (reply_hook_) std::exchange(reply_hook_, nullptr)(std::string_view());
   auto c = conn_.lock();
   if (c) c->ReleaseSlot();
@@ -59,8 +79,9 @@ void IncomingCall::Reply(std::string reply) {
   auto c = conn_.lock();
   if (c) {
     c->ObserveReply(*this, reply);
-    c->SendReply(reply);
+    c->SendReply(reply);  // held there until the client takes it
   }
+  ReleaseReplyRoom();
   Answered(c);
 }
 
@@ -106,6 +127,8 @@ ServerConnection::ServerConnection(RpcServer* server, BuffereventPtr bev, const 
 void ServerConnection::Start() {
   bufferevent_setcb(bev_.get(), &ServerConnection::OnRead, &ServerConnection::OnWrite,
                     &ServerConnection::OnEvent, this);
+  // Replies not taken by the client yet count as held bytes until they go.
+  out_cb_ = evbuffer_add_cb(bufferevent_get_output(bev_.get()), &ServerConnection::OnOutput, this);
   // OnWrite runs once the replies waiting to be sent are down to this.
   bufferevent_setwatermark(bev_.get(), EV_WRITE, server_->options_.max_record_size, 0);
   bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
@@ -120,6 +143,20 @@ void ServerConnection::OnRead(bufferevent* bev, void* arg) {
   // Only a whole record counts as activity (ProcessInput): bytes of one that
   // never completes would keep the connection, and them, for ever.
   self->ProcessInput();
+}
+
+void ServerConnection::OnOutput(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+  auto* self = static_cast<ServerConnection*>(arg);
+  const size_t gone = std::min(info->n_deleted, self->out_held_);
+  self->out_held_ -= gone;
+  ReleaseHeld(*self->client_->all, gone);
+}
+
+void ServerConnection::ForgetOutput() {
+  if (out_cb_ != nullptr) {
+    evbuffer_remove_cb_entry(bufferevent_get_output(bev_.get()), std::exchange(out_cb_, nullptr));
+  }
+  ReleaseHeld(*client_->all, std::exchange(out_held_, 0));
 }
 
 void ServerConnection::OnWrite(bufferevent*, void* arg) {
@@ -275,6 +312,9 @@ void ServerConnection::Pause() {
 }
 
 void ServerConnection::StartTls(uint32_t xid) {
+  // Replies before STARTTLS are in the TCP bufferevent's output, which the
+  // filter's bound keeps small (below): no longer counted.
+  ForgetOutput();
   std::string reply = EncodeRecord(EncodeStartTlsReply(xid));
   bufferevent_write(bev_.get(), reply.data(), reply.size());
   SSL* ssl = SSL_new(server_->options_.tls.get());
@@ -324,6 +364,8 @@ void ServerConnection::SendReply(std::string_view reply) {
   evbuffer* out = bufferevent_get_output(bev_.get());
   evbuffer_add(out, mark, 4);
   evbuffer_add(out, reply.data(), reply.size());
+  out_held_ += 4 + reply.size();
+  client_->all->held_bytes += 4 + reply.size();
   MaybeResume();
 }
 
@@ -338,6 +380,7 @@ void ServerConnection::Close() {
   resume_.Cancel();
   idle_.Cancel();
   bufferevent_disable(bev_.get(), EV_READ | EV_WRITE);
+  ForgetOutput();  // the replies go with the connection
   bev_.reset();
   server_->Remove(this);
 }

@@ -7,8 +7,10 @@
 // At `max_calls_per_connection` calls in flight, or with more than
 // `max_record_size` bytes of replies the client has not taken, the
 // connection stops being read until replies go out (back-pressure, DESIGN
-// rule 8); likewise, with a call in flight, while the records of the calls
-// held over all connections add up to `max_held_call_bytes`. An oversized or
+// rule 8); likewise, with a call in flight, while the bytes held for calls
+// over all connections add up to `max_held_call_bytes`: the records of
+// calls not answered yet, the room kept for their replies
+// (IncomingCall::HoldForReply) and replies the clients have not taken. An oversized or
 // malformed record closes that connection only. Limits against abuse: at
 // most `max_connections` connections in all and `max_connections_per_client`
 // from one client address (more are closed at accept, with a log line), and
@@ -44,8 +46,8 @@ class ServerConnection;
 // that was never answered frees its slot without a reply (the client will
 // retransmit).
 // Calls of closed connections not answered yet (orphaned: the proxy still
-// works on them, and holds their records), in all, and the bytes of the
-// records of every call held (ServerOptions::max_held_call_bytes), with the
+// works on them, and holds their records), in all, and the bytes held for
+// calls (ServerOptions::max_held_call_bytes), with the
 // connections that wait for either to be fewer (ServerConnection::
 // HeldByOrphans, OverHeldBytes).
 struct OrphanedCalls {
@@ -92,6 +94,10 @@ class IncomingCall {
   // Convenience: SUCCESS header followed by `results`.
   void ReplySuccess(std::string_view results);
   bool replied() const { return replied_; }
+  // Counts `bytes` more held for this call until it is answered (or
+  // dropped): the room its reply may take (a READ's count), so that calls
+  // whose replies would pass the bound are not read (max_held_call_bytes).
+  void HoldForReply(size_t bytes);
   // `hook` runs once: with the reply message when Reply() is called (even if
   // the connection is gone), or with an empty view if the call is destroyed
   // unanswered; after the hooks added before it. Used by the duplicate
@@ -109,6 +115,7 @@ class IncomingCall {
 
  private:
   void Release();
+  void ReleaseReplyRoom();
   // After the reply or release: an orphaned call no longer counts.
   void Answered(const std::shared_ptr<ServerConnection>& conn);
 
@@ -116,6 +123,7 @@ class IncomingCall {
   std::shared_ptr<ClientCalls> client_;
   std::string record_;
   size_t held_bytes_ = 0;  // counted in client_->all->held_bytes
+  size_t reply_room_ = 0;  // HoldForReply, counted there too until answered
   size_t args_offset_;
   CallHeader header_;
   SockAddr peer_;
@@ -147,10 +155,12 @@ struct ServerOptions {
   // times this; in all: max_connections times this): beyond, the client's
   // (or every) connection is not read until one is answered.
   size_t max_calls_per_connection = 128;
-  // Bytes of the call records held (received, not yet answered or dropped)
-  // over all connections at most: beyond, a connection that has a call in
-  // flight is not read until calls are answered (one with none may still
-  // bring one, so that no client is shut out by others).
+  // Bytes held for calls over all connections at most: the records of
+  // calls received and not yet answered or dropped, the room kept for their
+  // replies (HoldForReply) and replies not yet taken by their clients.
+  // Beyond, a connection that has a call in flight is not read until calls
+  // are answered and replies taken (one with none may still bring one, so
+  // that no client is shut out by others).
   size_t max_held_call_bytes = SIZE_MAX;
   size_t max_record_size = 1114112;
   // A connection with no call in flight that neither sent nor received a
@@ -204,7 +214,7 @@ class RpcServer {
   size_t connection_count() const { return connections_.size(); }
   // Calls received and not yet answered, over all connections.
   size_t calls_in_flight() const;
-  // Bytes of the call records held now (max_held_call_bytes).
+  // Bytes held for calls now (max_held_call_bytes).
   size_t held_call_bytes() const { return orphaned_->held_bytes; }
   const ServerStats& stats() const { return stats_; }
 

@@ -4,6 +4,8 @@
 #ifndef NFSEDGE_RPC_SERVER_CONNECTION_H_
 #define NFSEDGE_RPC_SERVER_CONNECTION_H_
 
+#include <event2/buffer.h>
+
 #include <memory>
 #include <string>
 
@@ -40,6 +42,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   static void OnRead(bufferevent* bev, void* arg);
   static void OnWrite(bufferevent* bev, void* arg);
   static void OnEvent(bufferevent* bev, short what, void* arg);
+  // The output buffer changed: bytes the client took are no longer held.
+  static void OnOutput(evbuffer* out, const evbuffer_cb_info* info, void* arg);
+  // Stops counting the output (STARTTLS, close): what it holds is no longer
+  // held bytes.
+  void ForgetOutput();
   void ProcessInput();
   // Answers the AUTH_TLS probe `xid` with STARTTLS and puts a TLS filter
   // (server side of the handshake) on the connection.
@@ -52,7 +59,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool Backlogged() const;
   bool HeldByOrphans() const;
   // Whether it has a call in flight while the server holds
-  // max_held_call_bytes of call records or more.
+  // max_held_call_bytes or more (RpcServer: what counts).
   bool OverHeldBytes() const;
   // Asks to be resumed when one of its client's orphaned calls is answered.
   void WaitForOrphans();
@@ -68,6 +75,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::shared_ptr<ClientCalls> client_;
   RecordReader reader_;
   size_t in_flight_ = 0;
+  size_t out_held_ = 0;  // replies in the output, counted in client_->all->held_bytes
+  evbuffer_cb_entry* out_cb_ = nullptr;
   bool paused_ = false;
   bool processing_ = false;
   bool closed_ = false;

@@ -1,7 +1,8 @@
 // The RPC server's limits against abuse (docs/security.md) over real
 // loopback sockets: connections per address and in all, idle connections
 // (a record that never completes is not activity; a timeout set by a
-// reload), the bytes of the calls held, and shutdown's end of reading.
+// reload), the bytes held for calls (records, room for replies, replies not
+// taken), and shutdown's end of reading.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -22,7 +23,8 @@ namespace nfsedge {
 namespace {
 
 // A program that answers NULL at once and holds every other call until the
-// test answers it. Used on the loop thread only.
+// test answers it, keeping `reply_room` bytes for each one's reply. Used on
+// the loop thread only.
 class HoldingHandler : public CallHandler {
  public:
   void HandleCall(std::unique_ptr<IncomingCall> call) override {
@@ -30,9 +32,11 @@ class HoldingHandler : public CallHandler {
       call->ReplySuccess("");
       return;
     }
+    call->HoldForReply(reply_room);
     held.push_back(std::move(call));
   }
   std::vector<std::unique_ptr<IncomingCall>> held;
+  size_t reply_room = 0;
 };
 
 // The limits against abuse (docs/security.md) over real loopback sockets.
@@ -283,6 +287,74 @@ TEST_F(ServerLimitsTest, HeldCallBytesAreBoundedOverAllConnections) {
     bytes = server_->held_call_bytes();
   });
   EXPECT_LT(bytes, 2 * big.size());
+}
+
+// The room kept for the replies of the calls held counts: calls whose
+// replies would pass max_held_call_bytes are not read (a burst of small
+// READs of 1 MiB each must not be let in by their small records).
+TEST_F(ServerLimitsTest, RoomKeptForRepliesCountsAsHeld) {
+  ServerOptions so;
+  so.max_held_call_bytes = 300000;
+  StartServer(so);
+  loop_.RunSync([&] { handler_.reply_room = 100000; });  // three reach the bound
+  BlockingClient c(port_);
+  for (uint32_t xid = 1; xid <= 8; ++xid) c.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, ""));
+  for (int i = 0; i < 500 && Held() < 3; ++i) usleep(10000);
+  usleep(200000);  // time for more, which must not come
+  EXPECT_EQ(Held(), 3u);
+  size_t bytes = 0;
+  loop_.RunSync([&] {
+    bytes = server_->held_call_bytes();
+    handler_.held.front()->ReplySuccess("");  // its room goes with the answer
+    handler_.held.erase(handler_.held.begin());
+  });
+  EXPECT_GE(bytes, 300000u);
+  ASSERT_TRUE(c.ReadRecord());
+  for (int i = 0; i < 500 && Held() < 3; ++i) usleep(10000);
+  usleep(200000);
+  EXPECT_EQ(Held(), 3u) << "one more call read, no more";
+  loop_.RunSync([&] {
+    handler_.held.clear();
+    bytes = server_->held_call_bytes();
+  });
+  EXPECT_LT(bytes, 100000u);
+}
+
+// Replies a client has not taken count as held until it takes them: while
+// one client leaves a large reply unread, another with a call in flight is
+// not read.
+TEST_F(ServerLimitsTest, UnreadRepliesCountAsHeld) {
+  ServerOptions so;
+  so.max_held_call_bytes = 16 << 20;
+  StartServer(so);
+  BlockingClient a(port_);
+  a.SendRecord(MakeCall(1, kNfsProgram, 3, 1, ""));
+  for (int i = 0; i < 500 && Held() < 1; ++i) usleep(10000);
+  ASSERT_EQ(Held(), 1u);
+  // More than the kernel's socket buffers take: most of it stays queued.
+  loop_.RunSync([&] {
+    handler_.held.front()->ReplySuccess(std::string(48 << 20, 'r'));
+    handler_.held.clear();
+  });
+  size_t bytes = 0;
+  loop_.RunSync([&] { bytes = server_->held_call_bytes(); });
+  EXPECT_GE(bytes, so.max_held_call_bytes);
+  BlockingClient b(port_);
+  b.SendRecord(MakeCall(2, kNfsProgram, 3, 1, ""));
+  b.SendRecord(MakeCall(3, kNfsProgram, 3, 1, ""));
+  for (int i = 0; i < 500 && Held() < 1; ++i) usleep(10000);
+  usleep(200000);
+  EXPECT_EQ(Held(), 1u) << "a connection with a call in flight was read";
+  std::optional<std::string> r = a.ReadRecord(std::chrono::seconds(20));
+  ASSERT_TRUE(r);
+  EXPECT_GT(r->size(), 48u << 20);
+  for (int i = 0; i < 500 && Held() < 2; ++i) usleep(10000);
+  EXPECT_EQ(Held(), 2u) << "read once the reply was taken";
+  loop_.RunSync([&] {
+    handler_.held.clear();
+    bytes = server_->held_call_bytes();
+  });
+  EXPECT_LT(bytes, 1u << 20);
 }
 
 TEST_F(ServerLimitsTest, ZeroIdleTimeoutNeverCloses) {

@@ -2,7 +2,7 @@
 // upstream that holds calls until the test answers them): an identical
 // read-only call joins one already on its way upstream, but not one that
 // left before a mutation was answered (its reply may not show it), nor one
-// made under another export.
+// made under another export. Each joined call keeps room for its reply.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -169,6 +169,37 @@ TEST_F(SingleFlightTest, AGetattrUnderAnotherExportDoesNotJoin) {
   AnswerGetattrs();
   EXPECT_EQ(ReadSize(a), 0u);
   EXPECT_EQ(ReadSize(b), 1u);
+}
+
+// Identical READs joined to one upstream READ are answered each with its
+// own copy of the data: each keeps room for its reply in the bytes held for
+// calls (server.max_held_call_bytes) until it is answered.
+TEST_F(SingleFlightTest, JoinedReadsEachKeepRoomForTheirReplies) {
+  BlockingClient c1(port_), c2(port_);
+  ASSERT_EQ(test_calls::MountPath(c1, 1, "/a").first, static_cast<uint32_t>(MNT3_OK));
+  READ3args a{};
+  a.file = Fh(root_);
+  a.count = 1 << 20;
+  const std::string args = Xdr(Proc(xdr_READ3args), a);
+  c1.SendRecord(MakeCall(10, kNfsProgram, 3, NFSPROC3_READ, args, SysCred(1000, 100)));
+  ASSERT_TRUE(WaitCount(NFSPROC3_READ, 1));
+  c2.SendRecord(MakeCall(20, kNfsProgram, 3, NFSPROC3_READ, args, SysCred(1000, 100)));
+  size_t held = 0;
+  for (int i = 0; i < 500 && held < 2 * a.count; ++i) {
+    loop_.RunSync([&] { held = server_->held_call_bytes(); });
+    if (held < 2 * a.count) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(held, 2 * a.count);
+  EXPECT_EQ(Count(NFSPROC3_READ), 1u) << "joined";
+  loop_.RunSync([&] {
+    READ3res res{};
+    res.status = NFS3ERR_ISDIR;
+    up_->Answer(0, Xdr(Proc(xdr_READ3res), res));
+  });
+  ASSERT_TRUE(c1.ReadRecord());
+  ASSERT_TRUE(c2.ReadRecord());
+  loop_.RunSync([&] { held = server_->held_call_bytes(); });
+  EXPECT_LT(held, 4096u) << "the room goes with the answers";
 }
 
 // With the metadata cache, on an export whose lifetimes are 0 (every
