@@ -530,6 +530,7 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " for " << call->peer().ToString() << ": "
                        << reply.status().ToString() << "; answering NFS3ERR_JUKEBOX";
     if (cache_) cache_->ForgetUnanswered(p, args->get());  // it may have been carried out
+    NoteDataChange(p, args->get());  // so may a write: its file's blocks are suspect
     std::string err = EncodeNfsError(p, NFS3ERR_JUKEBOX);
     call->ReplySuccess(err);
     for (const auto& j : joined) j->ReplySuccess(err);
@@ -578,6 +579,15 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
   }
 }
 
+void NfsService::NoteDataChange(const NfsProc& p, const void* args) {
+  if (!read_path_) return;
+  if (p.proc == NFSPROC3_WRITE) {
+    read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
+  } else if (p.proc == NFSPROC3_SETATTR) {
+    read_path_->NoteWrite(HandleBytes(static_cast<const SETATTR3args*>(args)->object));
+  }
+}
+
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const Export& exp, const OpaqueAuth& cred,
                             const std::optional<ChangeId>& read_version) {
@@ -591,10 +601,8 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),
                                reply->transmissions, reply->sent_at, read_version);
-  } else if (read_path_ && p.proc == NFSPROC3_WRITE) {
-    read_path_->NoteWrite(HandleBytes(static_cast<const WRITE3args*>(args)->file));
-  } else if (read_path_ && p.proc == NFSPROC3_SETATTR) {
-    read_path_->NoteWrite(HandleBytes(static_cast<const SETATTR3args*>(args)->object));
+  } else if (p.proc == NFSPROC3_WRITE || p.proc == NFSPROC3_SETATTR) {
+    NoteDataChange(p, args);
   } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
     read_path_->LearnFsinfo(reply->results());
   }

@@ -134,6 +134,10 @@ class NfsService : public RpcProgram {
   // that file's attributes without its writes.
   bool HoldForBufferedWrites(const NfsProc& p, std::string_view results, uint64_t before,
                              const std::function<void(uint64_t)>& retry);
+  // A WRITE or SETATTR `p` with `args` the upstream answered, or may have
+  // carried out (its reply lost): the data cache drops the file's blocks
+  // (ReadPath::NoteWrite). Nothing for another procedure.
+  void NoteDataChange(const NfsProc& p, const void* args);
   // Leaves out the file's attributes from a CREATE's successful reply that
   // names a file whose writes the proxy holds and the upstream lacks.
   void HideUnsentWrites(RpcReply* reply);

@@ -700,5 +700,39 @@ TEST_F(ForwardedReadTest, OldBytesUnderAVersionLearnedAfterTheReadLeftAreNotKept
   EXPECT_EQ(rp_->stats().unconfirmed, 2u) << "neither forwarded READ's data was kept";
 }
 
+// --- Data: a forwarded WRITE whose reply is lost -----------------------------
+//
+// A WRITE forwarded as it is (no write path) that the upstream carried out
+// but whose reply never came (timed out): the server's timestamps did not
+// tick, so a revalidation finds the version the blocks were cached under.
+// They hold the bytes the write replaced, and must not be served, as after
+// an answered write (read_path.h, NoteWrite).
+using LostWriteReplyTest = ForwardedReadTest;
+
+TEST_F(LostWriteReplyTest, AWriteWhoseReplyWasLostDropsTheFilesBlocks) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 6000), 0, 6000);  // the blocks are cached
+  const std::string data(100, 'n');
+  WRITE3args w{};
+  w.file = Fh(file_);
+  w.count = static_cast<uint32_t>(data.size());
+  w.stable = FILE_SYNC;
+  w.data.data_val = const_cast<char*>(data.data());
+  w.data.data_len = w.count;
+  up_.set_fail_with(Status(StatusCode::kTimeout, "no reply"));
+  std::optional<std::string> results;
+  nfs_.Handle(IncomingNfsCall(next_xid_++, NFSPROC3_WRITE, user_, Xdr(Proc(xdr_WRITE3args), w),
+                              [&results](std::string r) { results = std::move(r); }));
+  Drain();
+  ASSERT_TRUE(results.has_value());
+  EXPECT_EQ(LoadBE32(results->data()), static_cast<uint32_t>(NFS3ERR_JUKEBOX));
+  up_.set_fail_with(std::nullopt);
+  // The upstream took it: other bytes, the same size and times.
+  std::string now = file().data;
+  now.replace(0, data.size(), data);
+  SetFile(now, file().attr.mtime.seconds);
+  ExpectData(ReadNow(0, 6000), 0, 6000);
+}
+
 }  // namespace
 }  // namespace nfsedge
