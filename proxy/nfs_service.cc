@@ -194,6 +194,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     const auto* a = static_cast<const READ3args*>(args->get());
     // Without ACCESS evidence the read path forwards; the next READ finds it.
     SpeculateAccess(HandleBytes(a->file), *exp, cred);
+    AskFsinfo(HandleBytes(a->file), cred);
     read_path_->Serve(
         *a, *exp, cred,
         [this, call](std::string results) {
@@ -577,6 +578,28 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
     const auto* a = static_cast<const READDIRPLUS3args*>(args);
     prefetcher_->OnClientListing(HandleBytes(a->dir), res->READDIRPLUS3res_u.resok, exp, cred);
   }
+}
+
+void NfsService::AskFsinfo(std::string_view fh, const OpaqueAuth& cred) {
+  // Clients that mounted before a restart do not send FSINFO again: the
+  // proxy asks on the first file read, lest the data cache fetch more than
+  // the upstream reads at once (every fetch short, its blocks lost). Not
+  // answered: asked again at a READ after kFsinfoRetry.
+  if (read_path_->fsinfo_known() || fsinfo_asked_ || SteadyClock::now() < fsinfo_next_ask_) {
+    return;
+  }
+  std::string wire;
+  XdrWriter(&wire).WriteOpaque(fh);
+  fsinfo_asked_ = true;
+  fsinfo_next_ask_ = SteadyClock::now() + kFsinfoRetry;
+  Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_FSINFO, cred, wire,
+                            [this](StatusOr<RpcReply> r) {
+                              fsinfo_asked_ = false;
+                              if (!Succeeded(r)) return;
+                              read_path_->LearnFsinfo(r->results());
+                              if (write_path_) write_path_->LearnFsinfo(r->results());
+                            });
+  if (!s.ok()) fsinfo_asked_ = false;
 }
 
 void NfsService::NoteDataChange(const NfsProc& p, const void* args) {

@@ -134,6 +134,9 @@ class NfsService : public RpcProgram {
   // that file's attributes without its writes.
   bool HoldForBufferedWrites(const NfsProc& p, std::string_view results, uint64_t before,
                              const std::function<void(uint64_t)>& retry);
+  // Asks the upstream's FSINFO (on `fh`, for `cred`) for the read path, if
+  // it knows none yet (a proxy restarted under mounted clients).
+  void AskFsinfo(std::string_view fh, const OpaqueAuth& cred);
   // A WRITE or SETATTR `p` with `args` the upstream answered, or may have
   // carried out (its reply lost): the data cache drops the file's blocks
   // (ReadPath::NoteWrite). Nothing for another procedure.
@@ -221,6 +224,10 @@ class NfsService : public RpcProgram {
   const NfsServiceOptions options_;
   MetadataCache* cache_;
   ReadPath* read_path_;
+  // AskFsinfo: one on its way; the earliest time for the next.
+  static constexpr Duration kFsinfoRetry = std::chrono::seconds(30);
+  bool fsinfo_asked_ = false;
+  SteadyClock::time_point fsinfo_next_ask_{};
   Prefetcher* prefetcher_ = nullptr;
   WritePath* write_path_ = nullptr;
   // A client call (ACCESS, or a WRITE that could be buffered with the

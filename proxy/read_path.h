@@ -151,6 +151,8 @@ class ReadPath {
   // Learns the server's preferred read size from an FSINFO reply.
   void LearnFsinfo(std::string_view results);
 
+  // Whether an FSINFO reply told the upstream's largest read.
+  bool fsinfo_known() const { return server_rtmax_ != 0; }
   // Upstream READ size now in use.
   uint32_t read_size() const { return read_size_; }
   const ReadPathStats& stats() const { return stats_; }

@@ -2,7 +2,8 @@
 // meanwhile: a disk read overtaken by a write, nested exports' lifetimes, a
 // RENAME within one server clock tick, the file a RENAME replaced, and a
 // forwarded READ answered after a newer version was learned; attributes
-// from a reply that left before a mutation which did not return them.
+// from a reply that left before a mutation which did not return them; a
+// WRITE whose reply was lost; the upstream's read size after a restart.
 
 #include <algorithm>
 #include <condition_variable>
@@ -732,6 +733,30 @@ TEST_F(LostWriteReplyTest, AWriteWhoseReplyWasLostDropsTheFilesBlocks) {
   now.replace(0, data.size(), data);
   SetFile(now, file().attr.mtime.seconds);
   ExpectData(ReadNow(0, 6000), 0, 6000);
+}
+
+// --- Data: the upstream's read size after a restart ---------------------------
+//
+// Clients mounted before a proxy restart send no FSINFO: the proxy asks on
+// the first file read, once, so that its fetches are no larger than the
+// upstream reads at once (every fetch would come back short).
+using RestartedReadSizeTest = ForwardedReadTest;
+
+TEST_F(RestartedReadSizeTest, TheFirstReadAsksTheUpstreamsReadSizeOnce) {
+  server_rtmax_ = 2 * kBlock;
+  ASSERT_GT(rp_->read_size(), server_rtmax_);
+  // Every bit asked: no speculative ACCESS.
+  LearnAccess(user_, ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
+                         ACCESS3_DELETE | ACCESS3_EXECUTE,
+              ACCESS3_READ);
+  for (uint64_t offset : {0u, 5000u}) {
+    std::optional<std::string> results;
+    SendRead(offset, 1000, &results);
+    Drain();
+    ASSERT_TRUE(results.has_value());
+  }
+  EXPECT_EQ(fsinfo_asked_, 1);
+  EXPECT_EQ(rp_->read_size(), server_rtmax_);
 }
 
 }  // namespace

@@ -258,6 +258,17 @@ class ReadPathTest : public ::testing::Test {
         ok.data.data_len = static_cast<u_int>(piece.size());
         return Xdr(Proc(xdr_READ3res), res);
       }
+      case NFSPROC3_FSINFO: {
+        fsinfo_asked_++;
+        FSINFO3res res{};
+        res.status = NFS3_OK;
+        FSINFO3resok& ok = res.FSINFO3res_u.resok;
+        ok.rtmax = ok.wtmax = server_rtmax_ == ~0u ? (1u << 20) : server_rtmax_;
+        ok.rtpref = ok.wtpref = ok.rtmax;
+        ok.rtmult = ok.wtmult = 4096;
+        ok.dtpref = 65536;
+        return Xdr(Proc(xdr_FSINFO3res), res);
+      }
       default:
         ADD_FAILURE() << "unexpected upstream procedure " << s.proc;
         return std::string();
@@ -386,6 +397,7 @@ class ReadPathTest : public ::testing::Test {
   bool hold_ = false;            // hold every call; the test answers with up_.Answer
   bool read_error_ = false;      // READs fail with NFS3ERR_IO
   uint32_t server_rtmax_ = ~0u;  // the server returns at most this many bytes per READ
+  int fsinfo_asked_ = 0;         // FSINFO calls answered
   std::string file_ = "FILE-HANDLE-0001";
   OpaqueAuth user_ = SysCred(1000, 1000);
   OpaqueAuth other_ = SysCred(2000, 2000);
