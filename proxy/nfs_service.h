@@ -134,6 +134,11 @@ class NfsService : public RpcProgram {
   // that file's attributes without its writes.
   bool HoldForBufferedWrites(const NfsProc& p, std::string_view results, uint64_t before,
                              const std::function<void(uint64_t)>& retry);
+  // Returns true iff `cred` is one any NFSv3 server accepts, so that a cached
+  // answer cannot be given where the upstream would refuse the credential:
+  // AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
+  // always go upstream, which decides.
+  static bool IsCacheableCred(const OpaqueAuth& cred);
   // Asks the upstream's FSINFO (on `fh`, for `cred`) for the read path, if
   // it knows none yet (a proxy restarted under mounted clients).
   void AskFsinfo(std::string_view fh, const OpaqueAuth& cred);
