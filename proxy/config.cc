@@ -77,7 +77,7 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
   r.Uint("connections", 1, 64, &u->connections);
   r.Uint("max_in_flight", 1, 65536, &u->max_in_flight);
   r.Uint("max_queued", 1, 1000000, &u->max_queued);
-  r.Uint("call_timeout_ms", 100, 3600000, &u->call_timeout_ms);
+  r.Uint("call_timeout_ms", 101, 3600000, &u->call_timeout_ms);
   r.Uint("reconnect_min_ms", 1, 600000, &u->reconnect_min_ms);
   r.Uint("reconnect_max_ms", 1, 600000, &u->reconnect_max_ms);
   r.Uint("outage_after_ms", 100, 3600000, &u->outage_after_ms);
@@ -113,9 +113,11 @@ void ReadUpstream(const toml::table& t, const std::string& src, UpstreamConfig* 
   // A call ends at its deadline before an outage could be seen: one client
   // calling one at a time would never make the upstream out.
   if (u->outage_after_ms >= u->call_timeout_ms) {
-    r.Error("outage_after_ms", "must be below call_timeout_ms (" +
+    r.Error("outage_after_ms", "(" + std::to_string(u->outage_after_ms) +
+                                   ", default 5000) must be below call_timeout_ms (" +
                                    std::to_string(u->call_timeout_ms) +
-                                   "): calls would end at their deadline before an outage is seen");
+                                   "): calls would end at their deadline before an outage is "
+                                   "seen; lower outage_after_ms or raise call_timeout_ms");
   }
   if (u->reconnect_max_ms < u->reconnect_min_ms) {
     r.Error("reconnect_max_ms", "must not be below reconnect_min_ms");
@@ -395,6 +397,16 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
                      ": [write] journal_dir: must not be the directory of "
                      "cache.disk_dir or server.handle_store (" +
                      c.write.journal_dir + ")");
+  }
+  // Two stores of their own: in one directory the handle store, opened
+  // first, would take the data cache's for a foreign one and wipe it, and
+  // the cache could not open at all.
+  if (!c.cache.disk_dir.empty() && !c.server.handle_store.empty() &&
+      dir(c.cache.disk_dir) == dir(c.server.handle_store)) {
+    const toml::node* at = root.at_path("server.handle_store").node();
+    errors.push_back(source + (at ? ":" + std::to_string(at->source().begin.line) : "") +
+                     ": [server] handle_store: must not be the directory of cache.disk_dir (" +
+                     c.server.handle_store + ")");
   }
   // Keys the top level may hold; anything else is a typo worth reporting.
   for (const auto& [k, v] : root) {

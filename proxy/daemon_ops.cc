@@ -37,24 +37,35 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
   const AttrCacheStats& a = cache.attrs().stats();
   const AccessCacheStats& x = cache.access().stats();
   const NameCacheStats& n = cache.names().stats();
+  const DirCacheStats& d = cache.dirs().stats();
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "attr"}, {"tier", "memory"}}, "result",
             {{"hit", a.hits}, {"miss", a.misses}, {"expired", a.expired}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "access"}, {"tier", "memory"}}, "result",
             {{"hit", x.hits}, {"miss", x.misses}, {"expired", x.stale}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "name"}, {"tier", "memory"}}, "result",
             {{"hit", n.positive_hits}, {"negative_hit", n.negative_hits}, {"miss", n.misses}});
+  CountEach(w, kLookups, kLookupsHelp, {{"cache", "dir"}, {"tier", "memory"}}, "result",
+            {{"hit", d.hits}, {"miss", d.misses}, {"expired", d.stale}});
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "attr"}, {"tier", "memory"}},
           static_cast<double>(cache.attrs().size()));
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "access"}, {"tier", "memory"}},
           static_cast<double>(cache.access().size()));
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "name"}, {"tier", "memory"}},
           static_cast<double>(cache.names().size()));
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "dir"}, {"tier", "memory"}},
+          static_cast<double>(cache.dirs().size()));
+  w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
+          {{"cache", "dir"}, {"tier", "memory"}}, static_cast<double>(cache.dirs().bytes()));
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "handle"}, {"tier", "memory"}},
           static_cast<double>(handles.size()));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "attr"}, {"tier", "memory"}},
             static_cast<double>(a.evictions));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "access"}, {"tier", "memory"}},
             static_cast<double>(x.evictions));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "name"}, {"tier", "memory"}},
+            static_cast<double>(n.evictions));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "dir"}, {"tier", "memory"}},
+            static_cast<double>(d.evictions));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "handle"}, {"tier", "memory"}},
             static_cast<double>(handles.evictions()));
   CountEach(w, "nfsedge_attr_cache_events_total",

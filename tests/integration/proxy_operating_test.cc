@@ -306,19 +306,25 @@ TEST_F(OperatingTest, SighupAppliesLimitsAndCacheSizesAndWarnsAboutRestartKeys) 
   const std::string attr_evictions =
       "nfsedge_cache_evictions_total{cache=\"attr\",tier=\"memory\"}";
   const std::string data_bytes = "nfsedge_cache_bytes{cache=\"data\",tier=\"memory\"}";
+  const std::string name_entries = "nfsedge_cache_entries{cache=\"name\",tier=\"memory\"}";
+  const std::string name_evictions =
+      "nfsedge_cache_evictions_total{cache=\"name\",tier=\"memory\"}";
   const std::string refused =
       "nfsedge_client_connection_events_total{event=\"refused_per_client\"}";
   std::string text = HttpGet("/metrics");
   ASSERT_GE(Sample(text, attr_entries), 30) << text;
   ASSERT_GE(Sample(text, data_bytes), 1 << 20);
+  ASSERT_GE(Sample(text, name_entries), 30) << text;
   EXPECT_EQ(Sample(text, attr_evictions), 0);
+  EXPECT_EQ(Sample(text, name_evictions), 0) << text;
   EXPECT_FALSE(ClosedOnAccept(proxy_->nfs_port(), 1)) << "a second connection is welcome";
   EXPECT_EQ(Sample(HttpGet("/metrics"), refused), 0);
 
   // Smaller caches, one connection per client, and a port that can only
   // change at a restart.
   ProxyProcess::Options next = options_;
-  next.extra_toml += "[cache]\nmax_attr_entries = 5\nmemory_bytes = \"256K\"\n";
+  next.extra_toml +=
+      "[cache]\nmax_attr_entries = 5\nmax_name_entries = 5\nmemory_bytes = \"256K\"\n";
   next.extra_server_toml += "max_connections_per_client = 1\n";
   next.nfs_port = options_.nfs_port + 1;
   WriteConfig(ProxyProcess::RenderConfig(next));
@@ -330,7 +336,7 @@ TEST_F(OperatingTest, SighupAppliesLimitsAndCacheSizesAndWarnsAboutRestartKeys) 
   }
   const std::string log = ReadAll(proxy_->log_path());
   EXPECT_NE(log.find("config reload applied: server.max_connections_per_client "
-                     "cache.max_attr_entries cache.memory_bytes"),
+                     "cache.max_attr_entries cache.max_name_entries cache.memory_bytes"),
             std::string::npos)
       << log;
   EXPECT_NE(log.find("WARN config reload: server.nfs_port changed in the file and needs a "
@@ -341,6 +347,8 @@ TEST_F(OperatingTest, SighupAppliesLimitsAndCacheSizesAndWarnsAboutRestartKeys) 
   text = HttpGet("/metrics");
   EXPECT_LE(Sample(text, attr_entries), 5) << text;
   EXPECT_GE(Sample(text, attr_evictions), 25);
+  EXPECT_LE(Sample(text, name_entries), 5) << text;
+  EXPECT_GE(Sample(text, name_evictions), 25) << text;
   EXPECT_LE(Sample(text, data_bytes), 256 << 10);
   EXPECT_GT(Sample(text, data_bytes), 0) << "the most recent blocks stay";
   // The connection made before the reload stays, on the port in force.

@@ -159,6 +159,15 @@ TEST(Config, TheJournalHasADirectoryOfItsOwn) {
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
+TEST(Config, TheHandleStoreAndTheDiskCacheHaveADirectoryEach) {
+  const std::string msg = ErrorOf(std::string(kMinimal) +
+                                  "[server]\nhandle_store = \"/var/lib/nfsedge/store\"\n"
+                                  "[cache]\ndisk_dir = \"/var/lib/nfsedge/./store/\"\n");
+  EXPECT_NE(msg.find(":9: [server] handle_store: must not be the directory of cache.disk_dir"),
+            std::string::npos)
+      << msg;
+}
+
 // Whole-file checks name the line too: the first export beyond the 64, the
 // journal_dir (or, for the default one, the key naming its directory).
 TEST(Config, WholeFileChecksNameALine) {
@@ -302,6 +311,11 @@ TEST(Config, AnOutageIsSeenBeforeACallsDeadline) {
       "[[export]]\npath = \"/data\"\nclients = [\"10.0.0.0/8\"]\n");
   EXPECT_NE(msg.find("outage_after_ms"), std::string::npos) << msg;
   EXPECT_NE(msg.find("call_timeout_ms (1000)"), std::string::npos) << msg;
+  // The least call_timeout_ms is above the least outage_after_ms (100).
+  const std::string low = ErrorOf(
+      "[upstream]\nhost = \"10.1.2.3\"\ncall_timeout_ms = 100\noutage_after_ms = 100\n"
+      "[[export]]\npath = \"/data\"\nclients = [\"10.0.0.0/8\"]\n");
+  EXPECT_NE(low.find("call_timeout_ms: must be"), std::string::npos) << low;
 }
 
 // No share for background work would leave a client COMMIT waiting for a
