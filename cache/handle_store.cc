@@ -5,7 +5,10 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <iterator>
 #include <utility>
 
 #include "cache/cache_key.h"
@@ -28,6 +31,8 @@ constexpr size_t kMaxExportsPerHandle = 64;
 // bytes, IsCleanAbsolutePath) and a newline.
 constexpr uint32_t kMaxExportKey = 2 * 1024 + 1;
 constexpr size_t kBatch = 256;  // writes per RocksDB write batch
+// After a write RocksDB refused, before the roots' records go again.
+constexpr auto kRetryPause = std::chrono::seconds(1);
 
 std::string MetaValue() {
   std::string v(kMagic);
@@ -218,7 +223,9 @@ HandleStore::~HandleStore() {
 }
 
 void HandleStore::Put(std::string_view handle, const std::vector<StoredMembership>& exports) {
-  Enqueue(Write{KeyOf(handle), EncodeValue(exports)});
+  const bool marked = std::any_of(exports.begin(), exports.end(),
+                                  [](const StoredMembership& m) { return m.root || m.mounted; });
+  Enqueue(Write{KeyOf(handle), EncodeValue(exports), marked});
 }
 
 void HandleStore::Delete(std::string_view handle) { Enqueue(Write{KeyOf(handle), std::nullopt}); }
@@ -226,7 +233,7 @@ void HandleStore::Delete(std::string_view handle) { Enqueue(Write{KeyOf(handle),
 void HandleStore::Enqueue(Write w) {
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= max_queued_) {
+    if (queue_.size() >= max_queued_ && !w.marked) {
       stats_.dropped++;
       return;
     }
@@ -251,11 +258,13 @@ void HandleStore::WriterLoop() {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything is written
     rocksdb::WriteBatch batch;
+    std::vector<Write> marked;  // written again if the batch is refused
     size_t n = 0;
     while (!queue_.empty() && n < kBatch) {
       Write& w = queue_.front();
       rocksdb::Status s = w.value ? batch.Put(w.key, *w.value) : batch.Delete(w.key);
       if (!s.ok()) stats_.errors++;
+      if (w.marked) marked.push_back(std::move(w));
       queue_.pop_front();
       n++;
     }
@@ -269,6 +278,14 @@ void HandleStore::WriterLoop() {
     } else {
       stats_.errors += n;
       NFSEDGE_LOG(kWarn) << "handle store " << dir_ << ": write failed: " << s.ToString();
+      if (!marked.empty() && !stopping_) {
+        // Before anything queued since (a later record of the same handle
+        // stays the last), after a pause (a full disk does not clear at once).
+        queue_.insert(queue_.begin(), std::make_move_iterator(marked.begin()),
+                      std::make_move_iterator(marked.end()));
+        wake_.wait_for(lock, kRetryPause, [this] { return stopping_; });
+        continue;
+      }
     }
     if (queue_.empty()) idle_.notify_all();
   }

@@ -12,7 +12,11 @@
 // thread and return. Bounded (DESIGN rule 8): at most max_queued writes wait;
 // further writes are dropped and counted (the handle stays valid in memory;
 // after a restart a client holding it gets NFS3ERR_STALE and looks it up
-// again). Writes go through RocksDB's write-ahead log without fsync: a
+// again), except the record of an export's root or mount point (one per
+// MNT path), which is never dropped, and written again after a write
+// RocksDB refused: lost, a restart would not know that handle as the
+// export's root, and a client holding a handle below it could reach ".."
+// of the root through a LOOKUP of "..". Writes go through RocksDB's write-ahead log without fsync: a
 // process crash loses nothing, a machine crash may lose the latest handles.
 //
 // A directory holding a foreign RocksDB, a store of another format, or a
@@ -98,6 +102,7 @@ class HandleStore {
   struct Write {
     std::string key;
     std::optional<std::string> value;  // nullopt = delete
+    bool marked = false;  // an export's root or mount point: never dropped
   };
 
   HandleStore(std::string dir, std::unique_ptr<rocksdb::DB> db, size_t max_queued);

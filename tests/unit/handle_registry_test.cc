@@ -145,6 +145,30 @@ TEST_F(PersistentRegistryTest, HandlesSurviveReopen) {
   EXPECT_FALSE(r->Find("never"));
 }
 
+// The records of an export's root and of a mount point are never dropped
+// for a full queue (here one that holds nothing): lost, a restart would not
+// know the root as such, and ".." of it would be let through.
+TEST_F(PersistentRegistryTest, ARootsRecordIsNeverDroppedForAFullQueue) {
+  {
+    StatusOr<std::unique_ptr<HandleStore>> store =
+        HandleStore::Open(dir_, [](std::string_view, std::vector<StoredMembership>) {},
+                          /*max_queued=*/0);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->Put("root-a", {StoredMembership{"/a", /*root=*/true, false}});
+    (*store)->Put("mounted-a", {StoredMembership{"/a", false, /*mounted=*/true}});
+    (*store)->Put("plain", {StoredMembership{"/a", false, false}});
+    (*store)->Flush();
+    EXPECT_EQ((*store)->stats().dropped, 1u);
+  }
+  auto r = Open({"/a"});
+  std::optional<ExportSet> root = r->FindAll("root-a");
+  ASSERT_TRUE(root);
+  EXPECT_TRUE(root->IsRoot(0));
+  ASSERT_TRUE(r->FindAll("mounted-a"));
+  EXPECT_TRUE(r->FindAll("mounted-a")->mounted);
+  EXPECT_FALSE(r->FindAll("plain"));
+}
+
 // An export's key in the store is its path and its upstream path: with
 // paths of up to 1024 bytes each (all the config takes), its handles come
 // back after a restart. (A key over 1024 bytes read back as malformed: the
