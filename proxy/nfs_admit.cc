@@ -62,7 +62,11 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
                        << " (tls = \"required\")";
     return NFS3ERR_ACCES;
   }
-  if ((p.flags & kMutating) && (*exp)->read_only()) return NFS3ERR_ROFS;
+  // COMMIT changes nothing the proxy caches, but asks the server to write:
+  // refused on a read-only export, as knfsd does.
+  if (((p.flags & kMutating) || p.proc == NFSPROC3_COMMIT) && (*exp)->read_only()) {
+    return NFS3ERR_ROFS;
+  }
   return NFS3_OK;
 }
 

@@ -7,7 +7,7 @@
 // does not count for that export), picks the deepest of them that admits the
 // client and applies its rules (NFS3ERR_ACCES for a client outside its
 // networks, NFS3ERR_PERM for an unprivileged port on a `secure` export,
-// NFS3ERR_ROFS for a mutation of a read-only export, root or all squash on
+// NFS3ERR_ROFS for a mutation or COMMIT on a read-only export, root or all squash on
 // the credential), and forwards the call
 // upstream, unless the MetadataCache can answer it or an identical read-only
 // call (same procedure, arguments, credential, export) is already in flight

@@ -194,6 +194,7 @@ TEST_F(ExportsTest, ReadOnlyExportRefusesMutations) {
   EXPECT_EQ(nfs->Rmdir(root, "dir").status, kNfs3ErrRofs);
   EXPECT_EQ(nfs->Rename(root, "file.txt", root, "moved").status, kNfs3ErrRofs);
   EXPECT_EQ(nfs->Link(file.fh, root, "hard").status, kNfs3ErrRofs);
+  EXPECT_EQ(nfs->Commit(file.fh, 0, 0).status, kNfs3ErrRofs) << "a COMMIT asks for writing";
 
   // Nothing changed on disk.
   const std::string ro = Upstream("ro");

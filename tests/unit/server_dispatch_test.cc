@@ -426,6 +426,12 @@ TEST_F(ServerDispatchTest, ReadOnlyExportRefusesMutations) {
   XdrWriter(&remove_args).WriteOpaque("f");
   EXPECT_EQ(NfsStatusOf(MakeCall(2, kNfsProgram, 3, 12, remove_args)),
             static_cast<uint32_t>(NFS3ERR_ROFS));
+  std::string commit_args = FhArgs(kRoRootFh);
+  XdrWriter c(&commit_args);
+  c.WriteU64(0);
+  c.WriteU32(0);
+  EXPECT_EQ(NfsStatusOf(MakeCall(4, kNfsProgram, 3, 21, commit_args)),
+            static_cast<uint32_t>(NFS3ERR_ROFS));
   EXPECT_EQ(NfsCalls(), 0u);
   EXPECT_EQ(NfsStatusOf(MakeCall(3, kNfsProgram, 3, 1, FhArgs(kRoRootFh))),
             static_cast<uint32_t>(NFS3_OK));
