@@ -154,6 +154,35 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
   Serve(p, call, args, *exp, exp->MapCredential(call->header().cred));
 }
 
+bool NfsService::Readmit(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                         const std::shared_ptr<XdrBox>& args, const Export** exp,
+                         OpaqueAuth* cred) {
+  nfsstat3 err = Admit(p, args->get(), *call, exp);
+  if (err != NFS3_OK) {
+    stats_[p.proc].local_errors++;
+    NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
+                        << " refused after waiting: status " << err;
+    call->ReplySuccess(EncodeNfsError(p, err));
+    return false;
+  }
+  *cred = (*exp)->MapCredential(call->header().cred);
+  return true;
+}
+
+void NfsService::ServeAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                            const std::shared_ptr<XdrBox>& args, uint64_t before) {
+  const Export* exp = nullptr;
+  OpaqueAuth cred;
+  if (Readmit(p, call, args, &exp, &cred)) Serve(p, call, args, *exp, cred, before);
+}
+
+void NfsService::ForwardAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                              const std::shared_ptr<XdrBox>& args) {
+  const Export* exp = nullptr;
+  OpaqueAuth cred;
+  if (Readmit(p, call, args, &exp, &cred)) Forward(p, call, args, *exp, cred);
+}
+
 void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                        const std::shared_ptr<XdrBox>& args, const Export& export_ref,
                        const OpaqueAuth& cred, uint64_t before) {
@@ -178,8 +207,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
-      if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args, exp, cred](uint64_t at) {
-            Serve(p, call, args, *exp, cred, at);
+      if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args](uint64_t at) {
+            ServeAgain(p, call, args, at);
           })) {
         return;
       }
@@ -196,7 +225,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       std::string_view fh = HandleBytes(static_cast<ACCESS3args*>(args->get())->object);
       auto it = speculating_.find(std::string(fh) + std::string(key.bytes()));
       if (it != speculating_.end()) {
-        it->second.push_back(Waiter{&p, call, args, exp, cred});
+        it->second.push_back(Waiter{&p, call, args});
         st.coalesced++;
         return;
       }
@@ -210,8 +239,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       // The prefetcher is fetching this very page: its reply answers this.
       if (prefetcher_ &&
           prefetcher_->AwaitListing(HandleBytes(a->dir), a->cookie, cred,
-                                    [this, &p, call, args, exp, cred, before] {
-                                      Serve(p, call, args, *exp, cred, before);
+                                    [this, &p, call, args, before] {
+                                      ServeAgain(p, call, args, before);
                                     })) {
         st.coalesced++;
         return;
@@ -242,7 +271,7 @@ void NfsService::ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingC
     std::erase_if(parked_, [](const Parked& k) { return k.call->replied(); });
     if (parked_.size() >= kMaxParked) parked_.pop_front();  // it just waits
   }
-  parked_.push_back(Parked{&p, call, args, &exp, cred});
+  parked_.push_back(Parked{&p, call, args});
 }
 
 void NfsService::OnOutage(bool out) {
@@ -253,7 +282,11 @@ void NfsService::OnOutage(bool out) {
   for (const Parked& k : parked) {
     if (k.call->replied()) continue;
     waiting++;
-    ServeStaleOnly(*k.p, k.call, k.args, *k.exp, k.cred);
+    const Export* exp = nullptr;
+    OpaqueAuth cred;
+    if (Readmit(*k.p, k.call, k.args, &exp, &cred)) {
+      ServeStaleOnly(*k.p, k.call, k.args, *exp, cred);
+    }
     if (k.call->replied()) answered++;
   }
   if (waiting > 0) {
@@ -409,13 +442,12 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
     if (p.proc == NFSPROC3_CREATE) HideUnsentWrites(&r);
     LearnAndSpeculate(p, args->get(), &r, exp, cred, read_version);
-    const Export* e = &exp;
     // A call served again after a hold is not held by later writes; calls
     // that joined it came later and may not be bounded by its stamp.
     if (HoldForBufferedWrites(p, r.results(), joined.empty() ? before : UINT64_MAX,
-                              [this, &p, call, args, e, cred, joined](uint64_t at) {
-                                Serve(p, call, args, *e, cred, at);
-                                for (const auto& j : joined) Serve(p, j, args, *e, cred, at);
+                              [this, &p, call, args, joined](uint64_t at) {
+                                ServeAgain(p, call, args, at);
+                                for (const auto& j : joined) ServeAgain(p, j, args, at);
                               })) {
       return;
     }

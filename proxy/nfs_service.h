@@ -121,6 +121,17 @@ class NfsService : public RpcProgram {
   void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
              const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred,
              uint64_t before = UINT64_MAX);
+  // A call that waited (held for buffered writes, for a speculative ACCESS,
+  // for a prefetched listing, for the write path): admitted again under the
+  // rules now in force (a reload may have made its export read-only or
+  // squash its credential), its error answered, or served (ServeAgain) or
+  // forwarded (ForwardAgain) with the credential mapped anew.
+  bool Readmit(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+               const std::shared_ptr<XdrBox>& args, const Export** exp, OpaqueAuth* cred);
+  void ServeAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                  const std::shared_ptr<XdrBox>& args, uint64_t before = UINT64_MAX);
+  void ForwardAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
+                    const std::shared_ptr<XdrBox>& args);
   // Returns true iff the write path took the call: WRITE and COMMIT, and a
   // READ, GETATTR, ACCESS, LINK, SETATTR or CREATE held until buffered
   // writes of its file are upstream (DESIGN rule 4; Serve runs again then).
@@ -237,12 +248,11 @@ class NfsService : public RpcProgram {
   WritePath* write_path_ = nullptr;
   // A client call (ACCESS, or a WRITE that could be buffered with the
   // evidence) waiting for a speculative ACCESS's reply.
+  // Served again through ServeAgain (admitted anew).
   struct Waiter {
     const NfsProc* proc;
     std::shared_ptr<IncomingCall> call;
     std::shared_ptr<XdrBox> args;
-    const Export* exp;
-    OpaqueAuth cred;
   };
   // Speculative ACCESS calls in flight, by handle + credential key, with the
   // client calls that wait for them.
@@ -276,12 +286,10 @@ class NfsService : public RpcProgram {
   std::shared_ptr<uint64_t> mutations_answered_ = std::make_shared<uint64_t>(0);
   // Calls ParkForOutage kept (answered ones are dropped lazily), oldest
   // first, at most kMaxParked.
-  struct Parked {
+  struct Parked {  // served (stale) through Readmit
     const NfsProc* p;
     std::shared_ptr<IncomingCall> call;
     std::shared_ptr<XdrBox> args;
-    const Export* exp;
-    OpaqueAuth cred;
   };
   static constexpr size_t kMaxParked = 4096;
   std::deque<Parked> parked_;

@@ -73,7 +73,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
           cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key, SentOf(*r));
         }
         // Answered from what was just learned, or sent on as usual.
-        for (Waiter& w : waiters) Serve(*w.proc, w.call, w.args, *w.exp, w.cred);
+        for (Waiter& w : waiters) ServeAgain(*w.proc, w.call, w.args);
       });
   if (!s.ok()) {
     speculating_.erase(id);  // nobody waits yet: the call was never queued
@@ -99,7 +99,7 @@ bool NfsService::WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingC
   const std::string id = std::string(HandleBytes(a.file)) + std::string(CredKeyOf(cred).bytes());
   auto it = speculating_.find(id);
   if (it == speculating_.end() || !writes_may_wait_.contains(id)) return false;
-  it->second.push_back(Waiter{&p, call, args, &exp, cred});
+  it->second.push_back(Waiter{&p, call, args});
   stats_[p.proc].coalesced++;
   return true;
 }
@@ -165,14 +165,15 @@ void NfsService::SetWritePath(WritePath* write_path) {
 bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                              const std::shared_ptr<XdrBox>& args, const Export& exp,
                              const OpaqueAuth& cred, uint64_t before) {
-  const Export* e = &exp;
   // A call held for buffered writes is served again once those are
   // upstream; writes that came after it do not hold it again (a writer that
-  // keeps appending must not hold a reader for as long as it writes).
+  // keeps appending must not hold a reader for as long as it writes). Held
+  // or not, it is admitted again first: a reload meanwhile (a read-only
+  // export, root squash) applies to it.
   const uint64_t at = std::min(before, write_path_->last_stamp());
-  auto again = [this, &p, call, args, e, cred, at] { Serve(p, call, args, *e, cred, at); };
+  auto again = [this, &p, call, args, at] { ServeAgain(p, call, args, at); };
   auto reply = [call](std::string results) { call->ReplySuccess(results); };
-  auto forward = [this, &p, call, args, e, cred] { Forward(p, call, args, *e, cred); };
+  auto forward = [this, &p, call, args] { ForwardAgain(p, call, args); };
   switch (p.proc) {
     case NFSPROC3_WRITE: {
       const auto* a = static_cast<const WRITE3args*>(args->get());

@@ -6,7 +6,8 @@
 // ACCESS, and go upstream as stable writes when it does not grant MODIFY.
 // A CREATE that returned a file that existed is no such evidence. An
 // UNCHECKED CREATE that truncates a file with buffered writes waits for
-// them to reach the upstream.
+// them to reach the upstream. A call held for them meets the export's rules
+// as they are when it goes on.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -56,6 +57,7 @@ class CreateWriteTest : public ProgramsBed {
     e.path = "/data";
     e.upstream_path = "/srv/data";
     e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    export_ = e;
     cache_ = std::make_unique<MetadataCache>(clock_, CacheConfig{});
     StartPrograms({e}, cache_.get());
     WritePathOptions wo;
@@ -107,6 +109,7 @@ class CreateWriteTest : public ProgramsBed {
       return Xdr(Proc(xdr_CREATE3res), res);
     }
     if (s.proc == NFSPROC3_WRITE) {
+      if (hold_writes_) return std::nullopt;  // the test answers (AnswerWrite)
       fattr3 after = created_;
       after.size = 4096;
       after.ctime.seconds += ++upstream_writes_;  // each one a change
@@ -219,6 +222,8 @@ class CreateWriteTest : public ProgramsBed {
   fattr3 created_{};  // on the loop thread
   bool existed_ = false;  // the CREATE returns a file that was there
   uint32_t upstream_writes_ = 0;  // upstream WRITEs answered
+  bool hold_writes_ = false;      // on the loop thread
+  ExportConfig export_;
 };
 
 
@@ -278,6 +283,46 @@ TEST_F(CreateWriteTest, OnlyAWriteTheEvidenceWouldChangeStartsAnAccess) {
   EXPECT_EQ(r.status, NFS3_OK);
   EXPECT_EQ(r.committed, FILE_SYNC) << "without evidence, sent upstream as a stable write";
   EXPECT_EQ(Count(NFSPROC3_ACCESS), 2u) << "the UNSTABLE write's speculative ACCESS";
+}
+
+// A SETATTR held until the file's buffered writes are upstream is admitted
+// again when it goes on: the export made read-only by a reload meanwhile
+// refuses it, rather than its truncation reaching the upstream.
+TEST_F(CreateWriteTest, ACallHeldForBufferedWritesMeetsTheRulesOfAReloadMeanwhile) {
+  BlockingClient c(port_);
+  MountAndCreate(c, 1000, 0644);
+  SendWrite(c, 3);
+  ASSERT_EQ(ReadWriteReply(c).committed, UNSTABLE) << "buffered";
+  loop_.RunSync([&] { hold_writes_ = true; });
+  SETATTR3args s{};
+  s.object = Fh(file_);
+  s.new_attributes.size.set_it = TRUE;
+  s.new_attributes.size.set_size3_u.size = 0;
+  c.SendRecord(MakeCall(4, kNfsProgram, 3, NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), s),
+                        SysCred(1000, 100)));
+  for (int i = 0; i < 500 && Count(NFSPROC3_WRITE) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(Count(NFSPROC3_WRITE), 1u) << "the buffered write goes first";
+  loop_.RunSync([&] {
+    ExportConfig ro = export_;
+    ro.read_only = true;
+    ASSERT_TRUE(exports_->Update({ro}).ok());
+    for (size_t i = 0; i < up_->calls.size(); ++i) {
+      if (up_->calls[i].proc != NFSPROC3_WRITE) continue;
+      fattr3 after = created_;
+      after.size = 4096;
+      up_->Answer(i, WriteOk(4096, FILE_SYNC, kV1, after));
+    }
+  });
+  std::optional<std::string> reply = c.ReadRecord();
+  ASSERT_TRUE(reply.has_value());
+  StatusOr<ReplyHeader> h = ParseReply(*reply);
+  ASSERT_TRUE(h.ok());
+  const std::string results = reply->substr(h->results_offset);
+  ASSERT_GE(results.size(), 4u);
+  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(NFS3ERR_ROFS));
+  EXPECT_EQ(Count(NFSPROC3_SETATTR), 0u) << "the truncation reached the upstream";
 }
 
 // An UNCHECKED CREATE of a name that exists returns that file, made by
