@@ -318,7 +318,10 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
   const uint64_t end = RangeEnd(a.offset, a.count);
   if (f.waiters.empty() && !Holds(f, a.offset, end)) {
     stats_.client_commits++;
-    reply(CommitReply(f, exp));
+    // After the removals of records of bytes now stable upstream are on
+    // disk (AnswerWaiters).
+    std::function<void()> send = [reply = std::move(reply), r = CommitReply(f, exp)] { reply(r); };
+    if (!AfterRemovals(fh, Before(f.seq), send)) send();
     ForgetIfIdle(fh);
     return;
   }
@@ -440,7 +443,13 @@ size_t WritePath::AnswerWaiters(File& f) {
       answered++;
       r = WriteReply(f, *w.exp, w.count, true);
     }
-    f.ready.push_back([reply = std::move(w.reply), r = std::move(r)] { reply(r); });
+    // Bytes of journal records may be stable upstream now, their records'
+    // removal not yet on disk: a reply before it would let a restart replay
+    // older bytes over what the reply said is stable. It waits for the
+    // removals of the records of writes before it (a record of its own
+    // write replays its own bytes), and so do the replies after it.
+    std::function<void()> send = [reply = std::move(w.reply), r = std::move(r)] { reply(r); };
+    if (!AfterRemovals(f.fh, Before(w.stamp), send)) f.ready.push_back(std::move(send));
     f.waiters.pop_front();
   }
   for (auto it = f.barriers.begin(); it != f.barriers.end();) {

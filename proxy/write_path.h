@@ -335,6 +335,10 @@ class WritePath {
   std::function<void(Status)> RemovalDone(const std::string& fh, uint64_t stamp,
                                           uint32_t failures = 0);
   bool AfterRemovals(const std::string& fh, uint64_t upto, std::function<void()>& then);
+  // The stamps of the writes before one stamped `stamp`, for AfterRemovals;
+  // every write's for stamp 0 (a COMMIT of a file made anew, whose writes
+  // went before it was forgotten).
+  uint64_t Before(uint64_t stamp) const { return stamp > 0 ? stamp - 1 : stamps_; }
   // Returns true iff `p` holds bytes acknowledged from the journal, or
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).

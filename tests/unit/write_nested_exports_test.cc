@@ -52,6 +52,7 @@ TEST_F(NestedExportsTest, BytesAnsweredFromTheBufferLostAfterAJournaledWriteChan
   EXPECT_EQ(ReplyOf(3)->status, NFS3ERR_NOSPC);
   Commit(4);
   Settle();
+  journal_.Complete();  // B's record removed (the COMMIT waits for that)
   ASSERT_NE(ReplyOf(4), nullptr);
   EXPECT_EQ(ReplyOf(4)->status, NFS3_OK);
   EXPECT_NE(ReplyOf(4)->verf, told_a) << "A's lost bytes answered stable";
@@ -98,6 +99,43 @@ TEST_F(NestedExportsTest, JournaledBytesAreKeptAfterAWriteThroughTheOtherExport)
   EXPECT_EQ(WritesOf('j'), 2u);
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+}
+
+// (rule 1) A FILE_SYNC write through the write_behind export over bytes a
+// write through the write_back export journaled: once the upstream has it,
+// the older record is removed from the journal, and the write's reply
+// waits until that removal is on disk (answered before, a restart would
+// replay the older bytes over what the reply said is stable). So does a
+// COMMIT of an UNSTABLE write over them.
+TEST_F(NestedExportsTest, AStableWriteOverJournaledBytesIsAnsweredOnceTheirRecordIsGone) {
+  WriteBack(1, 0, std::string(100, 'j'), FILE_SYNC);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(1), nullptr);
+  Write(2, 0, std::string(100, 'w'), FILE_SYNC);
+  Settle();
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(ReplyOf(2), nullptr) << "answered before the older record's removal was on disk";
+  Commit(3);  // nothing left to send: it too waits for the removal
+  EXPECT_EQ(ReplyOf(3), nullptr) << "answered before the older record's removal was on disk";
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2, 3}));
+  ASSERT_NE(ReplyOf(2), nullptr);
+  EXPECT_EQ(ReplyOf(2)->status, NFS3_OK);
+}
+
+TEST_F(NestedExportsTest, ACommitOverJournaledBytesIsAnsweredOnceTheirRecordIsGone) {
+  WriteBack(1, 0, std::string(100, 'j'), FILE_SYNC);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(1), nullptr);
+  Write(2, 0, std::string(100, 'u'), UNSTABLE);
+  ASSERT_NE(ReplyOf(2), nullptr);
+  Commit(3);
+  Settle();
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(ReplyOf(3), nullptr) << "answered before the older record's removal was on disk";
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3_OK);
 }
 
 // (rules 2 and 4) Bytes answered from the buffer and written upstream
