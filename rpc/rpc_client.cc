@@ -164,7 +164,7 @@ void RpcClient::Connect(int i) {
   int fd = MakeSocket(c);
   if (fd == kPortBusy) {
     c.state = Conn::State::kConnecting;
-    ConnLost(i, "source port busy");
+    ConnLost(i, "source port busy", true, /*port_busy=*/true);
     return;
   }
   c.bev.reset(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
@@ -174,7 +174,11 @@ void RpcClient::Connect(int i) {
   SetCallbacks(i);
   if (bufferevent_socket_connect(c.bev.get(), options_.server.get(),
                                  static_cast<int>(options_.server.len)) != 0) {
-    ConnLost(i, std::string("connect: ") + std::strerror(errno));
+    // libevent may have told OnConnEvent already (a connect that failed at
+    // once): the loss is handled once.
+    if (c.state == Conn::State::kConnecting) {
+      ConnLost(i, std::string("connect: ") + std::strerror(errno));
+    }
     return;
   }
   if (c.state == Conn::State::kConnecting) c.setup->Arm(ConnectTimeout());
@@ -310,7 +314,7 @@ void RpcClient::StartHandshake(int i) {
   SetCallbacks(i);
 }
 
-void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
+void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_busy) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
   if (was_up && (c.answered || SteadyClock::now() - c.up_since >= options_.reconnect_max)) {
@@ -318,8 +322,13 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts) {
   }
   // A connect that failed from the old source port may have met that port's
   // TIME_WAIT at the server: after a few such, the next attempt takes any
-  // port.
-  if (!was_up && c.local_port != 0 && ++c.port_failures >= kSourcePortAttempts) {
+  // port, unless calls that may not run twice wait to go again on this
+  // connection: from another port the server's duplicate request cache
+  // would not know them (a link down for minutes fails every connect, not
+  // only the port's), and the server's TIME_WAIT ends by itself; only a
+  // port that cannot be bound here counts then.
+  if (!was_up && c.local_port != 0 && (port_busy || c.resend.empty()) &&
+      ++c.port_failures >= kSourcePortAttempts) {
     NFSEDGE_LOG(kDebug) << options_.name << ": giving up source port " << c.local_port;
     c.local_port = 0;
   }

@@ -41,7 +41,9 @@ namespace nfsedge {
 
 inline constexpr int kMaxConnectionLosses = 3;
 // Connects a lost connection tries from its old source port (so that the
-// server's duplicate request cache knows the resent calls) before any port.
+// server's duplicate request cache knows the resent calls) before any port;
+// while calls that may not run twice wait to go again on it, only connects
+// that could not bind that port count.
 inline constexpr int kSourcePortAttempts = 3;
 inline constexpr int kMaxRetransmits = 3;
 
@@ -86,9 +88,10 @@ struct ClientOptions {
   //   need not catch a copy that arrives while the first still runs;
   // - after the loss of that connection, is sent again with the same XID on
   //   the same connection once it is back (from its old source port, which
-  //   a server's duplicate request cache keys on, unless three connects
-  //   from it failed), never on another one; as any call, it fails after
-  //   kMaxConnectionLosses losses;
+  //   a server's duplicate request cache keys on, however many connects
+  //   fail meanwhile, unless that port cannot be bound three times), never
+  //   on another one; as any call, it fails after kMaxConnectionLosses
+  //   losses (of the connection while up);
   // - at its deadline (`timeout`) is not failed, as the server may have run
   //   it and its result would be lost: its connection is closed and opened
   //   again, and the call sent again so, as a hard mount does; likewise
@@ -250,8 +253,9 @@ class RpcClient : public RpcCaller {
   // Connection `i` is gone (or closed on purpose): its calls go again. A
   // loss that `counts` counts against each of its calls (one that lost its
   // connection too often fails); the proxy's own reopen for a call that
-  // may not run twice does not.
-  void ConnLost(int i, const std::string& why, bool counts = true);
+  // may not run twice does not. `port_busy`: a connect that could not bind
+  // the connection's old source port.
+  void ConnLost(int i, const std::string& why, bool counts = true, bool port_busy = false);
   void Pump();
   void SweepDeadlines();
   int PickConnection() const;

@@ -34,6 +34,11 @@ class TestHandler : public CallHandler {
       call->Reply("not an RPC reply");  // the client drops this connection only
       return;
     }
+    if (args == "drop-and-stop" && ++drops[call->xid()] == 1) {
+      server->StopListening();  // connects refused until the test listens again
+      server->CloseAll();
+      return;
+    }
     if ((args == "drop-once" && ++drops[call->xid()] == 1) || args == "drop-always") {
       server->CloseAll();  // lose the connection with the call on it
       return;
@@ -474,6 +479,29 @@ TEST_F(RpcClientTest, CallThatKeepsLosingItsConnectionFails) {
   });
   Send("after", 2);  // the connection is usable again
   EXPECT_EQ(Wait(2), "after");
+}
+
+// However many connects fail meanwhile (the link or the server down for a
+// while), such a call keeps its connection's source port: from another, the
+// server's duplicate request cache would not know it when it is sent again.
+TEST_F(RpcClientTest, ACallNotSafeToRepeatKeepsItsPortThroughManyFailedConnects) {
+  StartServer();
+  const uint16_t port = port_;
+  ClientOptions o;
+  o.repeatable = NotTwelve;
+  StartClient(o, std::chrono::milliseconds(20), std::chrono::milliseconds(20));
+  loop_.Start();
+  Send("drop-and-stop", 1, 12);
+  usleep(300000);  // about a dozen connects, refused
+  loop_.RunSync([&] {
+    EXPECT_GT(client_->stats().reconnects, static_cast<uint64_t>(kSourcePortAttempts));
+    ASSERT_TRUE(server_->Listen(*ResolveAddress("127.0.0.1", port)).ok());
+  });
+  EXPECT_EQ(Wait(1), "drop-and-stop");
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_ports.size(), 2u);
+    EXPECT_EQ(handler_.seen_ports[1], handler_.seen_ports[0]) << "sent again from another port";
+  });
 }
 
 TEST_F(RpcClientTest, ReconnectKeepsItsSourcePortThroughAFailedConnect) {
