@@ -278,6 +278,17 @@ std::function<void(Status)> WritePath::RemovalDone(const std::string& fh, uint64
   };
 }
 
+void WritePath::CommittedFromJournal(const std::string& fh, uint64_t off, uint64_t end,
+                                     uint64_t stamp) {
+  auto it = files_.find(fh);
+  if (it == files_.end()) return;
+  for (auto& [at, p] : it->second->pieces) {
+    if (p.acked && !p.behind && p.seq <= stamp && at < end && off < at + p.data.size()) {
+      p.synced = true;
+    }
+  }
+}
+
 bool WritePath::AfterRemovals(const std::string& fh, uint64_t upto, std::function<void()>& then) {
   auto it = removing_.find(fh);
   if (it == removing_.end() || it->second.open.empty() || *it->second.open.begin() > upto) {

@@ -283,6 +283,7 @@ void WritePath::Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth
       WritePath& w = **self;
       if (s.ok()) {
         w.stats_.client_commits++;
+        w.CommittedFromJournal(fh, a_off, RangeEnd(a_off, a_count), stamp);
         reply(w.JournaledReply(w.options_.journal->verifier(), 0, true, true));
         return;
       }

@@ -335,6 +335,10 @@ class WritePath {
   std::function<void(Status)> RemovalDone(const std::string& fh, uint64_t stamp,
                                           uint32_t failures = 0);
   bool AfterRemovals(const std::string& fh, uint64_t upto, std::function<void()>& then);
+  // A COMMIT of [off, end) of `fh` answered from the journal: the bytes
+  // answered UNSTABLE from it by writes up to `stamp` are stable by their
+  // writers' account now; lost, no verifier tells them (Piece::synced).
+  void CommittedFromJournal(const std::string& fh, uint64_t off, uint64_t end, uint64_t stamp);
   // The stamps of the writes before one stamped `stamp`, for AfterRemovals;
   // every write's for stamp 0 (a COMMIT of a file made anew, whose writes
   // went before it was forgotten).

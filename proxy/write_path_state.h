@@ -97,8 +97,9 @@ struct WritePath::Piece {
   // verifier), not from the journal, or overwriting such bytes: lost, it
   // needs a new verifier of the file's (WritePath::lost_).
   bool behind = false;
-  // ... answered FILE_SYNC or DATA_SYNC from the journal, or overwriting
-  // such bytes: lost, no verifier tells its writer (KeptError::uncovered).
+  // ... answered FILE_SYNC or DATA_SYNC from the journal, answered UNSTABLE
+  // from it and then committed (CommittedFromJournal), or overwriting such
+  // bytes: lost, no verifier tells its writer (KeptError::uncovered).
   bool synced = false;
   // Kept after the upstream refused it (DropAndFail): until its bytes are
   // taken, the file's refusals go on counting, whatever else of it is.

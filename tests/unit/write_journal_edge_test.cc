@@ -136,23 +136,33 @@ TEST_F(JournalEdgeTest, GiveUpIsDecidedForTheWholeRound) {
 // the error kept for the writer is its only notice, and it outlives the
 // file, which is forgotten with the idle ones (the write path keeps at most
 // kMaxIdleFiles of those). uid-B writes each of `files` files FILE_SYNC
-// (over its own UNSTABLE bytes if `over_unstable`: one piece, answered
-// from the buffer too, whose loss changes the journal's verifier, which
-// a FILE_SYNC writer does not look at); the upstream refuses
+// (over its own UNSTABLE bytes with kFileSyncOverUnstable: one piece,
+// answered from the buffer too, whose loss changes the journal's verifier,
+// which a FILE_SYNC writer does not look at), or UNSTABLE and then
+// COMMITs it (kUnstableCommitted); the upstream refuses
 // (DQUOT) until the journal gives up. Returns how many of uid-B's COMMITs
 // were then told.
 class GivenUpTest : public JournalEdgeTest {
  protected:
-  size_t ToldAfterGivingUp(int files, bool over_unstable) {
+  enum class Kind { kFileSync, kFileSyncOverUnstable, kUnstableCommitted };
+  size_t ToldAfterGivingUp(int files, Kind kind) {
     options_.max_background = 1u << 20;
     Make();
     for (int i = 0; i < files; ++i) {
       fh_ = "file-" + std::to_string(i);
       cred_ = Cred("uid-B");
-      if (over_unstable) WriteBack(-1, 0, "aaaa", UNSTABLE);
-      WriteBack(i, 0, "bbbb", FILE_SYNC);
+      if (kind == Kind::kFileSyncOverUnstable) WriteBack(-1, 0, "aaaa", UNSTABLE);
+      WriteBack(i, 0, "bbbb", kind == Kind::kUnstableCommitted ? UNSTABLE : FILE_SYNC);
     }
     journal_.Complete();
+    if (kind == Kind::kUnstableCommitted) {
+      // Each COMMIT answered from the journal: the writer drops its copy.
+      for (int i = 0; i < files; ++i) {
+        fh_ = "file-" + std::to_string(i);
+        CommitBack(-2);
+      }
+      journal_.Complete();
+    }
     for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
       Advance(std::chrono::seconds(31));
       for (HeldUpstream* u : {&up_, &bg_}) {
@@ -176,11 +186,18 @@ class GivenUpTest : public JournalEdgeTest {
 };
 
 TEST_F(GivenUpTest, AFileSyncWriteGivenUpIsToldWhateverTheNumberOfFiles) {
-  EXPECT_EQ(ToldAfterGivingUp(6000, false), 6000u);
+  EXPECT_EQ(ToldAfterGivingUp(6000, Kind::kFileSync), 6000u);
 }
 
 TEST_F(GivenUpTest, AFileSyncWriteOverUnstableBytesGivenUpIsToldToo) {
-  EXPECT_EQ(ToldAfterGivingUp(6000, true), 6000u);
+  EXPECT_EQ(ToldAfterGivingUp(6000, Kind::kFileSyncOverUnstable), 6000u);
+}
+
+// Bytes answered UNSTABLE from the journal and then COMMITted from it:
+// their writers dropped their copies, so a new verifier does not tell them;
+// the kept error does, whatever the number of files.
+TEST_F(GivenUpTest, AnUnstableWriteCommittedFromTheJournalGivenUpIsToldToo) {
+  EXPECT_EQ(ToldAfterGivingUp(6000, Kind::kUnstableCommitted), 6000u);
 }
 
 // (rule 2) Recover() inserts records with acked = false. Data a
