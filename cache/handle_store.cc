@@ -31,8 +31,10 @@ constexpr size_t kMaxExportsPerHandle = 64;
 // bytes, IsCleanAbsolutePath) and a newline.
 constexpr uint32_t kMaxExportKey = 2 * 1024 + 1;
 constexpr size_t kBatch = 256;  // writes per RocksDB write batch
-// After a write RocksDB refused, before the roots' records go again.
+// After a write RocksDB refused, before the roots' records go again, at
+// most so many times in a row.
 constexpr auto kRetryPause = std::chrono::seconds(1);
+constexpr int kMaxBatchRetries = 30;
 
 std::string MetaValue() {
   std::string v(kMagic);
@@ -258,16 +260,17 @@ void HandleStore::WriterLoop() {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything is written
     rocksdb::WriteBatch batch;
-    std::vector<Write> marked;  // written again if the batch is refused
-    size_t n = 0;
-    while (!queue_.empty() && n < kBatch) {
+    std::vector<Write> taken;  // written again, all of them, if the batch is refused
+    bool marked = false;
+    while (!queue_.empty() && taken.size() < kBatch) {
       Write& w = queue_.front();
       rocksdb::Status s = w.value ? batch.Put(w.key, *w.value) : batch.Delete(w.key);
       if (!s.ok()) stats_.errors++;
-      if (w.marked) marked.push_back(std::move(w));
+      marked |= w.marked;
+      taken.push_back(std::move(w));
       queue_.pop_front();
-      n++;
     }
+    const size_t n = taken.size();
     busy_ = true;
     lock.unlock();
     rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
@@ -275,17 +278,31 @@ void HandleStore::WriterLoop() {
     busy_ = false;
     if (s.ok()) {
       stats_.writes += n;
+      failed_batches_ = 0;
     } else {
       stats_.errors += n;
-      NFSEDGE_LOG(kWarn) << "handle store " << dir_ << ": write failed: " << s.ToString();
-      if (!marked.empty() && !stopping_) {
-        // Before anything queued since (a later record of the same handle
-        // stays the last), after a pause (a full disk does not clear at once).
-        queue_.insert(queue_.begin(), std::make_move_iterator(marked.begin()),
-                      std::make_move_iterator(marked.end()));
+      // A batch holding an export root's or mount point's record goes again
+      // whole (a later record of the same handle in it stays the last),
+      // before anything queued since, after a pause (a full disk does not
+      // clear at once) and a Resume() of the store (RocksDB refuses every
+      // write after a failed one until then); kMaxBatchRetries times.
+      const bool again = marked && !stopping_ && ++failed_batches_ <= kMaxBatchRetries;
+      if (again) {
+        NFSEDGE_LOG(kWarn) << "handle store " << dir_ << ": write failed: " << s.ToString()
+                           << "; trying again";
+        queue_.insert(queue_.begin(), std::make_move_iterator(taken.begin()),
+                      std::make_move_iterator(taken.end()));
         wake_.wait_for(lock, kRetryPause, [this] { return stopping_; });
+        lock.unlock();
+        (void)db_->Resume();
+        lock.lock();
         continue;
       }
+      NFSEDGE_LOG(kError) << "handle store " << dir_ << ": write failed: " << s.ToString() << "; "
+                          << n << " handle records lost (after a restart their holders get "
+                             "NFS3ERR_STALE; a lost export root or mount point: have clients "
+                             "mount again)";
+      failed_batches_ = 0;
     }
     if (queue_.empty()) idle_.notify_all();
   }

@@ -13,10 +13,11 @@
 // further writes are dropped and counted (the handle stays valid in memory;
 // after a restart a client holding it gets NFS3ERR_STALE and looks it up
 // again), except the record of an export's root or mount point (one per
-// MNT path), which is never dropped, and written again after a write
-// RocksDB refused: lost, a restart would not know that handle as the
-// export's root, and a client holding a handle below it could reach ".."
-// of the root through a LOOKUP of "..". Writes go through RocksDB's write-ahead log without fsync: a
+// MNT path), which is never dropped for a full queue, and whose batch is
+// written again (30 times at most, a second apart) after a write RocksDB
+// refused: lost, a restart would not know that handle as the export's
+// root, and a client holding a handle below it could reach ".." of the
+// root through a LOOKUP of ".." (a loss is logged as an error). Writes go through RocksDB's write-ahead log without fsync: a
 // process crash loses nothing, a machine crash may lose the latest handles.
 //
 // A directory holding a foreign RocksDB, a store of another format, or a
@@ -121,6 +122,7 @@ class HandleStore {
   std::deque<Write> queue_;
   bool busy_ = false;  // the writer holds writes taken from queue_
   bool stopping_ = false;
+  int failed_batches_ = 0;  // refused in a row, with a root's record (WriterLoop)
   HandleStoreStats stats_;
 
   std::thread writer_;  // last: starts after everything above exists

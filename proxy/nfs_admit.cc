@@ -56,15 +56,19 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
       if (exports_.Choose(set, call.peer(), &port_refused) != *exp) return NFS3ERR_XDEV;
     }
   }
-  if (!(*exp)->AllowsTransport(call.tls())) {
+  return ExportRules(p, call, **exp);
+}
+
+nfsstat3 NfsService::ExportRules(const NfsProc& p, const IncomingCall& call, const Export& exp) {
+  if (!exp.AllowsTransport(call.tls())) {
     NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << " from " << call.peer().ToString()
-                       << " refused: plaintext connection to export " << (*exp)->config().path
+                       << " refused: plaintext connection to export " << exp.config().path
                        << " (tls = \"required\")";
     return NFS3ERR_ACCES;
   }
   // COMMIT changes nothing the proxy caches, but asks the server to write:
   // refused on a read-only export, as knfsd does.
-  if (((p.flags & kMutating) || p.proc == NFSPROC3_COMMIT) && (*exp)->read_only()) {
+  if (((p.flags & kMutating) || p.proc == NFSPROC3_COMMIT) && exp.read_only()) {
     return NFS3ERR_ROFS;
   }
   return NFS3_OK;

@@ -155,32 +155,36 @@ void NfsService::Handle(std::shared_ptr<IncomingCall> call) {
 }
 
 bool NfsService::Readmit(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-                         const std::shared_ptr<XdrBox>& args, const Export** exp,
-                         OpaqueAuth* cred) {
-  nfsstat3 err = Admit(p, args->get(), *call, exp);
+                         const Export& exp, OpaqueAuth* cred) {
+  // The export stays (a reload keeps the exports, changing their rules in
+  // place), and so does the handle's place in it: one the registry let go
+  // of while the call waited is not refused now.
+  const SockAddr& peer = call->peer();
+  nfsstat3 err = !exp.AllowsClient(peer) ? NFS3ERR_ACCES
+                 : !exp.AllowsPort(peer) ? NFS3ERR_PERM
+                                         : ExportRules(p, *call, exp);
   if (err != NFS3_OK) {
     stats_[p.proc].local_errors++;
-    NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << call->peer().ToString()
+    NFSEDGE_LOG(kDebug) << "NFS3 " << p.name << " from " << peer.ToString()
                         << " refused after waiting: status " << err;
     call->ReplySuccess(EncodeNfsError(p, err));
     return false;
   }
-  *cred = (*exp)->MapCredential(call->header().cred);
+  *cred = exp.MapCredential(call->header().cred);
   return true;
 }
 
 void NfsService::ServeAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-                            const std::shared_ptr<XdrBox>& args, uint64_t before) {
-  const Export* exp = nullptr;
+                            const std::shared_ptr<XdrBox>& args, const Export& exp,
+                            uint64_t before) {
   OpaqueAuth cred;
-  if (Readmit(p, call, args, &exp, &cred)) Serve(p, call, args, *exp, cred, before);
+  if (Readmit(p, call, exp, &cred)) Serve(p, call, args, exp, cred, before);
 }
 
 void NfsService::ForwardAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-                              const std::shared_ptr<XdrBox>& args) {
-  const Export* exp = nullptr;
+                              const std::shared_ptr<XdrBox>& args, const Export& exp) {
   OpaqueAuth cred;
-  if (Readmit(p, call, args, &exp, &cred)) Forward(p, call, args, *exp, cred);
+  if (Readmit(p, call, exp, &cred)) Forward(p, call, args, exp, cred);
 }
 
 void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
@@ -207,8 +211,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
-      if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args](uint64_t at) {
-            ServeAgain(p, call, args, at);
+      if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args, exp](uint64_t at) {
+            ServeAgain(p, call, args, *exp, at);
           })) {
         return;
       }
@@ -225,7 +229,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       std::string_view fh = HandleBytes(static_cast<ACCESS3args*>(args->get())->object);
       auto it = speculating_.find(std::string(fh) + std::string(key.bytes()));
       if (it != speculating_.end()) {
-        it->second.push_back(Waiter{&p, call, args});
+        it->second.push_back(Waiter{&p, call, args, exp});
         st.coalesced++;
         return;
       }
@@ -239,8 +243,8 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       // The prefetcher is fetching this very page: its reply answers this.
       if (prefetcher_ &&
           prefetcher_->AwaitListing(HandleBytes(a->dir), a->cookie, cred,
-                                    [this, &p, call, args, before] {
-                                      ServeAgain(p, call, args, before);
+                                    [this, &p, call, args, exp, before] {
+                                      ServeAgain(p, call, args, *exp, before);
                                     })) {
         st.coalesced++;
         return;
@@ -271,7 +275,7 @@ void NfsService::ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingC
     std::erase_if(parked_, [](const Parked& k) { return k.call->replied(); });
     if (parked_.size() >= kMaxParked) parked_.pop_front();  // it just waits
   }
-  parked_.push_back(Parked{&p, call, args});
+  parked_.push_back(Parked{&p, call, args, &exp});
 }
 
 void NfsService::OnOutage(bool out) {
@@ -282,11 +286,8 @@ void NfsService::OnOutage(bool out) {
   for (const Parked& k : parked) {
     if (k.call->replied()) continue;
     waiting++;
-    const Export* exp = nullptr;
     OpaqueAuth cred;
-    if (Readmit(*k.p, k.call, k.args, &exp, &cred)) {
-      ServeStaleOnly(*k.p, k.call, k.args, *exp, cred);
-    }
+    if (Readmit(*k.p, k.call, *k.exp, &cred)) ServeStaleOnly(*k.p, k.call, k.args, *k.exp, cred);
     if (k.call->replied()) answered++;
   }
   if (waiting > 0) {
@@ -445,9 +446,9 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     // A call served again after a hold is not held by later writes; calls
     // that joined it came later and may not be bounded by its stamp.
     if (HoldForBufferedWrites(p, r.results(), joined.empty() ? before : UINT64_MAX,
-                              [this, &p, call, args, joined](uint64_t at) {
-                                ServeAgain(p, call, args, at);
-                                for (const auto& j : joined) ServeAgain(p, j, args, at);
+                              [this, &p, call, args, e = &exp, joined](uint64_t at) {
+                                ServeAgain(p, call, args, *e, at);
+                                for (const auto& j : joined) ServeAgain(p, j, args, *e, at);
                               })) {
       return;
     }

@@ -121,17 +121,23 @@ class NfsService : public RpcProgram {
   void Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
              const std::shared_ptr<XdrBox>& args, const Export& exp, const OpaqueAuth& cred,
              uint64_t before = UINT64_MAX);
-  // A call that waited (held for buffered writes, for a speculative ACCESS,
-  // for a prefetched listing, for the write path): admitted again under the
-  // rules now in force (a reload may have made its export read-only or
-  // squash its credential), its error answered, or served (ServeAgain) or
-  // forwarded (ForwardAgain) with the credential mapped anew.
-  bool Readmit(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-               const std::shared_ptr<XdrBox>& args, const Export** exp, OpaqueAuth* cred);
+  // A call admitted under `exp` that waited (held for buffered writes, for
+  // a speculative ACCESS, for a prefetched listing, for the write path):
+  // checked again against that export's rules now in force (a reload may
+  // have made it read-only, squash its credential, or refuse the client),
+  // its error answered, or served (ServeAgain) or forwarded (ForwardAgain)
+  // with the credential mapped anew.
+  bool Readmit(const NfsProc& p, const std::shared_ptr<IncomingCall>& call, const Export& exp,
+               OpaqueAuth* cred);
   void ServeAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-                  const std::shared_ptr<XdrBox>& args, uint64_t before = UINT64_MAX);
+                  const std::shared_ptr<XdrBox>& args, const Export& exp,
+                  uint64_t before = UINT64_MAX);
   void ForwardAgain(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
-                    const std::shared_ptr<XdrBox>& args);
+                    const std::shared_ptr<XdrBox>& args, const Export& exp);
+  // The rules of `exp` itself for `p` from `call` (Admit's last steps): a
+  // plaintext call to a TLS-only export, a mutation or COMMIT on a
+  // read-only one.
+  nfsstat3 ExportRules(const NfsProc& p, const IncomingCall& call, const Export& exp);
   // Returns true iff the write path took the call: WRITE and COMMIT, and a
   // READ, GETATTR, ACCESS, LINK, SETATTR or CREATE held until buffered
   // writes of its file are upstream (DESIGN rule 4; Serve runs again then).
@@ -248,11 +254,12 @@ class NfsService : public RpcProgram {
   WritePath* write_path_ = nullptr;
   // A client call (ACCESS, or a WRITE that could be buffered with the
   // evidence) waiting for a speculative ACCESS's reply.
-  // Served again through ServeAgain (admitted anew).
+  // Served again through ServeAgain (its export's rules checked anew).
   struct Waiter {
     const NfsProc* proc;
     std::shared_ptr<IncomingCall> call;
     std::shared_ptr<XdrBox> args;
+    const Export* exp;
   };
   // Speculative ACCESS calls in flight, by handle + credential key, with the
   // client calls that wait for them.
@@ -290,6 +297,7 @@ class NfsService : public RpcProgram {
     const NfsProc* p;
     std::shared_ptr<IncomingCall> call;
     std::shared_ptr<XdrBox> args;
+    const Export* exp;
   };
   static constexpr size_t kMaxParked = 4096;
   std::deque<Parked> parked_;

@@ -73,7 +73,7 @@ void NfsService::SpeculateAccess(std::string_view fh, const Export& exp, const O
           cache_->Learn(*FindNfsProc(NFSPROC3_ACCESS), &a, r->results(), *e, key, SentOf(*r));
         }
         // Answered from what was just learned, or sent on as usual.
-        for (Waiter& w : waiters) ServeAgain(*w.proc, w.call, w.args);
+        for (Waiter& w : waiters) ServeAgain(*w.proc, w.call, w.args, *w.exp);
       });
   if (!s.ok()) {
     speculating_.erase(id);  // nobody waits yet: the call was never queued
@@ -99,7 +99,7 @@ bool NfsService::WaitForAccess(const NfsProc& p, const std::shared_ptr<IncomingC
   const std::string id = std::string(HandleBytes(a.file)) + std::string(CredKeyOf(cred).bytes());
   auto it = speculating_.find(id);
   if (it == speculating_.end() || !writes_may_wait_.contains(id)) return false;
-  it->second.push_back(Waiter{&p, call, args});
+  it->second.push_back(Waiter{&p, call, args, &exp});
   stats_[p.proc].coalesced++;
   return true;
 }
@@ -171,9 +171,10 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
   // or not, it is admitted again first: a reload meanwhile (a read-only
   // export, root squash) applies to it.
   const uint64_t at = std::min(before, write_path_->last_stamp());
-  auto again = [this, &p, call, args, at] { ServeAgain(p, call, args, at); };
+  const Export* e = &exp;
+  auto again = [this, &p, call, args, e, at] { ServeAgain(p, call, args, *e, at); };
   auto reply = [call](std::string results) { call->ReplySuccess(results); };
-  auto forward = [this, &p, call, args] { ForwardAgain(p, call, args); };
+  auto forward = [this, &p, call, args, e] { ForwardAgain(p, call, args, *e); };
   switch (p.proc) {
     case NFSPROC3_WRITE: {
       const auto* a = static_cast<const WRITE3args*>(args->get());

@@ -325,11 +325,20 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_b
   // port, unless calls that may not run twice wait to go again on this
   // connection: from another port the server's duplicate request cache
   // would not know them (a link down for minutes fails every connect, not
-  // only the port's), and the server's TIME_WAIT ends by itself; only a
-  // port that cannot be bound here counts then.
-  if (!was_up && c.local_port != 0 && (port_busy || c.resend.empty()) &&
-      ++c.port_failures >= kSourcePortAttempts) {
-    NFSEDGE_LOG(kDebug) << options_.name << ": giving up source port " << c.local_port;
+  // only the port's), and the server's TIME_WAIT ends by itself: then the
+  // port is kept for kSourcePortPatience failed connects (a firewall that
+  // still holds the old connection would refuse it for ever), but for a
+  // port that cannot be bound here.
+  const int limit =
+      port_busy || c.resend.empty() ? kSourcePortAttempts : kSourcePortPatience;
+  if (!was_up && c.local_port != 0 && ++c.port_failures >= limit) {
+    if (limit == kSourcePortPatience) {
+      NFSEDGE_LOG(kWarn) << options_.name << ": " << limit << " connects from source port "
+                         << c.local_port << " failed; calls that may not run twice go again "
+                         << "from another port, unknown to the server's duplicate request cache";
+    } else {
+      NFSEDGE_LOG(kDebug) << options_.name << ": giving up source port " << c.local_port;
+    }
     c.local_port = 0;
   }
   // The port is bound anew before the old socket goes (both share it:

@@ -42,9 +42,11 @@ namespace nfsedge {
 inline constexpr int kMaxConnectionLosses = 3;
 // Connects a lost connection tries from its old source port (so that the
 // server's duplicate request cache knows the resent calls) before any port;
-// while calls that may not run twice wait to go again on it, only connects
-// that could not bind that port count.
+// while calls that may not run twice wait to go again on it, more
+// (kSourcePortPatience), unless that port cannot be bound.
 inline constexpr int kSourcePortAttempts = 3;
+// ... while calls that may not run twice wait to go again on it.
+inline constexpr int kSourcePortPatience = 60;  // 5 min at the default 5 s back-off
 inline constexpr int kMaxRetransmits = 3;
 
 struct ClientOptions {
@@ -88,8 +90,9 @@ struct ClientOptions {
   //   need not catch a copy that arrives while the first still runs;
   // - after the loss of that connection, is sent again with the same XID on
   //   the same connection once it is back (from its old source port, which
-  //   a server's duplicate request cache keys on, however many connects
-  //   fail meanwhile, unless that port cannot be bound three times), never
+  //   a server's duplicate request cache keys on, through
+  //   kSourcePortPatience failed connects, three if that port cannot be
+  //   bound), never
   //   on another one; as any call, it fails after kMaxConnectionLosses
   //   losses (of the connection while up);
   // - at its deadline (`timeout`) is not failed, as the server may have run

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 #include <thread>
@@ -115,6 +116,11 @@ class CreateWriteTest : public ProgramsBed {
       after.ctime.seconds += ++upstream_writes_;  // each one a change
       return WriteOk(static_cast<uint32_t>(DecodeWriteArgs(s.args).data.size()), FILE_SYNC, kV1,
                      after);
+    }
+    if (s.proc == NFSPROC3_SETATTR) {
+      SETATTR3res res{};
+      res.status = NFS3_OK;
+      return Xdr(Proc(xdr_SETATTR3res), res);
     }
     if (s.proc != NFSPROC3_ACCESS) ADD_FAILURE() << "unexpected upstream call " << s.proc;
     return std::nullopt;
@@ -285,44 +291,68 @@ TEST_F(CreateWriteTest, OnlyAWriteTheEvidenceWouldChangeStartsAnAccess) {
   EXPECT_EQ(Count(NFSPROC3_ACCESS), 2u) << "the UNSTABLE write's speculative ACCESS";
 }
 
-// A SETATTR held until the file's buffered writes are upstream is admitted
-// again when it goes on: the export made read-only by a reload meanwhile
-// refuses it, rather than its truncation reaching the upstream.
-TEST_F(CreateWriteTest, ACallHeldForBufferedWritesMeetsTheRulesOfAReloadMeanwhile) {
-  BlockingClient c(port_);
-  MountAndCreate(c, 1000, 0644);
-  SendWrite(c, 3);
-  ASSERT_EQ(ReadWriteReply(c).committed, UNSTABLE) << "buffered";
-  loop_.RunSync([&] { hold_writes_ = true; });
-  SETATTR3args s{};
-  s.object = Fh(file_);
-  s.new_attributes.size.set_it = TRUE;
-  s.new_attributes.size.set_size3_u.size = 0;
-  c.SendRecord(MakeCall(4, kNfsProgram, 3, NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), s),
-                        SysCred(1000, 100)));
-  for (int i = 0; i < 500 && Count(NFSPROC3_WRITE) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+// A SETATTR held until the file's buffered writes are upstream meets the
+// rules of its export as they are when it goes on: made read-only by a
+// reload meanwhile, it refuses it, rather than let its truncation reach the
+// upstream. The handle's place in the export stays: the handle registry
+// letting it go meanwhile (other handles handed out) does not refuse it.
+class HeldSetattrTest : public CreateWriteTest {
+ protected:
+  // Buffers a write of kFileFh, sends a truncating SETATTR, which waits
+  // for it, runs `meanwhile` on the loop once the write is upstream, then
+  // lets the write be answered; returns the SETATTR's status.
+  uint32_t HeldSetattr(const std::function<void()>& meanwhile) {
+    BlockingClient c(port_);
+    MountAndCreate(c, 1000, 0644);
+    SendWrite(c, 3);
+    EXPECT_EQ(ReadWriteReply(c).committed, UNSTABLE) << "buffered";
+    loop_.RunSync([&] { hold_writes_ = true; });
+    SETATTR3args s{};
+    s.object = Fh(file_);
+    s.new_attributes.size.set_it = TRUE;
+    s.new_attributes.size.set_size3_u.size = 0;
+    c.SendRecord(MakeCall(4, kNfsProgram, 3, NFSPROC3_SETATTR, Xdr(Proc(xdr_SETATTR3args), s),
+                          SysCred(1000, 100)));
+    for (int i = 0; i < 500 && Count(NFSPROC3_WRITE) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(Count(NFSPROC3_WRITE), 1u) << "the buffered write goes first";
+    loop_.RunSync([&] {
+      meanwhile();
+      for (size_t i = 0; i < up_->calls.size(); ++i) {
+        if (up_->calls[i].proc != NFSPROC3_WRITE) continue;
+        fattr3 after = created_;
+        after.size = 4096;
+        up_->Answer(i, WriteOk(4096, FILE_SYNC, kV1, after));
+      }
+    });
+    std::optional<std::string> reply = c.ReadRecord();
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return 0xffffffff;
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    EXPECT_TRUE(h.ok());
+    const std::string results = h.ok() ? reply->substr(h->results_offset) : "";
+    return results.size() >= 4 ? LoadBE32(results.data()) : 0xffffffff;
   }
-  ASSERT_EQ(Count(NFSPROC3_WRITE), 1u) << "the buffered write goes first";
-  loop_.RunSync([&] {
+};
+
+TEST_F(HeldSetattrTest, AReloadMeanwhileAppliesToIt) {
+  const uint32_t status = HeldSetattr([&] {
     ExportConfig ro = export_;
     ro.read_only = true;
     ASSERT_TRUE(exports_->Update({ro}).ok());
-    for (size_t i = 0; i < up_->calls.size(); ++i) {
-      if (up_->calls[i].proc != NFSPROC3_WRITE) continue;
-      fattr3 after = created_;
-      after.size = 4096;
-      up_->Answer(i, WriteOk(4096, FILE_SYNC, kV1, after));
-    }
   });
-  std::optional<std::string> reply = c.ReadRecord();
-  ASSERT_TRUE(reply.has_value());
-  StatusOr<ReplyHeader> h = ParseReply(*reply);
-  ASSERT_TRUE(h.ok());
-  const std::string results = reply->substr(h->results_offset);
-  ASSERT_GE(results.size(), 4u);
-  EXPECT_EQ(LoadBE32(results.data()), static_cast<uint32_t>(NFS3ERR_ROFS));
+  EXPECT_EQ(status, static_cast<uint32_t>(NFS3ERR_ROFS));
   EXPECT_EQ(Count(NFSPROC3_SETATTR), 0u) << "the truncation reached the upstream";
+}
+
+TEST_F(HeldSetattrTest, ItsHandleLeavingTheRegistryMeanwhileDoesNotRefuseIt) {
+  const uint32_t status = HeldSetattr([&] {
+    for (int i = 0; i < 1100; ++i) registry_->Add("OTHER-" + std::to_string(i), 0);
+    ASSERT_FALSE(registry_->FindAll(file_)) << "the file's handle is still registered";
+  });
+  EXPECT_EQ(status, static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(Count(NFSPROC3_SETATTR), 1u);
 }
 
 // An UNCHECKED CREATE of a name that exists returns that file, made by
