@@ -260,6 +260,10 @@ void Operations::Resolve(const std::string& path, ResolveDone done, bool missing
         }
         const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
         r.fh.assign(fh.fhandle3_val, fh.fhandle3_len);
+        // The export's own root, marked as a MNT marks it: a warm after a
+        // restart (no handle store) hands its tree out again, and a client
+        // still holding the root's handle must not step above it by "..".
+        deps_.handles->Add(r.fh, r.exp->id(), /*root=*/true);
         LookupNext(names, 0, std::move(r), std::move(done), missing_ok);
       });
   if (!s.ok()) done(s);

@@ -61,7 +61,7 @@ struct OperationsDeps {
   const ExportTable* exports = nullptr;
   const Clock* clock = nullptr;
   MetadataCache* meta = nullptr;
-  const HandleRegistry* handles = nullptr;
+  HandleRegistry* handles = nullptr;  // Resolve marks an export's root in it
   BlockCache* blocks = nullptr;  // null: no data cache
   DiskTier* disk = nullptr;      // null: no disk tier
   ReadPath* read_path = nullptr;

@@ -161,6 +161,8 @@ std::string ProxyProcess::RenderConfig(const Options& o) {
   return FoldTables(c.str());
 }
 
+std::string ProxyProcess::control_socket_path() const { return ControlSocketPath(options_); }
+
 StatusOr<std::unique_ptr<ProxyProcess>> ProxyProcess::Start(const Options& in) {
   if (in.work_dir.empty()) return Status::Error("ProxyProcess: work_dir is required");
   Options o = in;

@@ -92,6 +92,8 @@ class ProxyProcess {
   uint16_t mount_port() const { return options_.mount_port; }
   const std::string& host() const { return options_.listen; }
   std::string config_path() const { return options_.work_dir + "/nfsedge.toml"; }
+  // The [control] socket's path ("" with control_socket = "none").
+  std::string control_socket_path() const;
   const std::string& log_path() const { return process_->log_path(); }
   std::string LogTail(size_t max_lines = 60) const { return process_->LogTail(max_lines); }
   pid_t pid() const { return process_->pid(); }

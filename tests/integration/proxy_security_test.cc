@@ -197,6 +197,28 @@ TEST_F(SecurityTest, WithoutAHandleStoreARestartForgetsHandles) {
   EXPECT_EQ(c->Getattr(f.fh).status, kNfs3ErrStale);
 }
 
+// A warm after such a restart hands the export's tree out again: the root
+// of the export it walks is that export's root, as after a MNT, so a client
+// still holding its handle from before cannot step above it with "..".
+TEST_F(SecurityTest, AWarmAfterARestartKeepsDotDotOfTheExportsRootShut) {
+  StartBed(/*handle_store=*/false);
+  ASSERT_TRUE(WriteFile(Disk(0) + "/sub/inner-file", "inner").ok());
+  auto m = ConnectOrFail("127.0.0.1", bed_->proxy()->mount_port(), {}, kOutside);
+  ASSERT_TRUE(m);
+  MntResult sub = m->Mnt("/data/sub");
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(bed_->RestartProxy().ok());
+  auto outside = Proxy(0, 0, kOutside);  // 127.0.0.2: /data/sub only
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->Getattr(sub.fh).status, kNfs3ErrStale);
+  auto [code, out] =
+      RunNfsedge("warm /data/sub --socket " + bed_->proxy()->control_socket_path());
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_TRUE(outside->Getattr(sub.fh).ok()) << "the warm made the root's handle known again";
+  EXPECT_TRUE(outside->Lookup(sub.fh, "inner-file").ok());
+  EXPECT_EQ(outside->Lookup(sub.fh, "..").status, kNfs3ErrAcces);
+}
+
 TEST_F(SecurityTest, ForgedAndForeignHandlesNeverReachTheUpstream) {
   ASSERT_TRUE(WriteFile(Disk(1) + "/theirs", "not exported as such").ok());
   // Handles the upstream knows: the root of its export "other" (served by
