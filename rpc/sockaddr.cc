@@ -127,6 +127,10 @@ bool Network::Contains(const SockAddr& addr) const {
       std::memcpy(mapped, in6->s6_addr + 12, 4);
       a = mapped;
     } else {
+      // An IPv4 client arriving on an IPv6 socket is an IPv4 client: only
+      // IPv4 networks hold it ("::/0" means every IPv6 client, as it does
+      // with an IPv4 listener).
+      if (IN6_IS_ADDR_V4MAPPED(in6)) return false;
       a = in6->s6_addr;
     }
   } else {

@@ -121,6 +121,17 @@ TEST(MappedNetworkTest, MappedAndIpv4NetworksMatchBothFormsOfAClient) {
   EXPECT_TRUE(v4.Contains(Addr("::ffff:10.1.2.3"))) << "a dual-stack socket's IPv4 client";
   EXPECT_FALSE(v4.Contains(Addr("::ffff:10.2.2.3")));
   EXPECT_FALSE(v4.Contains(Addr("::a01:203"))) << "not an IPv4-mapped address";
+
+  // An IPv6 network holds IPv6 clients only: an IPv4 client on a dual-stack
+  // socket is not in "::/0" (nor in "::/80", whose bytes it shares), as it
+  // would not be with an IPv4 listener.
+  for (const char* net : {"::/0", "::/64", "::/80", "::ffff:0:0:0/48"}) {
+    StatusOr<Network> six = Network::Parse(net);
+    ASSERT_TRUE(six.ok()) << net << ": " << six.status().ToString();
+    EXPECT_FALSE(six->Contains(Addr("::ffff:10.1.2.3"))) << net;
+    EXPECT_FALSE(six->Contains(Addr("10.1.2.3"))) << net;
+  }
+  EXPECT_TRUE(Network::Parse("::/0")->Contains(Addr("2001:db8::1")));
 }
 
 constexpr char kUpstream[] = "[upstream]\nhost = \"10.9.9.9\"\n";
