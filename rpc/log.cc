@@ -66,6 +66,21 @@ void AppendJsonString(std::string* out, std::string_view s) {
   *out += '"';
 }
 
+// `s` with control bytes written as \xNN: a client's path or name with a
+// newline in it cannot make one text line look like several.
+void AppendPrintable(std::string* out, std::string_view s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+      *out += buf;
+    } else {
+      *out += c;
+    }
+  }
+}
+
 int SyslogPriority(LogLevel l) {
   switch (l) {
     case LogLevel::kError: return LOG_ERR;
@@ -127,7 +142,7 @@ std::string FormatLogLine(LogFormat format, LogLevel level, const char* file, in
   switch (format) {
     case LogFormat::kText:
       out = std::string(stamp) + " " + kNames[l] + " ";
-      out += text;
+      AppendPrintable(&out, text);
       break;
     case LogFormat::kKeyValue:
       out = std::string("ts=") + stamp + " level=" + kLowerNames[l] + " src=" + src + " msg=";

@@ -162,6 +162,11 @@ TEST(Log, LineFormats) {
   const int64_t ms = 1714557600123;  // 2024-05-01T10:00:00.123Z
   EXPECT_EQ(FormatLogLine(LogFormat::kText, LogLevel::kInfo, "/a/b/daemon.cc", 42, ms, "hi"),
             "2024-05-01T10:00:00.123Z INFO hi\n");
+  // A client's bytes (an MNT path) cannot start a line of their own.
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, LogLevel::kInfo, "d.cc", 1, ms,
+                          "MNT /a\n2024-05-01T10:00:00.123Z ERROR x\r\x7f\t"),
+            "2024-05-01T10:00:00.123Z INFO MNT /a\\x0a2024-05-01T10:00:00.123Z ERROR "
+            "x\\x0d\\x7f\\x09\n");
   EXPECT_EQ(FormatLogLine(LogFormat::kKeyValue, LogLevel::kWarn, "/a/b/daemon.cc", 42, ms,
                           "say \"x\""),
             "ts=2024-05-01T10:00:00.123Z level=warn src=daemon.cc:42 msg=\"say \\\"x\\\"\"\n");
