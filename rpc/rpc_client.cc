@@ -44,6 +44,14 @@ void AbortOnClose(bufferevent* bev) {
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
+// Every connection's socket shares its port (SO_REUSEADDR), so that the
+// next connection can bind it again while this one's remains (its
+// TIME_WAIT, or a close not yet finished) are in the kernel.
+void SharePort(int fd) {
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+}
+
 }  // namespace
 
 RpcClient::RpcClient(event_base* base, ClientOptions options)
@@ -117,21 +125,17 @@ void RpcClient::OwnedFd::reset(int fd) {
   fd_ = fd;
 }
 
-int RpcClient::NewSocket() const {
+int RpcClient::NewSocket(bool shared) const {
   int fd = socket(options_.server.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  // Every connection's socket may share its port (SO_REUSEADDR), so that
-  // the next connection can bind it again while this one's remains (its
-  // TIME_WAIT, or a close not yet finished) are in the kernel.
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (shared) SharePort(fd);
   return fd;
 }
 
 int RpcClient::MakeSocket(Conn& c) {
   if (c.local_port != 0 && c.held.valid()) return c.held.release();
   int family = options_.server.family();
-  int fd = NewSocket();
+  int fd = NewSocket(/*shared=*/c.local_port != 0);
   if (fd < 0) return -1;
   if (c.local_port != 0) {
     if (BindPort(fd, family, c.local_port)) return fd;
@@ -143,7 +147,10 @@ int RpcClient::MakeSocket(Conn& c) {
     return kPortBusy;
   }
   if (options_.privileged_port) {
-    if (bindresvport_sa(fd, nullptr) == 0) return fd;
+    if (bindresvport_sa(fd, nullptr) == 0) {
+      SharePort(fd);
+      return fd;
+    }
     NFSEDGE_LOG(kWarn) << options_.name << ": no privileged port available ("
                        << std::strerror(errno) << "); connecting from an ordinary port";
   }
@@ -155,6 +162,7 @@ int RpcClient::MakeSocket(Conn& c) {
     NFSEDGE_LOG(kDebug) << options_.name << ": cannot bind a source port ("
                         << std::strerror(errno) << "); connect() picks one";
   }
+  SharePort(fd);
   return fd;
 }
 
@@ -331,7 +339,7 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_b
   // port that cannot be bound here.
   const int limit =
       port_busy || c.resend.empty() ? kSourcePortAttempts : kSourcePortPatience;
-  if (!was_up && c.local_port != 0 && ++c.port_failures >= limit) {
+  if (!was_up && counts && c.local_port != 0 && ++c.port_failures >= limit) {
     if (limit == kSourcePortPatience) {
       NFSEDGE_LOG(kWarn) << options_.name << ": " << limit << " connects from source port "
                          << c.local_port << " failed; calls that may not run twice go again "
@@ -346,7 +354,7 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_b
   if (c.local_port == 0 || shut_down_) {
     c.held.reset();
   } else if (!c.held.valid()) {
-    const int fd = NewSocket();
+    const int fd = NewSocket(/*shared=*/true);
     if (fd >= 0 && BindPort(fd, options_.server.family(), c.local_port)) {
       c.held.reset(fd);
     } else if (fd >= 0) {
@@ -659,14 +667,12 @@ void RpcClient::SweepDeadlines() {
         continue;
       }
       // It may have run: not failed but sent again (Conn::resend) on its
-      // connection, opened again, even while deadlines are held. Waiting
-      // for its connection, which is stuck on its way up (a TLS probe or
-      // handshake not answered), it starts that connection over.
-      int c = p.conn;
-      if (c < 0 && p.home >= 0 && conns_[p.home].state != Conn::State::kUp &&
-          conns_[p.home].state != Conn::State::kDown) {
-        c = p.home;
-      }
+      // connection, opened again, even while deadlines are held. (Waiting
+      // for its connection on its way up, it waits: the setup timer starts
+      // a stuck connect, probe or handshake over, and a deadline that did
+      // would abort connects in progress, each a failed connect from the
+      // port the server's duplicate request cache knows.)
+      const int c = p.conn;
       if (c >= 0 && std::find(reopen.begin(), reopen.end(), c) == reopen.end()) {
         reopen.push_back(c);
       }
@@ -698,7 +704,12 @@ void RpcClient::SweepDeadlines() {
     // (Not a loss of the server's making: it does not count against the
     // calls on it, which would otherwise fail after a few deadlines of a
     // server that holds them, even while the upstream is out and they wait
-    // for it, as a hard mount's do.)
+    // for it, as a hard mount's do.) Every such call on it goes again now,
+    // so its deadline starts again now: calls sent at different times would
+    // otherwise open the connection again one deadline after another.
+    for (auto& [xid, p] : pending_) {
+      if (p.conn == i && !p.repeatable) p.deadline = std::max(p.deadline, now + options_.timeout);
+    }
     ConnLost(i, "a call unanswered before its deadline", /*counts=*/false);
   }
   if (expired.empty()) return;

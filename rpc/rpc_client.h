@@ -266,9 +266,13 @@ class RpcClient : public RpcCaller {
   void WriteCall(int i, uint32_t xid, Pending& p);
   void PaceOut();
   void RetransmitOverdue(SteadyClock::time_point now);
-  // A TCP socket of the server's family, non-blocking, SO_REUSEADDR; -1 on
-  // failure.
-  int NewSocket() const;
+  // A TCP socket of the server's family, non-blocking; -1 on failure.
+  // `shared`: SO_REUSEADDR set before it is bound, to bind again a port of
+  // this client's that an earlier socket still has (its TIME_WAIT, a held
+  // port). A socket taking a new port gets it only after its bind
+  // (SharePort): bound with it, it could take a port another connection
+  // holds for its resends (bindresvport binds ports by number).
+  int NewSocket(bool shared) const;
   // Returns a non-blocking socket (SO_REUSEADDR) bound as the options and
   // `c` say (the held one, if `c` holds its port), -1 to let libevent make
   // one (no socket could be made), or kPortBusy when `c`'s old source port

@@ -402,6 +402,65 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
 
+// Calls that may not run twice, sent at different times on one connection
+// to a server that holds them: the connection opened again at the first
+// one's deadline sends both again, and both deadlines start over then, so
+// it is opened again once a deadline, not once per call's deadline.
+TEST_F(RpcClientTest, ReopensForCallsNotSafeToRepeatComeOnceADeadline) {
+  StartServerAndShortDeadlineClient();
+  loop_.Start();
+  Send("hold", 1, 12);
+  usleep(150000);  // half a deadline
+  Send("hold", 2, 12);
+  usleep(1600000);  // the first call's sends: at 0, 300, 600, ... 1500 ms
+  loop_.RunSync([&] {
+    const uint32_t first = handler_.seen_xids.at(0);
+    const auto sends = std::count(handler_.seen_xids.begin(), handler_.seen_xids.end(), first);
+    EXPECT_GE(sends, 4) << "sent again at its deadlines";
+    EXPECT_LE(sends, 7) << "opened again at the other call's deadlines too";
+    EXPECT_EQ(results_.count(1) + results_.count(2), 0u);
+  });
+}
+
+// A new connection's source port is never one another connection holds for
+// calls that may not run twice: bindresvport binds ports by number, and a
+// socket that shared its port before binding could take a held one (both
+// SO_REUSEADDR), whose reconnect would then fail.
+TEST_F(RpcClientTest, ANewPrivilegedPortIsNeverOneHeldForResends) {
+  if (geteuid() != 0) GTEST_SKIP() << "privileged ports need root";
+  StartServer();
+  // Every privileged port bindresvport may pick, held as a lost connection
+  // holds its port (bound, SO_REUSEADDR, not connected).
+  std::vector<int> held;
+  std::set<uint16_t> held_ports;
+  for (uint16_t port = 512; port < 1024; ++port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      held.push_back(fd);
+      held_ports.insert(port);
+    } else {
+      close(fd);
+    }
+  }
+  ASSERT_GT(held_ports.size(), 300u);
+  ClientOptions o;
+  o.privileged_port = true;
+  StartClient(o);
+  loop_.Start();
+  Send("x", 1);
+  EXPECT_EQ(Wait(1), "x");
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_ports.size(), 1u);
+    EXPECT_EQ(held_ports.count(handler_.seen_ports[0]), 0u) << handler_.seen_ports[0];
+  });
+  for (int fd : held) close(fd);
+}
+
 // The connection opened again for a call that may not run twice is not a
 // loss of the server's making: while the upstream is out (deadlines held),
 // the calls on it wait for the server, deadline after deadline, instead of
