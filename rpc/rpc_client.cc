@@ -52,6 +52,20 @@ void SharePort(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 }
 
+// TCP_USER_TIMEOUT and keepalive for ClientOptions::dead_path_timeout.
+void WatchPath(int fd, Duration timeout) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  if (ms <= 0) return;
+  const unsigned user_timeout = static_cast<unsigned>(std::min<int64_t>(ms, INT32_MAX));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+  int one = 1;
+  const int idle = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ms / 1000, 32767)));
+  const int interval = std::max(1, std::min(idle, 5));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+}
+
 }  // namespace
 
 RpcClient::RpcClient(event_base* base, ClientOptions options)
@@ -215,6 +229,7 @@ void RpcClient::OnConnEvent(int i, short what) {
     int one = 1;
     evutil_socket_t fd = bufferevent_getfd(c.bev.get());
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    WatchPath(fd, options_.dead_path_timeout);
     if (!options_.tls) {
       ConnUp(i);
       return;
@@ -251,10 +266,19 @@ void RpcClient::OnConnEvent(int i, short what) {
                              ? "closed by server"
                              : "closed by server before its first reply; a TLS server may have "
                                "refused this client's certificate";
-    std::string why = (what & BEV_EVENT_EOF) ? std::string(closed)
-                      : options_.tls         ? TlsBuffereventError(c.bev.get())
-                                             : std::string(evutil_socket_error_to_string(err));
-    ConnLost(i, why);
+    // The path went silent (dead_path_timeout): not a loss of the
+    // server's making, nor of its calls'.
+    const bool dead_path = !(what & BEV_EVENT_EOF) && err == ETIMEDOUT;
+    std::string why =
+        dead_path ? "no acknowledgement from the server for " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           options_.dead_path_timeout)
+                                           .count()) +
+                        " ms (the path dropped the connection?)"
+        : (what & BEV_EVENT_EOF) ? std::string(closed)
+        : options_.tls           ? TlsBuffereventError(c.bev.get())
+                                 : std::string(evutil_socket_error_to_string(err));
+    ConnLost(i, why, /*counts=*/!dead_path);
   }
 }
 

@@ -65,6 +65,15 @@ struct ClientOptions {
   // retransmission (up to a minute apart). Not below a few seconds: a
   // reconnect from the old source port may wait for a SYN retransmission.
   Duration connect_timeout = std::chrono::seconds(5);
+  // A connection whose bytes the server has not acknowledged for this long
+  // (TCP_USER_TIMEOUT; idle ones probed by TCP keepalive after the same
+  // time, then every few seconds) is lost: a path that drops its packets
+  // silently (a NAT or firewall that forgot the connection) is found
+  // within it rather than after the kernel's retransmissions (about 15
+  // minutes), and the connection opened again. A server that is alive
+  // acknowledges what it has not read yet, also with a full window: only
+  // the path counts. Zero: the kernel's defaults.
+  Duration dead_path_timeout = std::chrono::seconds(20);
   bool privileged_port = false;
   size_t max_record_size = 4 << 20;
   // RPC-over-TLS (RFC 9289, rpc/tls.h): when set, every connection first
