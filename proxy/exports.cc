@@ -105,6 +105,7 @@ Status ExportTable::Update(const std::vector<ExportConfig>& exports) {
     }
   }
   for (size_t i = 0; i < exports.size(); ++i) exports_[i].config_ = exports[i];
+  updates_++;
   return Status::Ok();
 }
 

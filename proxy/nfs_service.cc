@@ -199,13 +199,27 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     // Without ACCESS evidence the read path forwards; the next READ finds it.
     SpeculateAccess(HandleBytes(a->file), *exp, cred);
     AskFsinfo(HandleBytes(a->file), cred);
+    // The read path may wait (a revalidation, a fetch): after a reload
+    // meanwhile, the READ meets its export's rules again (client networks,
+    // squashing) before it is answered or forwarded.
+    const uint64_t rules = exports_.updates();
     read_path_->Serve(
         *a, *exp, cred,
-        [this, call](std::string results) {
+        [this, &p, call, args, exp, rules, before](std::string results) {
+          if (exports_.updates() != rules) {
+            ServeAgain(p, call, args, *exp, before);
+            return;
+          }
           stats_[NFSPROC3_READ].cache_answers++;
           call->ReplySuccess(results);
         },
-        [this, &p, call, args, exp, cred] { Forward(p, call, args, *exp, cred); });
+        [this, &p, call, args, exp, cred, rules] {
+          if (exports_.updates() != rules) {
+            ForwardAgain(p, call, args, *exp);
+          } else {
+            Forward(p, call, args, *exp, cred);
+          }
+        });
     return;
   }
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {

@@ -194,7 +194,8 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
         // starts no ACCESS: the upstream judges it as it is.
         if (!may_buffer && EvidenceMatters(exp, *a)) SpeculateAccess(fh, exp, cred);
       }
-      write_path_->Write(*a, exp, cred, may_buffer, reply, forward);
+      write_path_->Write(*a, exp, cred, may_buffer, reply, forward,
+                         [this, &p, call, e](OpaqueAuth* now) { return Readmit(p, call, *e, now); });
       return true;
     }
     case NFSPROC3_CREATE: {

@@ -75,7 +75,7 @@ void WritePath::FlushAll() {
 }
 
 void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred,
-                      bool may_buffer, ReplyFn reply, ForwardFn forward) {
+                      bool may_buffer, ReplyFn reply, ForwardFn forward, ReadmitFn readmit) {
   const std::string fh(a.file.data.data_val, a.file.data.data_len);
   const bool write_back = exp.config().write_back && options_.journal != nullptr;
   const bool write_behind = exp.config().write_behind || write_back;
@@ -121,7 +121,7 @@ void WritePath::Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& 
   const bool journal = write_back && may_buffer;
   auto b = std::make_unique<Blocked>(Blocked{fh, &exp, a.offset, std::string(a.data.data_val, n),
                                              stable, journal, cred, std::move(reply),
-                                             ++arrivals_});
+                                             std::move(readmit), false, ++arrivals_});
   // No caller's bytes replace another's in the buffer: the upstream judges
   // each caller's own writes (the older one may have been taken without
   // evidence that it may write), and a refusal reaches only its writer. A

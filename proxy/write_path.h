@@ -168,6 +168,11 @@ class WritePath {
   using ReplyFn = std::function<void(std::string results)>;
   // Sends the client's call upstream as is.
   using ForwardFn = std::function<void()>;
+  // Checks a write that waited (for room, for other callers' bytes) against
+  // its export's rules as they are when it goes on (a reload meanwhile);
+  // maps its credential again into *cred. Returns false iff it refused the
+  // write, having answered its client itself.
+  using ReadmitFn = std::function<bool(OpaqueAuth* cred)>;
   // Runs `fn` once, `delay` from now, on the loop.
   using ScheduleFn = std::function<void(Duration delay, std::function<void()> fn)>;
   // Learns from a successful upstream reply (caches).
@@ -185,9 +190,10 @@ class WritePath {
   // An admitted client WRITE `a` for `cred` on `exp`. `may_buffer`: the
   // ACCESS cache proves `cred` may write the file (an UNSTABLE write is
   // buffered only then; else it is treated as stable). Calls exactly one of
-  // `reply` and `forward`, now or later.
+  // `reply`, `forward` and (refusing) `readmit`, now or later; `readmit`
+  // (may be empty) only if the write waited.
   void Write(const WRITE3args& a, const Export& exp, const OpaqueAuth& cred, bool may_buffer,
-             ReplyFn reply, ForwardFn forward);
+             ReplyFn reply, ForwardFn forward, ReadmitFn readmit = nullptr);
   // An admitted client COMMIT. Calls exactly one of `reply` and `forward`.
   void Commit(const COMMIT3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
               ForwardFn forward);
@@ -472,6 +478,11 @@ class WritePath {
   // before the file's writes that came after it: a parked write whose turn
   // came may be older than some waiting there).
   void Enter(File& f, std::unique_ptr<Blocked> b);
+  // Returns false iff `b`, which waited, is refused by its export's rules
+  // as they are now (Blocked::readmit answered it). A credential mapped
+  // otherwise now is not the one the evidence that let it be buffered was
+  // for: the write is then answered once stable upstream.
+  static bool Readmitted(Blocked& b);
   // Room for `n` more bytes in all, and in `f`.
   bool TotalRoom(uint64_t n) const;
   static bool FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes);

@@ -191,6 +191,8 @@ struct WritePath::Blocked {
   bool journal;
   OpaqueAuth cred;
   ReplyFn reply;
+  ReadmitFn readmit;
+  bool waited = false;  // it waited for room or was parked: Readmitted
   // When it came (WritePath::arrivals_): a file's waiting writes are taken
   // in this order, whichever queue (room, parked) each waits in.
   uint64_t arrival = 0;

@@ -23,8 +23,21 @@ bool WritePath::KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred,
   return true;
 }
 
+bool WritePath::Readmitted(Blocked& b) {
+  if (!b.waited || !b.readmit) return true;
+  OpaqueAuth cred = b.cred;
+  if (!b.readmit(&cred)) return false;
+  if (cred.flavor != b.cred.flavor || cred.body != b.cred.body) {
+    b.cred = cred;
+    b.stable = true;
+    b.journal = false;
+  }
+  return true;
+}
+
 void WritePath::Park(File& f, std::unique_ptr<Blocked> b) {
   stats_.parked++;
+  b->waited = true;
   // In arrival order: one taken from the room queue may be older than
   // writes parked meanwhile.
   auto at = std::find_if(f.parked.begin(), f.parked.end(), [&b](const std::unique_ptr<Blocked>& w) {
@@ -69,6 +82,7 @@ void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
   b->admitted = false;
   if (!room || older_waits || (!admitted && TotalShort())) {
     stats_.blocked++;
+    b->waited = true;
     f.blocked++;
     blocked_sizes_.insert(n);
     blocked_.insert(at, std::move(b));
@@ -87,6 +101,8 @@ void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
     }
     return;
   }
+  // (Refused, the file's entry goes with its next idle check.)
+  if (!Readmitted(*b)) return;
   Accept(f, *b->exp, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
 }
 
@@ -170,6 +186,10 @@ void WritePath::AdmitBlocked() {
       // among the file's parked writes), its turn for room taken.
       taken->admitted = true;
       Park(f, std::move(taken));
+      continue;
+    }
+    if (!Readmitted(*taken)) {
+      ForgetIfIdle(taken->fh);
       continue;
     }
     if (nfsstat3 e = TakeError(f, taken->cred); e != NFS3_OK) {

@@ -1,9 +1,9 @@
 // Cached data, attributes and names against what happened upstream
 // meanwhile: a disk read overtaken by a write, nested exports' lifetimes, a
 // RENAME within one server clock tick, the file a RENAME replaced, and a
-// forwarded READ answered after a newer version was learned; attributes
-// from a reply that left before a mutation which did not return them; a
-// WRITE whose reply was lost; the upstream's read size after a restart.
+// forwarded READ answered after a newer version was learned (in
+// forwarded_read_test.cc); attributes from a reply that left before a
+// mutation which did not return them.
 
 #include <algorithm>
 #include <condition_variable>
@@ -14,7 +14,6 @@
 
 #include "cache/handle_registry.h"
 #include "proxy/exports.h"
-#include "incoming_call.h"
 #include "proxy/nfs_service.h"
 #include "read_path_fixture.h"
 
@@ -604,159 +603,6 @@ TEST_F(OvertakenAttributesTest, AnOvertakenMutationReplyForgetsWhatWasCached) {
   meta_.Learn(*FindNfsProc(NFSPROC3_LINK), &link, Xdr(Proc(xdr_LINK3res), linked), exp_, Key(),
               SentNow(2));
   EXPECT_FALSE(CachedSize()) << "the attributes from before the LINK answered from cache";
-}
-
-// --- Data: a forwarded READ answered after a newer version was learned -------
-//
-// A server reads a READ's data, then takes its post-op attributes: another
-// client's write between the two answers old bytes under the new version.
-// A forwarded READ's data is kept only under the version the proxy knew as
-// the READ left; that the cache learned the new version in the meantime
-// (from a second READ, sent after the write and answered first) does not
-// make the old bytes the new version's.
-class ForwardedReadTest : public CoherenceTest {
- protected:
-  ForwardedReadTest()
-      : table_({Reachable(exp_.config())}),
-        registry_(1000),
-        nfs_(table_, registry_, up_, Options(), &meta_, rp_.get()) {
-    registry_.Add(file_, exp_.id());
-  }
-  static ExportConfig Reachable(ExportConfig c) {
-    c.clients.push_back(*Network::Parse("127.0.0.0/8"));
-    return c;
-  }
-  static NfsServiceOptions Options() {
-    NfsServiceOptions o;
-    o.drc_entries = 0;  // it would take the reply hook
-    return o;
-  }
-  // A client READ handed to the proxy's NFS program; its reply lands in
-  // `*results`.
-  void SendRead(uint64_t offset, uint32_t count, std::optional<std::string>* results) {
-    READ3args a{};
-    a.file = Fh(file_);
-    a.offset = offset;
-    a.count = count;
-    nfs_.Handle(IncomingNfsCall(next_xid_++, NFSPROC3_READ, user_, Xdr(Proc(xdr_READ3args), a),
-                                [results](std::string r) { *results = std::move(r); }));
-  }
-  // The index of the last upstream READ at `offset`, or -1.
-  int UpstreamRead(uint64_t offset) const {
-    for (int i = static_cast<int>(up_.calls.size()) - 1; i >= 0; --i) {
-      const FakeUpstream::Seen& s = up_.calls[static_cast<size_t>(i)];
-      if (s.proc != NFSPROC3_READ) continue;
-      XdrValue<READ3args> a(Proc(xdr_READ3args));
-      if (a.Decode(s.args) && a->offset == offset) return i;
-    }
-    return -1;
-  }
-
-  ExportTable table_;
-  HandleRegistry registry_;
-  NfsService nfs_;
-  uint32_t next_xid_ = 1;
-};
-
-TEST_F(ForwardedReadTest, OldBytesUnderAVersionLearnedAfterTheReadLeftAreNotKept) {
-  hold_ = true;  // every upstream call waits for the test
-  MetaGetattr(exp_, file_, file().attr);
-  // No ACCESS evidence yet: the READ goes upstream as it is.
-  std::optional<std::string> first, second;
-  SendRead(0, kBlock, &first);
-  const int r1 = UpstreamRead(0);
-  ASSERT_GE(r1, 0);
-  const std::string old_block = file().data.substr(0, kBlock);
-
-  // Another client writes the file at the head office; a second READ leaves
-  // after it and is answered first, with the new version.
-  SetFile(Content(10000, 5), kWall0 - 60);
-  SendRead(kBlock, kBlock, &second);
-  const int r2 = UpstreamRead(kBlock);
-  ASSERT_GE(r2, 0);
-  up_.Answer(static_cast<size_t>(r2), Respond(up_.calls[static_cast<size_t>(r2)]));
-  Drain();
-  ASSERT_TRUE(second.has_value());
-
-  // The first READ read its bytes before the write, its attributes after.
-  READ3res res{};
-  res.status = NFS3_OK;
-  READ3resok& ok = res.READ3res_u.resok;
-  ok.file_attributes = PostOp(file().attr);
-  ok.count = kBlock;
-  ok.data.data_val = const_cast<char*>(old_block.data());
-  ok.data.data_len = kBlock;
-  up_.Answer(static_cast<size_t>(r1), Xdr(Proc(xdr_READ3res), res));
-  Drain();
-  ASSERT_TRUE(first.has_value());
-
-  // With ACCESS evidence, a READ of the first block is served by the data
-  // cache: from the upstream, or from blocks of the new version.
-  hold_ = false;
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  const Outcome out = ReadNow(0, kBlock);
-  ASSERT_EQ(out.replies, 1);
-  EXPECT_TRUE(out.reply().data == file().data.substr(0, kBlock))
-      << "the bytes the write replaced were kept under the version it made";
-  EXPECT_EQ(rp_->stats().unconfirmed, 2u) << "neither forwarded READ's data was kept";
-}
-
-// --- Data: a forwarded WRITE whose reply is lost -----------------------------
-//
-// A WRITE forwarded as it is (no write path) that the upstream carried out
-// but whose reply never came (timed out): the server's timestamps did not
-// tick, so a revalidation finds the version the blocks were cached under.
-// They hold the bytes the write replaced, and must not be served, as after
-// an answered write (read_path.h, NoteWrite).
-using LostWriteReplyTest = ForwardedReadTest;
-
-TEST_F(LostWriteReplyTest, AWriteWhoseReplyWasLostDropsTheFilesBlocks) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  ExpectData(ReadNow(0, 6000), 0, 6000);  // the blocks are cached
-  const std::string data(100, 'n');
-  WRITE3args w{};
-  w.file = Fh(file_);
-  w.count = static_cast<uint32_t>(data.size());
-  w.stable = FILE_SYNC;
-  w.data.data_val = const_cast<char*>(data.data());
-  w.data.data_len = w.count;
-  up_.set_fail_with(Status(StatusCode::kTimeout, "no reply"));
-  std::optional<std::string> results;
-  nfs_.Handle(IncomingNfsCall(next_xid_++, NFSPROC3_WRITE, user_, Xdr(Proc(xdr_WRITE3args), w),
-                              [&results](std::string r) { results = std::move(r); }));
-  Drain();
-  ASSERT_TRUE(results.has_value());
-  EXPECT_EQ(LoadBE32(results->data()), static_cast<uint32_t>(NFS3ERR_JUKEBOX));
-  up_.set_fail_with(std::nullopt);
-  // The upstream took it: other bytes, the same size and times.
-  std::string now = file().data;
-  now.replace(0, data.size(), data);
-  SetFile(now, file().attr.mtime.seconds);
-  ExpectData(ReadNow(0, 6000), 0, 6000);
-}
-
-// --- Data: the upstream's read size after a restart ---------------------------
-//
-// Clients mounted before a proxy restart send no FSINFO: the proxy asks on
-// the first file read, once, so that its fetches are no larger than the
-// upstream reads at once (every fetch would come back short).
-using RestartedReadSizeTest = ForwardedReadTest;
-
-TEST_F(RestartedReadSizeTest, TheFirstReadAsksTheUpstreamsReadSizeOnce) {
-  server_rtmax_ = 2 * kBlock;
-  ASSERT_GT(rp_->read_size(), server_rtmax_);
-  // Every bit asked: no speculative ACCESS.
-  LearnAccess(user_, ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
-                         ACCESS3_DELETE | ACCESS3_EXECUTE,
-              ACCESS3_READ);
-  for (uint64_t offset : {0u, 5000u}) {
-    std::optional<std::string> results;
-    SendRead(offset, 1000, &results);
-    Drain();
-    ASSERT_TRUE(results.has_value());
-  }
-  EXPECT_EQ(fsinfo_asked_, 1);
-  EXPECT_EQ(rp_->read_size(), server_rtmax_);
 }
 
 }  // namespace

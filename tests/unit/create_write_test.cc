@@ -63,6 +63,7 @@ class CreateWriteTest : public ProgramsBed {
     StartPrograms({e}, cache_.get());
     WritePathOptions wo;
     wo.flush_delay = std::chrono::hours(1);  // buffered writes stay in the buffer
+    if (max_bytes_ > 0) wo.max_bytes = max_bytes_;
     writes_ = std::make_unique<WritePath>(
         clock_, *up_, *up_, [](Duration, std::function<void()>) {},
         [this](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
@@ -230,6 +231,7 @@ class CreateWriteTest : public ProgramsBed {
   uint32_t upstream_writes_ = 0;  // upstream WRITEs answered
   bool hold_writes_ = false;      // on the loop thread
   ExportConfig export_;
+  uint64_t max_bytes_ = 0;  // the write buffer's room in all, if set before SetUp
 };
 
 
@@ -353,6 +355,43 @@ TEST_F(HeldSetattrTest, ItsHandleLeavingTheRegistryMeanwhileDoesNotRefuseIt) {
   });
   EXPECT_EQ(status, static_cast<uint32_t>(NFS3_OK));
   EXPECT_EQ(Count(NFSPROC3_SETATTR), 1u);
+}
+
+// A WRITE that waited for buffer room meets the rules of its export as they
+// are when room comes: made read-only by a reload meanwhile, it is refused,
+// not buffered and answered.
+class WaitingForRoomTest : public HeldSetattrTest {
+ protected:
+  WaitingForRoomTest() { max_bytes_ = 4096; }  // one write's bytes
+};
+
+TEST_F(WaitingForRoomTest, AReloadMeanwhileAppliesToIt) {
+  BlockingClient c(port_);
+  MountAndCreate(c, 1000, 0644);
+  SendWrite(c, 3);
+  ASSERT_EQ(ReadWriteReply(c).committed, UNSTABLE) << "buffered";
+  loop_.RunSync([&] { hold_writes_ = true; });
+  SendWrite(c, 4);  // no room: it waits, and the buffered write goes upstream
+  for (int i = 0; i < 500 && Count(NFSPROC3_WRITE) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(Count(NFSPROC3_WRITE), 1u) << "the buffered write makes room";
+  loop_.RunSync([&] {
+    EXPECT_EQ(writes_->stats().blocked, 1u);
+    ExportConfig ro = export_;
+    ro.read_only = true;
+    ASSERT_TRUE(exports_->Update({ro}).ok());
+    for (size_t i = 0; i < up_->calls.size(); ++i) {
+      if (up_->calls[i].proc != NFSPROC3_WRITE) continue;
+      fattr3 after = created_;
+      after.size = 4096;
+      up_->Answer(i, WriteOk(4096, FILE_SYNC, kV1, after));
+    }
+  });
+  ClientReply r = ReadWriteReply(c);
+  EXPECT_EQ(r.status, NFS3ERR_ROFS);
+  loop_.RunSync([&] { EXPECT_EQ(writes_->stats().buffered_bytes, 0u); });
+  EXPECT_EQ(Count(NFSPROC3_WRITE), 1u);
 }
 
 // An UNCHECKED CREATE of a name that exists returns that file, made by
