@@ -1,6 +1,7 @@
 #include "cache/access_cache.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "cache/cache_key.h"
 
@@ -108,6 +109,17 @@ bool AccessCache::Allows(std::string_view handle, const CredKey& cred, uint32_t 
 
 bool AccessCache::Invalidate(std::string_view handle, const CredKey& cred) {
   return lru_.Erase(Key(handle, cred));
+}
+
+size_t AccessCache::InvalidateHandle(std::string_view handle) {
+  std::string prefix;
+  AppendPrefixed(&prefix, handle);  // length first: no other handle's keys start so
+  std::vector<std::string> keys;
+  lru_.ForEach([&](std::string_view key, const Entry&) {
+    if (key.starts_with(prefix)) keys.emplace_back(key);
+  });
+  for (const std::string& key : keys) lru_.Erase(key);
+  return keys.size();
 }
 
 void AccessCache::Clear() {

@@ -95,6 +95,12 @@ class AccessCache {
   // Drops the entry for (handle, cred), e.g. after the upstream refused an
   // operation the cache thought allowed. Returns true iff there was one.
   bool Invalidate(std::string_view handle, const CredKey& cred);
+  // Drops the entries of `handle` for every credential (nfsedge drop-cache
+  // PATH: a change the object's attributes do not show, such as a user
+  // taken out of a group the server looks up itself). Walks every entry:
+  // for an administrator's command, not for a call's path. Returns how many
+  // it dropped.
+  size_t InvalidateHandle(std::string_view handle);
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();

@@ -211,6 +211,15 @@ class MetadataCache {
     Forget(fh);
     ForgetMutated(fh);
   }
+  // ForgetNow(), and every credential's ACCESS result for `fh` (an
+  // administrator's drop-cache: the server's answer may have changed while
+  // the object's attributes did not). ACCESS replies sent before are not
+  // learned either (their attributes are overtaken: ForgetMutated). Walks
+  // the ACCESS cache.
+  void ForgetWithAccess(std::string_view fh) {
+    ForgetNow(fh);
+    access_.InvalidateHandle(fh);
+  }
   // A call of `p` (with decoded `args`) that changes the file system and
   // whose reply never came (a timeout, a connection lost): the upstream may
   // have carried it out. Forgets what it may have changed (every object it

@@ -179,7 +179,7 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
           return;
         }
         auto drop = [this](const std::string& fh) {
-          deps_.meta->ForgetNow(fh);
+          deps_.meta->ForgetWithAccess(fh);
           if (deps_.blocks) deps_.blocks->DropFile(fh);
           if (deps_.disk) deps_.disk->DropFile(fh);
         };
@@ -192,13 +192,13 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
           d.name = name.data();
           const std::string known = deps_.meta->KnownChild(d);
           if (!known.empty()) drop(known);
-          deps_.meta->ForgetNow(r->parent);
+          deps_.meta->ForgetWithAccess(r->parent);
           reply->Line(path + " is not there upstream: dropped what is cached about it and its "
                       "directory");
           reply->Finish(Status::Ok());
           return;
         }
-        if (!r->parent.empty()) deps_.meta->ForgetNow(r->parent);
+        if (!r->parent.empty()) deps_.meta->ForgetWithAccess(r->parent);
         drop(r->fh);
         reply->Line("dropped what is cached about " + path +
                     (r->parent.empty() ? std::string() : " and its directory"));

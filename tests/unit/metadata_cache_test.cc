@@ -317,6 +317,39 @@ TEST_F(MetadataCacheTest, AStaleAnswerForgetsTheHandle) {
   EXPECT_EQ(cache_.stale_handles(), 1u);
 }
 
+// nfsedge drop-cache PATH: a change the attributes do not show (a user the
+// server takes out of the directory's group, looking groups up itself)
+// takes effect there: every user's ACCESS result for it goes, those of
+// other objects stay, and an ACCESS reply sent before does not bring one
+// back.
+TEST_F(MetadataCacheTest, ForgettingWithAccessDropsEveryUsersResultForThatObject) {
+  const fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600, 0750);
+  const fattr3 f = Attr(NF3REG, 5, kWall0 - 3600, 0640);
+  LearnAccess(dir_, d, 0x3f, ACCESS3_READ | ACCESS3_LOOKUP, user_);
+  LearnAccess(dir_, d, 0x3f, ACCESS3_READ | ACCESS3_LOOKUP, other_);
+  LearnAccess(file_, f, 0x3f, ACCESS3_READ, user_);
+  ASSERT_TRUE(Access(dir_, ACCESS3_READ, user_));
+  cache_.ForgetWithAccess(dir_);
+  LearnGetattr(exp_, dir_, d);  // the same attributes: nothing shows the change
+  EXPECT_FALSE(Access(dir_, ACCESS3_READ, user_)) << "answered from the old result";
+  EXPECT_FALSE(Access(dir_, ACCESS3_READ, other_));
+  EXPECT_TRUE(Access(file_, ACCESS3_READ, user_)) << "another object's result went too";
+
+  ACCESS3args aa{Fh(dir_), 0x3f};
+  ACCESS3res ar{};
+  ar.status = NFS3_OK;
+  ar.ACCESS3res_u.resok.obj_attributes = PostOp(d);
+  ar.ACCESS3res_u.resok.access = ACCESS3_READ | ACCESS3_LOOKUP;
+  const std::string granted = Xdr(reinterpret_cast<xdrproc_t>(xdr_ACCESS3res), ar);
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
+               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(1), 1});
+  EXPECT_FALSE(Access(dir_, ACCESS3_READ, user_)) << "a reply sent before the drop was learned";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  cache_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &aa, granted, exp_, user_,
+               SentCall{std::chrono::steady_clock::now(), 1});
+  EXPECT_TRUE(Access(dir_, ACCESS3_READ, user_)) << "a reply sent after it";
+}
+
 // The upstream refuses a user a call on a directory (an ACL changed at the
 // head office: ctime only, mode, owner and group as they were): that user's
 // ACCESS result for it, from before, no longer answers LOOKUP (nor READDIR
