@@ -155,11 +155,17 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
       Queue(std::move(list));
     } else if (a.type == NF3REG && read_path_ && a.size > 0 &&
                a.size <= options_.small_file_bytes) {
-      Job data = base;
-      data.kind = Kind::kData;
-      data.size = a.size;
-      data.version = ChangeId::FromFattr(a);
-      Queue(std::move(data));
+      // One job per upstream read: a file larger than one (a warm reads
+      // files up to control.warm_file_bytes) is read whole.
+      const uint64_t chunk = std::max<uint64_t>(read_path_->read_size(), 1);
+      for (uint64_t offset = 0; offset < a.size; offset += chunk) {
+        Job data = base;
+        data.kind = Kind::kData;
+        data.size = a.size;
+        data.offset = offset;
+        data.version = ChangeId::FromFattr(a);
+        Queue(std::move(data));
+      }
     }
   }
   (void)dir;
@@ -168,6 +174,7 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
 
 std::string Prefetcher::SeenKey(const Job& job) {
   return std::to_string(static_cast<int>(job.kind)) + ":" +
+         (job.kind == Kind::kData ? std::to_string(job.offset) + ":" : std::string()) +
          std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
 }
 
@@ -255,8 +262,8 @@ void Prefetcher::Send(Job job) {
     case Kind::kData:
       in_flight_++;
       if (read_path_->PrefetchFile(job.fh, job.size, job.version, *job.exp, job.cred,
-                                   [this] { Finished(); })) {
-        stats_.files++;
+                                   [this] { Finished(); }, job.offset)) {
+        if (job.offset == 0) stats_.files++;
       } else {
         in_flight_--;
       }

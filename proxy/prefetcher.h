@@ -148,6 +148,7 @@ class Prefetcher {
     std::string verf;     // kList: cookie verifier (8 bytes) when cookie != 0
     uint32_t page = 0;    // kList: pages of the listing before this one
     uint64_t size = 0;    // kData
+    uint64_t offset = 0;  // kData: where this fetch starts (a file is read a read size a job)
     ChangeId version;     // kData
     uint64_t walk = 0;    // 0 = part of no walk
   };

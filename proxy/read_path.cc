@@ -330,20 +330,22 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
 }
 
 bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
-                            const Export& exp, const OpaqueAuth& cred, std::function<void()> done) {
-  if (size == 0) return false;
-  if (blocks_.Contains(fh, 0, version) || Pending(fh, 0) ||
-      (disk_ && disk_->MayContain(fh, 0, version))) {
+                            const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
+                            uint64_t offset) {
+  if (offset >= size) return false;
+  const uint64_t first = offset / block_size_;
+  if (blocks_.Contains(fh, first, version) || Pending(fh, first) ||
+      (disk_ && disk_->MayContain(fh, first, version))) {
     return false;
   }
-  uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_,
+  uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_ - first,
                                        read_size_ / block_size_);
   // Up to the first block already here or on its way (a client's READ of
   // the file may have started a fetch of it): not fetched twice.
   for (uint64_t i = 1; i < blocks; ++i) {
-    if (blocks_.Contains(fh, i, version) || Pending(fh, i)) blocks = i;
+    if (blocks_.Contains(fh, first + i, version) || Pending(fh, first + i)) blocks = i;
   }
-  if (!Fetch(fh, 0, blocks, size, version, exp, cred, true, std::move(done))) return false;
+  if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done))) return false;
   stats_.tree_fetches++;
   return true;
 }

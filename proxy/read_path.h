@@ -121,11 +121,13 @@ class ReadPath {
   void Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
              ForwardFn forward);
 
-  // Tree-walk prefetch: fetches the whole of a small file `fh` of `size`
-  // bytes and `version` (from a listing) into blocks, for `cred`. Returns
-  // true iff a fetch was sent; `done` then runs when it ends.
+  // Tree-walk prefetch: fetches a file `fh` of `size` bytes and `version`
+  // (from a listing) into blocks, for `cred`, from `offset` (rounded down
+  // to a block) on, one upstream read (read_size()) at most. Returns true
+  // iff a fetch was sent; `done` then runs when it ends.
   bool PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
-                    const Export& exp, const OpaqueAuth& cred, std::function<void()> done);
+                    const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
+                    uint64_t offset = 0);
 
   // Learns from the upstream's reply to a READ forwarded as is: the data it
   // carries is stored as blocks, unless the READ left (`sent_at`, the

@@ -1,6 +1,8 @@
 // Prefetcher with an in-memory upstream (FakeUpstream, every call held until
 // the test answers it) and an event loop driven by hand: what a READDIRPLUS
 // listing makes it ask, in which bounds, and what it learns.
+#include <algorithm>
+
 #include "prefetcher_fixture.h"
 
 namespace nfsedge {
@@ -8,6 +10,31 @@ namespace prefetcher_test {
 namespace {
 
 using ProcFh = std::pair<uint32_t, std::string>;
+
+// A file larger than one upstream read (a warm's files go up to
+// control.warm_file_bytes) is read whole, one read size a fetch, and counts
+// as one file.
+TEST_F(PrefetcherTest, AFileLargerThanOneReadIsReadWhole) {
+  PrefetchOptions o = Options();
+  const uint64_t rs = rp_->read_size();
+  ASSERT_GE(rs, kBlock);
+  o.small_file_bytes = 8 * rs;
+  Make(o);
+  root_.clear();
+  Add("large", "FH-LARGE", NF3REG, 3 * rs + 10);
+  data_["FH-LARGE"] = std::string(3 * rs + 10, 'l');
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  AnswerAll();
+  std::vector<uint64_t> offsets;
+  for (const Sent& s : Calls()) {
+    if (s.proc == NFSPROC3_READ && s.fh == "FH-LARGE") offsets.push_back(s.offset);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{0, rs, 2 * rs, 3 * rs}));
+  EXPECT_EQ(pf_->stats().files, 1u);
+  EXPECT_EQ(pf_->in_flight(), 0u);
+}
 
 // 8. ACCESS for every directory and file, READDIRPLUS for the directory, the
 // data of the small file only, with the client's credential.
