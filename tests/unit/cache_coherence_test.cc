@@ -41,14 +41,6 @@ class CoherenceTest : public ReadPathTest {
  protected:
   CredKey Key() const { return CredKeyOf(user_); }
 
-  void MetaGetattr(const Export& e, const std::string& fh, const fattr3& a) {
-    GETATTR3args args{Fh(fh)};
-    GETATTR3res res{};
-    res.status = NFS3_OK;
-    res.GETATTR3res_u.resok.obj_attributes = a;
-    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), e,
-                Key());
-  }
   void MetaAccess(const std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted) {
     ACCESS3args args{Fh(fh), asked};
     ACCESS3res res{};

@@ -62,16 +62,6 @@ class ForwardedReadTest : public ReadPathTest {
     return -1;
   }
 
-  // The cache learns `a` for `fh` from a GETATTR through `e`.
-  void MetaGetattr(const Export& e, const std::string& fh, const fattr3& a) {
-    GETATTR3args args{Fh(fh)};
-    GETATTR3res res{};
-    res.status = NFS3_OK;
-    res.GETATTR3res_u.resok.obj_attributes = a;
-    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), e,
-                CredKeyOf(user_));
-  }
-
   ExportTable table_;
   HandleRegistry registry_;
   NfsService nfs_;

@@ -298,6 +298,16 @@ class ReadPathTest : public ::testing::Test {
     meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res),
                 through ? *through : exp_, CredKeyOf(cred));
   }
+  // The metadata cache learns `a` for `fh` from a GETATTR of user_'s
+  // through `e`.
+  void MetaGetattr(const Export& e, const std::string& fh, const fattr3& a) {
+    GETATTR3args args{Fh(fh)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = a;
+    meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), e,
+                CredKeyOf(user_));
+  }
   // A READ of file_'s first two blocks that user_ (READ granted) sends and
   // the read path forwards as is: `*a` its arguments (viewing file_), and
   // the call as the upstream sees it.
