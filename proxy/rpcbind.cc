@@ -64,14 +64,36 @@ void RpcbindUnregister(uint32_t prog, uint32_t vers) {
   Tcp6Registration(prog, vers, 0, false);
 }
 
-StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers) {
+StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers,
+                                  Duration timeout) {
   if (server.family() != AF_INET) {
     return InvalidArgument("asking rpcbind works for IPv4 upstreams only: set the ports");
   }
   sockaddr_in a;
   std::memcpy(&a, &server.ss, sizeof(a));
   a.sin_port = htons(111);
-  u_short port = pmap_getport(&a, prog, vers, IPPROTO_TCP);
+  // pmap_getport's own call, with a bounded total time.
+  int sock = RPC_ANYSOCK;
+  timeval again{2, 0};
+  CLIENT* c = clntudp_bufcreate(&a, PMAPPROG, PMAPVERS, again, &sock, RPCSMALLMSGSIZE,
+                                RPCSMALLMSGSIZE);
+  if (c == nullptr) {
+    return Unavailable("cannot ask rpcbind at " + server.HostString() + ": " +
+                       clnt_spcreateerror("clntudp_bufcreate"));
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  timeval total{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  pmap parms{prog, vers, IPPROTO_TCP, 0};
+  u_short port = 0;
+  const clnt_stat st = clnt_call(c, PMAPPROC_GETPORT, reinterpret_cast<xdrproc_t>(xdr_pmap),
+                                 reinterpret_cast<char*>(&parms),
+                                 reinterpret_cast<xdrproc_t>(xdr_u_short),
+                                 reinterpret_cast<char*>(&port), total);
+  clnt_destroy(c);
+  if (st != RPC_SUCCESS) {
+    return Unavailable("rpcbind at " + server.HostString() + " did not answer within " +
+                       std::to_string(ms) + " ms (" + clnt_sperrno(st) + ")");
+  }
   if (port == 0) {
     return Unavailable("rpcbind at " + server.HostString() + " has no TCP port for program " +
                        std::to_string(prog) + " version " + std::to_string(vers));

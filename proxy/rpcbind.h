@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cache/clock.h"
 #include "rpc/sockaddr.h"
 #include "rpc/status.h"
 
@@ -25,8 +26,12 @@ Status RpcbindRegister(uint32_t prog, uint32_t vers, uint16_t port, bool ipv6 = 
 // Removes the registrations of (prog, vers), IPv4 and IPv6.
 void RpcbindUnregister(uint32_t prog, uint32_t vers);
 
-// Returns the TCP port of (prog, vers) from the rpcbind of `server` (IPv4).
-StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers);
+// Returns the TCP port of (prog, vers) from the rpcbind of `server` (IPv4),
+// asked over UDP (again every 2 s); unavailable after `timeout` without an
+// answer (libtirpc's pmap_getport would wait a minute: as long as a
+// service manager gives a start).
+StatusOr<uint16_t> RpcbindGetPort(const SockAddr& server, uint32_t prog, uint32_t vers,
+                                  Duration timeout = std::chrono::seconds(10));
 
 }  // namespace nfsedge
 

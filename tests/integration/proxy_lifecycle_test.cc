@@ -124,6 +124,10 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   po.work_dir = bed.dir().Sub("nfsedge");
   po.rpcbind = "yes";
   po.listen = "::";  // IPv6 and IPv4 clients: registered for both
+  // The upstream's ports from its rpcbind (the same one: asked before the
+  // proxy registers its own there).
+  po.upstream_nfs_port = 0;
+  po.upstream_mount_port = 0;
   po.exports.emplace_back();
   po.exports.back().path = po.exports.back().upstream_path = bed.ganesha().export_path();
   auto started = ProxyProcess::Start(po);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "harness/private_network.h"
+#include "proxy/rpcbind.h"
 #include "rpc/rpc_client.h"
 #include "rpc/rpc_server.h"
 #include "test_loop.h"
@@ -144,6 +145,27 @@ TEST_F(UpstreamPathTest, AConnectionWhosePathWentSilentIsFoundDeadAndReplaced) {
   ASSERT_TRUE(Shell(std::string("ip route del blackhole ") + kFar + "/32"));
   EXPECT_EQ(Wait(2, 10000), "during");
   EXPECT_EQ(ConnectionsUp(), 1);
+}
+
+// Asking the upstream's rpcbind for its ports at start over a path that
+// drops everything ends with a clear error within the time given, not
+// after libtirpc's minute (a service manager would kill the start first,
+// before the reason is logged).
+TEST_F(UpstreamPathTest, AskingAnUnreachableRpcbindEndsWithinItsTimeout) {
+  // Nothing comes back from the far side: not even the ICMP that says no
+  // rpcbind listens there. (A blackhole route on this side would fail the
+  // send at once: only established TCP connections drop silently so.)
+  ASSERT_TRUE(Shell(std::string("ip netns exec ") + kFarNs + " ip route add blackhole " + kNear +
+                    "/32"));
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<uint16_t> port =
+      RpcbindGetPort(*ResolveAddress(kFar, 0), 100003, 3, std::chrono::seconds(1));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(port.ok());
+  EXPECT_NE(port.status().message().find("did not answer within 1000 ms"), std::string::npos)
+      << port.status().message();
+  EXPECT_GE(took, std::chrono::milliseconds(900)) << "it did not wait for an answer";
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 }  // namespace
