@@ -122,6 +122,15 @@ size_t AccessCache::InvalidateHandle(std::string_view handle) {
   return keys.size();
 }
 
+void AccessCache::ClampExpiry(Duration max) {
+  const MonoTime latest = clock_.MonoNow() + max;
+  std::vector<std::string> keys;
+  lru_.ForEach([&](std::string_view key, const Entry& e) {
+    if (e.expires > latest) keys.emplace_back(key);
+  });
+  for (const std::string& key : keys) lru_.Peek(key)->expires = latest;
+}
+
 void AccessCache::Clear() {
   while (auto* oldest = lru_.Oldest()) {
     const std::string key = oldest->key;

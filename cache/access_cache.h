@@ -101,6 +101,10 @@ class AccessCache {
   // for an administrator's command, not for a call's path. Returns how many
   // it dropped.
   size_t InvalidateHandle(std::string_view handle);
+  // Every entry expires within `max` from now at the latest (a reload
+  // lowered the attribute lifetimes: an entry filled under the longer ones
+  // is not fresh past the new). Walks every entry.
+  void ClampExpiry(Duration max);
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();

@@ -1,7 +1,9 @@
 // Daemon: the parts for operating it: metrics endpoint and collectors,
 // control socket, config reload, service manager notifications.
+#include <algorithm>
 #include <csignal>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -586,6 +588,16 @@ Status Daemon::Reload(ReloadOutcome* outcome) {
   ReloadPlan plan = PlanReload(config_, *next, journal_ != nullptr);
   Status e = exports_.Update(plan.next.exports);
   if (!e.ok()) return finish(e);
+  // Lifetimes lowered: cached ACCESS results live no longer than the new.
+  std::optional<uint32_t> shortest;
+  for (size_t i = 0; i < plan.next.exports.size() && i < config_.exports.size(); ++i) {
+    const ExportConfig& was = config_.exports[i];
+    const ExportConfig& now = plan.next.exports[i];
+    if (now.acregmax < was.acregmax || now.acdirmax < was.acdirmax) {
+      shortest = std::min(shortest.value_or(UINT32_MAX), std::min(now.acregmax, now.acdirmax));
+    }
+  }
+  if (shortest) cache_.ShortenAccessLifetimes(std::chrono::seconds(*shortest));
   config_ = std::move(plan.next);
   SetLogLevel(config_.log_level);
   ConfigureLogging(config_.log);

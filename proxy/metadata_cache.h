@@ -255,6 +255,11 @@ class MetadataCache {
 
   const AttrCache& attrs() const { return attrs_; }
   const AccessCache& access() const { return access_; }
+  // A reload lowered some export's attribute lifetimes to `max` at the
+  // shortest: ACCESS results (whose expiry is set when learned) expire
+  // within it. (Attributes and listings are judged by their age against the
+  // answering export's lifetimes as they are.)
+  void ShortenAccessLifetimes(Duration max) { access_.ClampExpiry(max); }
   const NameCache& names() const { return names_; }
   const DirCache& dirs() const { return dirs_; }
 

@@ -44,6 +44,24 @@ TEST(CredKey, GroupsAreASet) {
   EXPECT_EQ(CredKey::FromAuthSys(sys), CredKey::FromIds(1, 2, {5, 6, 7}));
 }
 
+// A reload lowers the lifetimes: an entry learned under the longer ones
+// expires within the new from then on, so that a change its object's
+// attributes show (an ACL: ctime only) is seen within the new lifetime.
+TEST_F(AccessCacheTest, ClampedEntriesExpireWithinTheNewLifetime) {
+  fattr3 d = Dir();
+  cache_.Put("dir", alice_, kRead, kRead, d, kDir);  // 60 s (unchanged for an hour)
+  cache_.Put("other", bob_, kRead, kRead, d, Lifetime{seconds(1), seconds(3)});
+  cache_.ClampExpiry(seconds(5));
+  fattr3 changed = d;
+  changed.ctime.seconds += 10;
+  clock_.Advance(seconds(4));
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, changed), kRead) << "within the new lifetime";
+  clock_.Advance(seconds(2));
+  EXPECT_FALSE(cache_.Lookup("dir", alice_, kRead, changed)) << "fresh past the new lifetime";
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, d), kRead) << "expired, ctime unchanged: kept";
+  EXPECT_FALSE(cache_.Lookup("other", bob_, kRead, changed)) << "a shorter expiry stays";
+}
+
 TEST_F(AccessCacheTest, AnswersSubsetsOfWhatWasAsked) {
   fattr3 d = Dir();
   PermId p = PermId::FromFattr(d);
