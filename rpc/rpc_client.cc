@@ -52,18 +52,19 @@ void SharePort(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 }
 
-// TCP_USER_TIMEOUT and keepalive for ClientOptions::dead_path_timeout.
+// Keepalive for an idle connection (ClientOptions::dead_path_timeout; one
+// with bytes in flight: RpcClient::CheckPaths).
 void WatchPath(int fd, Duration timeout) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
   if (ms <= 0) return;
-  const unsigned user_timeout = static_cast<unsigned>(std::min<int64_t>(ms, INT32_MAX));
-  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
   int one = 1;
   const int idle = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ms / 1000, 32767)));
   const int interval = std::max(1, std::min(idle, 5));
+  const int count = 3;
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
 }  // namespace
@@ -266,15 +267,12 @@ void RpcClient::OnConnEvent(int i, short what) {
                              ? "closed by server"
                              : "closed by server before its first reply; a TLS server may have "
                                "refused this client's certificate";
-    // The path went silent (dead_path_timeout): not a loss of the
-    // server's making, nor of its calls'.
-    const bool dead_path = !(what & BEV_EVENT_EOF) && err == ETIMEDOUT;
+    // Keepalive found the path silent: not a loss of the server's making,
+    // nor of its calls'.
+    const bool dead_path = c.state == Conn::State::kUp && !(what & BEV_EVENT_EOF) &&
+                           err == ETIMEDOUT;
     std::string why =
-        dead_path ? "no acknowledgement from the server for " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           options_.dead_path_timeout)
-                                           .count()) +
-                        " ms (the path dropped the connection?)"
+        dead_path                ? "keepalive unanswered (the path dropped the connection?)"
         : (what & BEV_EVENT_EOF) ? std::string(closed)
         : options_.tls           ? TlsBuffereventError(c.bev.get())
                                  : std::string(evutil_socket_error_to_string(err));
@@ -668,9 +666,41 @@ void RpcClient::HoldDeadlines(bool hold) {
   hold_deadlines_ = hold;
 }
 
+void RpcClient::CheckPaths(SteadyClock::time_point now) {
+  const Duration limit = options_.dead_path_timeout;
+  if (limit <= Duration::zero() ||
+      now - paths_checked_ < std::min<Duration>(std::chrono::seconds(1), limit / 2)) {
+    return;
+  }
+  paths_checked_ = now;
+  const auto limit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+  std::vector<int> dead;
+  for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
+    const Conn& c = conns_[i];
+    if (c.state != Conn::State::kUp || c.outstanding == 0 || !c.bev) continue;
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(bufferevent_getfd(c.bev.get()), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+      continue;
+    }
+    // Segments in flight (not a shut window: none are then) and nothing
+    // acknowledged for the limit.
+    if (ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv >= limit_ms) dead.push_back(i);
+  }
+  for (int i : dead) {
+    if (shut_down_) return;
+    ConnLost(i,
+             "no acknowledgement from the server for " + std::to_string(limit_ms) +
+                 " ms with bytes in flight (the path dropped the connection?)",
+             /*counts=*/false);
+  }
+}
+
 void RpcClient::SweepDeadlines() {
   if (pending_.empty()) return;
   auto now = SteadyClock::now();
+  CheckPaths(now);
+  if (pending_.empty()) return;
   RetransmitOverdue(now);
   std::vector<ReplyCallback> expired;
   std::vector<int> reopen;  // connections of calls that must not fail

@@ -65,14 +65,18 @@ struct ClientOptions {
   // retransmission (up to a minute apart). Not below a few seconds: a
   // reconnect from the old source port may wait for a SYN retransmission.
   Duration connect_timeout = std::chrono::seconds(5);
-  // A connection whose bytes the server has not acknowledged for this long
-  // (TCP_USER_TIMEOUT; idle ones probed by TCP keepalive after the same
-  // time, then every few seconds) is lost: a path that drops its packets
-  // silently (a NAT or firewall that forgot the connection) is found
-  // within it rather than after the kernel's retransmissions (about 15
-  // minutes), and the connection opened again. A server that is alive
-  // acknowledges what it has not read yet, also with a full window: only
-  // the path counts. Zero: the kernel's defaults.
+  // A connection with calls on it that has bytes in flight the server has
+  // not acknowledged, and has had no acknowledgement at all for this long
+  // (TCP_INFO, looked at about once a second; an idle one is probed by TCP
+  // keepalive after this long, then every 5 s, three times) is lost: a path
+  // that drops its packets silently (a NAT or firewall that forgot the
+  // connection) is found within it rather than after the kernel's
+  // retransmissions (about 15 minutes), and the connection opened again.
+  // A server that is alive acknowledges what it has not read yet, and
+  // answers window probes when its window is full: it keeps its
+  // connections however long it stalls. (Not TCP_USER_TIMEOUT: that also
+  // ends a connection whose window stays shut.) Zero: the kernel's
+  // defaults.
   Duration dead_path_timeout = std::chrono::seconds(20);
   bool privileged_port = false;
   size_t max_record_size = 4 << 20;
@@ -275,6 +279,8 @@ class RpcClient : public RpcCaller {
   void WriteCall(int i, uint32_t xid, Pending& p);
   void PaceOut();
   void RetransmitOverdue(SteadyClock::time_point now);
+  // Loses the connections whose path went silent (dead_path_timeout).
+  void CheckPaths(SteadyClock::time_point now);
   // A TCP socket of the server's family, non-blocking; -1 on failure.
   // `shared`: SO_REUSEADDR set before it is bound, to bind again a port of
   // this client's that an earlier socket still has (its TIME_WAIT, a held
@@ -305,6 +311,7 @@ class RpcClient : public RpcCaller {
   double pacing_rate_ = 0;
   double tokens_ = 0;
   SteadyClock::time_point tokens_at_{};
+  SteadyClock::time_point paths_checked_{};
   std::deque<PacedWrite> paced_;
   Timer pace_timer_;
   Duration rto_{};

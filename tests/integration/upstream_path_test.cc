@@ -1,14 +1,16 @@
 // upstream_path_test: the upstream RpcClient over a real network path that
 // goes silent. The test's private network namespace is joined by a veth
 // pair to a second namespace where a test RPC server listens; a blackhole
-// route then drops every packet to the server without a word, as a NAT or
-// firewall that forgot the connection does. The client must find the
+// route there then swallows everything it sends back, without a word, as a
+// NAT or firewall that forgot the connection does. The client must find the
 // connection dead within ClientOptions::dead_path_timeout (not after the
 // kernel's retransmissions, about 15 minutes), and carry its calls on a new
 // connection once the path is back.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -30,6 +32,13 @@ constexpr char kNear[] = "10.77.0.1";
 constexpr char kFar[] = "10.77.0.2";
 
 bool Shell(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+// The command that adds or deletes ("add", "del") the far side's route
+// that swallows everything it sends back.
+std::string SilentFar(const std::string& verb) {
+  return std::string("ip netns exec ") + kFarNs + " ip route " + verb + " blackhole " + kNear +
+         "/32";
+}
 
 class EchoHandler : public CallHandler {
  public:
@@ -75,7 +84,6 @@ class UpstreamPathTest : public ::testing::Test {
       client_.reset();
       server_.reset();
     });
-    Shell(std::string("ip route del blackhole ") + kFar + "/32");
     Shell("ip link del near");
     Shell(std::string("ip netns del ") + kFarNs);
   }
@@ -130,8 +138,10 @@ TEST_F(UpstreamPathTest, AConnectionWhosePathWentSilentIsFoundDeadAndReplaced) {
   ASSERT_EQ(Wait(1, 5000), "before");
   ASSERT_EQ(ConnectionsUp(), 1);
 
-  // The path drops everything, silently; a call goes out on the connection.
-  ASSERT_TRUE(Shell(std::string("ip route add blackhole ") + kFar + "/32"));
+  // The path drops everything coming back, silently (the far side's
+  // acknowledgements and replies: a route there that swallows them); a call
+  // goes out on the connection, and its segments leave unacknowledged.
+  ASSERT_TRUE(Shell(SilentFar("add")));
   Send("during", 2);
   bool lost = false;
   for (int i = 0; i < 250 && !lost; ++i) {  // 5 s: the kernel alone takes minutes
@@ -142,9 +152,53 @@ TEST_F(UpstreamPathTest, AConnectionWhosePathWentSilentIsFoundDeadAndReplaced) {
   EXPECT_EQ(Wait(2, 100), "") << "no reply can cross the path";
 
   // The path is back: the call goes again on a new connection.
-  ASSERT_TRUE(Shell(std::string("ip route del blackhole ") + kFar + "/32"));
+  ASSERT_TRUE(Shell(SilentFar("del")));
   EXPECT_EQ(Wait(2, 10000), "during");
   EXPECT_EQ(ConnectionsUp(), 1);
+}
+
+// A server that is alive but stops reading (its threads stuck on storage)
+// fills its window, and then answers window probes without taking
+// anything: its connection is kept, however long it stalls, not taken for
+// a silent path.
+TEST_F(UpstreamPathTest, AServerThatStopsReadingKeepsItsConnection) {
+  // A listener in the far namespace that never accepts: the kernel takes
+  // the connection and buffers what comes until the window shuts.
+  int stalled = -1;
+  uint16_t stalled_port = 0;
+  loop_.RunSync([&] {
+    int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int far = open((std::string("/run/netns/") + kFarNs).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_EQ(setns(far, CLONE_NEWNET), 0);
+    stalled = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    SockAddr at = *ResolveAddress(kFar, 0);
+    EXPECT_EQ(bind(stalled, at.get(), at.len), 0);
+    EXPECT_EQ(listen(stalled, 4), 0);
+    sockaddr_in bound{};
+    socklen_t len = sizeof(bound);
+    getsockname(stalled, reinterpret_cast<sockaddr*>(&bound), &len);
+    stalled_port = ntohs(bound.sin_port);
+    EXPECT_EQ(setns(here, CLONE_NEWNET), 0);
+    close(here);
+    close(far);
+  });
+  ClientOptions o;
+  o.server = *ResolveAddress(kFar, stalled_port);
+  o.timeout = std::chrono::seconds(60);
+  o.dead_path_timeout = std::chrono::seconds(1);
+  loop_.Start();
+  loop_.RunSync([&] {
+    client_ = std::make_unique<RpcClient>(loop_.base(), o);
+    client_->Start();
+  });
+  for (int i = 0; i < 500 && ConnectionsUp() == 0; ++i) usleep(10000);
+  ASSERT_EQ(ConnectionsUp(), 1);
+  const std::string big(1 << 20, 'w');
+  for (int i = 0; i < 24; ++i) Send(big, i);  // far more than both sides' buffers
+  usleep(4000000);  // four limits
+  EXPECT_EQ(ConnectionsUp(), 1) << "a stalled server's connection was dropped";
+  loop_.RunSync([&] { EXPECT_EQ(client_->stats().reconnects, 0u); });
+  close(stalled);
 }
 
 // Asking the upstream's rpcbind for its ports at start over a path that
@@ -155,8 +209,7 @@ TEST_F(UpstreamPathTest, AskingAnUnreachableRpcbindEndsWithinItsTimeout) {
   // Nothing comes back from the far side: not even the ICMP that says no
   // rpcbind listens there. (A blackhole route on this side would fail the
   // send at once: only established TCP connections drop silently so.)
-  ASSERT_TRUE(Shell(std::string("ip netns exec ") + kFarNs + " ip route add blackhole " + kNear +
-                    "/32"));
+  ASSERT_TRUE(Shell(SilentFar("add")));
   const auto start = std::chrono::steady_clock::now();
   StatusOr<uint16_t> port =
       RpcbindGetPort(*ResolveAddress(kFar, 0), 100003, 3, std::chrono::seconds(1));
