@@ -155,17 +155,11 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
       Queue(std::move(list));
     } else if (a.type == NF3REG && read_path_ && a.size > 0 &&
                a.size <= options_.small_file_bytes) {
-      // One job per upstream read: a file larger than one (a warm reads
-      // files up to control.warm_file_bytes) is read whole.
-      const uint64_t chunk = std::max<uint64_t>(read_path_->read_size(), 1);
-      for (uint64_t offset = 0; offset < a.size; offset += chunk) {
-        Job data = base;
-        data.kind = Kind::kData;
-        data.size = a.size;
-        data.offset = offset;
-        data.version = ChangeId::FromFattr(a);
-        Queue(std::move(data));
-      }
+      Job data = base;
+      data.kind = Kind::kData;
+      data.size = a.size;
+      data.version = ChangeId::FromFattr(a);
+      Queue(std::move(data));
     }
   }
   (void)dir;
@@ -174,7 +168,6 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
 
 std::string Prefetcher::SeenKey(const Job& job) {
   return std::to_string(static_cast<int>(job.kind)) + ":" +
-         (job.kind == Kind::kData ? std::to_string(job.offset) + ":" : std::string()) +
          std::string(CredKeyOf(job.cred).bytes()) + ":" + job.fh;
 }
 
@@ -260,15 +253,36 @@ void Prefetcher::Send(Job job) {
       SendList(job);
       return;
     case Kind::kData:
-      in_flight_++;
-      if (read_path_->PrefetchFile(job.fh, job.size, job.version, *job.exp, job.cred,
-                                   [this] { Finished(); }, job.offset)) {
-        if (job.offset == 0) stats_.files++;
-      } else {
-        in_flight_--;
-      }
+      SendData(std::move(job));
       return;
   }
+}
+
+void Prefetcher::SendData(Job job) {
+  // A file larger than one upstream read (a warm reads files up to
+  // control.warm_file_bytes) is read whole, one read at a time, each from
+  // the first block after the last fetch's first that is not cached yet:
+  // a reply cut short (the upstream's rtmax below the read size) leaves no
+  // hole, and a fetch that stored nothing (an error, a new version) ends it.
+  auto next = std::make_shared<Job>(job);
+  ReadPath::PrefetchPart part;
+  in_flight_++;
+  const bool sent = read_path_->PrefetchFile(
+      job.fh, job.size, job.version, *job.exp, job.cred,
+      [this, next] {
+        if (next->offset < next->size && read_path_ &&
+            read_path_->HasBlockAt(next->fh, next->offset - 1, next->version)) {
+          Queue(std::move(*next), /*front=*/true);
+        }
+        Finished();
+      },
+      job.offset, &part);
+  if (!sent) {
+    in_flight_--;
+    return;
+  }
+  if (job.offset == 0) stats_.files++;
+  next->offset = part.first_end;  // the block after the first one fetched
 }
 
 void Prefetcher::SendAccess(const Job& job) {

@@ -148,7 +148,7 @@ class Prefetcher {
     std::string verf;     // kList: cookie verifier (8 bytes) when cookie != 0
     uint32_t page = 0;    // kList: pages of the listing before this one
     uint64_t size = 0;    // kData
-    uint64_t offset = 0;  // kData: where this fetch starts (a file is read a read size a job)
+    uint64_t offset = 0;  // kData: from where (a file larger than one read goes on from there)
     ChangeId version;     // kData
     uint64_t walk = 0;    // 0 = part of no walk
   };
@@ -183,6 +183,9 @@ class Prefetcher {
   uint64_t StartWalk(std::string_view root);
   void Pump();
   void Send(Job job);
+  // Fetches the part of a file from `job.offset` on that is not cached yet,
+  // one upstream read; when it ends, the rest goes at the queue's front.
+  void SendData(Job job);
   void SendList(const Job& job);
   void SendAccess(const Job& job);
   // Returns false iff the call could not be queued upstream. A nonzero

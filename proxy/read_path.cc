@@ -329,23 +329,33 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   flush();
 }
 
+bool ReadPath::HasBlockAt(const std::string& fh, uint64_t offset,
+                          const ChangeId& version) const {
+  return blocks_.Contains(fh, offset / block_size_, version);
+}
+
 bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
                             const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
-                            uint64_t offset) {
-  if (offset >= size) return false;
-  const uint64_t first = offset / block_size_;
-  if (blocks_.Contains(fh, first, version) || Pending(fh, first) ||
-      (disk_ && disk_->MayContain(fh, first, version))) {
-    return false;
+                            uint64_t offset, PrefetchPart* part) {
+  constexpr uint64_t kMaxSkipped = 4096;  // blocks looked at for the first one missing
+  const uint64_t end = (size + block_size_ - 1) / block_size_;
+  uint64_t first = offset / block_size_;
+  for (uint64_t skipped = 0; first < end; ++first, ++skipped) {
+    if (skipped == kMaxSkipped) return false;
+    if (!blocks_.Contains(fh, first, version) && !Pending(fh, first) &&
+        !(disk_ && disk_->MayContain(fh, first, version))) {
+      break;
+    }
   }
-  uint64_t blocks = std::min<uint64_t>((size + block_size_ - 1) / block_size_ - first,
-                                       read_size_ / block_size_);
+  if (first >= end) return false;
+  uint64_t blocks = std::min<uint64_t>(end - first, read_size_ / block_size_);
   // Up to the first block already here or on its way (a client's READ of
   // the file may have started a fetch of it): not fetched twice.
   for (uint64_t i = 1; i < blocks; ++i) {
     if (blocks_.Contains(fh, first + i, version) || Pending(fh, first + i)) blocks = i;
   }
   if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done))) return false;
+  if (part) part->first_end = (first + 1) * block_size_;
   stats_.tree_fetches++;
   return true;
 }

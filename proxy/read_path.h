@@ -121,13 +121,22 @@ class ReadPath {
   void Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cred, ReplyFn reply,
              ForwardFn forward);
 
+  // What PrefetchFile sent: the end of the first block it fetches.
+  struct PrefetchPart {
+    uint64_t first_end = 0;
+  };
   // Tree-walk prefetch: fetches a file `fh` of `size` bytes and `version`
-  // (from a listing) into blocks, for `cred`, from `offset` (rounded down
-  // to a block) on, one upstream read (read_size()) at most. Returns true
-  // iff a fetch was sent; `done` then runs when it ends.
+  // (from a listing) into blocks, for `cred`: one upstream read (read_size()
+  // at most) from the first block at or after `offset` that is neither
+  // cached nor on its way (looked for over 4096 blocks at most). Returns
+  // true iff a fetch was sent (*part then says what); `done` then runs when
+  // it ends.
   bool PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
                     const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
-                    uint64_t offset = 0);
+                    uint64_t offset = 0, PrefetchPart* part = nullptr);
+  // Returns true iff the block holding byte `offset` of `fh` is cached in
+  // memory under `version`.
+  bool HasBlockAt(const std::string& fh, uint64_t offset, const ChangeId& version) const;
 
   // Learns from the upstream's reply to a READ forwarded as is: the data it
   // carries is stored as blocks, unless the READ left (`sent_at`, the

@@ -277,7 +277,9 @@ class PrefetcherTest : public ::testing::Test {
       }
       case NFSPROC3_READ: {
         const std::string& d = data_[s.fh];
-        std::string piece = s.offset >= d.size() ? std::string() : d.substr(s.offset, s.count);
+        std::string piece = s.offset >= d.size()
+                                ? std::string()
+                                : d.substr(s.offset, std::min<uint64_t>(s.count, server_rtmax_));
         READ3res res{};
         res.status = NFS3_OK;
         READ3resok& ok = res.READ3res_u.resok;
@@ -349,6 +351,7 @@ class PrefetcherTest : public ::testing::Test {
   std::vector<Entry> root_;
   std::map<std::string, fattr3> objects_;
   std::map<std::string, std::string> data_;
+  uint64_t server_rtmax_ = UINT64_MAX;  // READs answered with this much at most
   // (directory handle, cookie) -> the page the upstream lists from there.
   std::map<std::pair<std::string, uint64_t>, std::unique_ptr<Page>> pages_;
   std::set<size_t> answered_;

@@ -34,6 +34,33 @@ TEST_F(PrefetcherTest, AFileLargerThanOneReadIsReadWhole) {
   EXPECT_EQ(offsets, (std::vector<uint64_t>{0, rs, 2 * rs, 3 * rs}));
   EXPECT_EQ(pf_->stats().files, 1u);
   EXPECT_EQ(pf_->in_flight(), 0u);
+  for (uint64_t at = 0; at < 3 * rs + 10; at += kBlock) {
+    EXPECT_TRUE(rp_->HasBlockAt("FH-LARGE", at, ChangeId::FromFattr(objects_["FH-LARGE"]))) << at;
+  }
+}
+
+// An upstream that reads less at once than the proxy asks (its rtmax not
+// known yet): each short reply is followed by a fetch from the first block
+// it left out, and the file is read whole all the same.
+TEST_F(PrefetcherTest, ShortRepliesLeaveNoHoles) {
+  PrefetchOptions o = Options();
+  const uint64_t rs = rp_->read_size();
+  ASSERT_GE(rs, 4 * kBlock);
+  o.small_file_bytes = 8 * rs;
+  Make(o);
+  server_rtmax_ = rs / 4;
+  root_.clear();
+  const uint64_t size = 2 * rs + 10;
+  Add("large", "FH-LARGE", NF3REG, size);
+  data_["FH-LARGE"] = std::string(size, 'l');
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  AnswerAll();
+  for (uint64_t at = 0; at < size; at += kBlock) {
+    EXPECT_TRUE(rp_->HasBlockAt("FH-LARGE", at, ChangeId::FromFattr(objects_["FH-LARGE"]))) << at;
+  }
+  EXPECT_EQ(pf_->stats().files, 1u);
+  EXPECT_EQ(pf_->in_flight(), 0u);
 }
 
 // 8. ACCESS for every directory and file, READDIRPLUS for the directory, the
