@@ -128,6 +128,14 @@ std::optional<fattr3> MetadataCache::Attrs(std::string_view fh, bool stale, cons
   return attr;
 }
 
+std::optional<fattr3> MetadataCache::FreshPermissions(std::string_view fh, const Export& exp) {
+  std::optional<fattr3> attr = attrs_.Get(fh, /*allow_ambiguous=*/true);
+  if (!attr) return std::nullopt;
+  std::optional<Duration> age = attrs_.Age(fh);
+  if (age && *age >= LifetimeOf(fh, LifetimesOf(exp), attr->type).max) return std::nullopt;
+  return attr;
+}
+
 std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const void* args,
                                                       const Export& exp, const CredKey& cred,
                                                       bool stale) {

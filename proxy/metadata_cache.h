@@ -175,7 +175,8 @@ class MetadataCache {
   }
   // The same, also from an entry whose size and times are ambiguous (two
   // replies in one server clock tick): its type, owner and mode are sure.
-  std::optional<fattr3> FreshPermissions(std::string_view fh) { return attrs_.Get(fh, true); }
+  // Through `exp`: not older than its lifetime's max either (as above).
+  std::optional<fattr3> FreshPermissions(std::string_view fh, const Export& exp);
   // Returns the handle `d` last named, from RememberChild or the name cache
   // (possibly out of date); empty if unknown.
   std::string KnownChild(const diropargs3& d);

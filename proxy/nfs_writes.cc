@@ -183,7 +183,7 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       // credential write the file; else the write is answered once stable.
       bool may_buffer = false;
       if (cache_ && IsCacheableCred(cred)) {
-        std::optional<fattr3> attr = cache_->FreshPermissions(fh);
+        std::optional<fattr3> attr = cache_->FreshPermissions(fh, exp);
         const CredKey key = CredKeyOf(cred);
         may_buffer = attr && attr->type == NF3REG &&
                      (cache_->Allows(fh, key, ACCESS3_MODIFY, *attr) ||

@@ -101,8 +101,7 @@ void WritePath::Enter(File& f, std::unique_ptr<Blocked> b) {
     }
     return;
   }
-  // (Refused, the file's entry goes with its next idle check.)
-  if (!Readmitted(*b)) return;
+  if (!Readmitted(*b)) return;  // (the file's entry: AdmitParked's idle check)
   Accept(f, *b->exp, b->offset, b->data, b->cred, b->stable, b->journal, std::move(b->reply));
 }
 
@@ -111,7 +110,13 @@ void WritePath::AdmitParked(const std::string& fh) {
     auto it = files_.find(fh);
     if (it == files_.end()) return;
     File& f = *it->second;
-    if (f.parked.empty() || f.admitting) return;
+    if (f.admitting) return;
+    if (f.parked.empty()) {
+      // The last one taken may have been refused (STALE, or the export's
+      // rules after a reload): nothing else may look at the file again.
+      ForgetIfIdle(fh);
+      return;
+    }
     const Blocked& b = *f.parked.front();
     if (stale_.Peek(fh) == nullptr &&
         (OthersHeld(f, b.offset, b.offset + b.data.size(), b.cred) ||

@@ -179,14 +179,15 @@ class ReloadedReadTest : public ForwardedReadTest {
  protected:
   // Sends a READ, which must wait; reloads the export without the client's
   // network; answers what the upstream holds; returns the READ's status.
-  uint32_t ReadAcrossAReload() {
+  uint32_t ReadAcrossAReload(bool keep_the_client = false) {
     hold_ = true;
     std::optional<std::string> results;
     SendRead(0, 1000, &results);
     Drain();
     EXPECT_FALSE(results.has_value()) << "the READ waits for the upstream";
-    ExportConfig moved = exp_.config();
-    moved.clients = {*Network::Parse("10.0.0.0/8")};
+    ExportConfig moved = table_.Get(0).config();
+    if (!keep_the_client) moved.clients = {*Network::Parse("10.0.0.0/8")};
+    moved.acregmin = 1;  // a change that leaves the READ's rules as they were
     EXPECT_TRUE(table_.Update({moved}).ok());
     for (size_t i = 0; i < up_.calls.size(); ++i) {
       if (up_.calls[i].proc == NFSPROC3_ACCESS) continue;  // speculative: left waiting
@@ -209,6 +210,13 @@ TEST_F(ReloadedReadTest, AReadWaitingForAFetchIsRefusedAfterTheReload) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
   EXPECT_EQ(ReadAcrossAReload(), static_cast<uint32_t>(NFS3ERR_ACCES));
   EXPECT_EQ(UpstreamReads(), 1u) << "the fetch only";
+}
+
+TEST_F(ReloadedReadTest, AReloadThatLeavesItsRulesAnswersItWithWhatItWaitedFor) {
+  MetaGetattr(exp_, file_, file().attr);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  EXPECT_EQ(ReadAcrossAReload(/*keep_the_client=*/true), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(UpstreamReads(), 1u) << "served again after the reload: fetched again";
 }
 
 TEST_F(ReloadedReadTest, AReadWaitingForARevalidationIsNotForwardedAfterTheReload) {

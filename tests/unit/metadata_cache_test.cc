@@ -153,6 +153,15 @@ TEST_F(MetadataCacheTest, LifetimeZeroNeverAnswers) {
   EXPECT_FALSE(Getattr(zero_, file_));
 }
 
+// The permissions the write path buffers on are fresh for the export the
+// WRITE came through: an export with shorter lifetimes (nested, or after a
+// reload lowered them) does not take an entry learned under longer ones.
+TEST_F(MetadataCacheTest, FreshPermissionsFollowTheAnsweringExportsLifetime) {
+  LearnGetattr(exp_, file_, Attr(NF3REG, 5, kWall0 - 3600, 0644));
+  EXPECT_TRUE(cache_.FreshPermissions(file_, exp_));
+  EXPECT_FALSE(cache_.FreshPermissions(file_, zero_)) << "fresh past a lifetime of 0";
+}
+
 TEST_F(MetadataCacheTest, AccessIsPerCredentialAndNeedsTheAskedBits) {
   fattr3 a = Attr(NF3REG, 5, kWall0 - 3600, 0640);
   LearnAccess(file_, a, ACCESS3_READ | ACCESS3_MODIFY, ACCESS3_READ, user_);
