@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,19 +65,26 @@ class UpstreamPathTest : public ::testing::Test {
     ASSERT_TRUE(Shell(in_far + "ip link set lo up"));
     // The server's listening socket is made in the far namespace (a socket
     // stays in the namespace it was made in); the loop thread goes back.
+    InFar([&] {
+      server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, &handler_);
+      StatusOr<uint16_t> port = server_->Listen(*ResolveAddress(kFar, 0));
+      ASSERT_TRUE(port.ok()) << port.status().ToString();
+      port_ = *port;
+    });
+  }
+  // Runs `fn` on the loop thread in the far namespace (sockets it makes
+  // stay there), then brings the thread back.
+  void InFar(const std::function<void()>& fn) {
     loop_.RunSync([&] {
       int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
       int far = open((std::string("/run/netns/") + kFarNs).c_str(), O_RDONLY | O_CLOEXEC);
       ASSERT_GE(here, 0);
       ASSERT_GE(far, 0);
       ASSERT_EQ(setns(far, CLONE_NEWNET), 0);
-      server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, &handler_);
-      StatusOr<uint16_t> port = server_->Listen(*ResolveAddress(kFar, 0));
+      fn();
       EXPECT_EQ(setns(here, CLONE_NEWNET), 0);
       close(here);
       close(far);
-      ASSERT_TRUE(port.ok()) << port.status().ToString();
-      port_ = *port;
     });
   }
   void TearDown() override {
@@ -166,10 +174,7 @@ TEST_F(UpstreamPathTest, AServerThatStopsReadingKeepsItsConnection) {
   // the connection and buffers what comes until the window shuts.
   int stalled = -1;
   uint16_t stalled_port = 0;
-  loop_.RunSync([&] {
-    int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    int far = open((std::string("/run/netns/") + kFarNs).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_EQ(setns(far, CLONE_NEWNET), 0);
+  InFar([&] {
     stalled = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     SockAddr at = *ResolveAddress(kFar, 0);
     EXPECT_EQ(bind(stalled, at.get(), at.len), 0);
@@ -178,9 +183,6 @@ TEST_F(UpstreamPathTest, AServerThatStopsReadingKeepsItsConnection) {
     socklen_t len = sizeof(bound);
     getsockname(stalled, reinterpret_cast<sockaddr*>(&bound), &len);
     stalled_port = ntohs(bound.sin_port);
-    EXPECT_EQ(setns(here, CLONE_NEWNET), 0);
-    close(here);
-    close(far);
   });
   ClientOptions o;
   o.server = *ResolveAddress(kFar, stalled_port);
