@@ -44,16 +44,14 @@ void AbortOnClose(bufferevent* bev) {
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
-// Every connection's socket shares its port (SO_REUSEADDR), so that the
-// next connection can bind it again while this one's remains (its
-// TIME_WAIT, or a close not yet finished) are in the kernel.
+// SO_REUSEADDR: the next connection may bind the port again while this
+// one's remains (TIME_WAIT, a close not yet finished) are in the kernel.
 void SharePort(int fd) {
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 }
 
-// Keepalive for an idle connection (ClientOptions::dead_path_timeout; one
-// with bytes in flight: RpcClient::CheckPaths).
+// Keepalive for idle connections (dead_path_timeout; busy ones: CheckPaths).
 void WatchPath(int fd, Duration timeout) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
   if (ms <= 0) return;
@@ -118,9 +116,8 @@ Duration RpcClient::TlsSetupTimeout() const {
 }
 
 Duration RpcClient::ConnectTimeout() const {
-  // Not held to the call deadline: a reconnect from the old source port
-  // may wait for the kernel's SYN retransmission (1 s) while the server
-  // still holds the old connection.
+  // Not the call deadline: a reconnect from the old source port may wait
+  // for a SYN retransmission (1 s) while the server holds the old one.
   return options_.connect_timeout;
 }
 
@@ -674,17 +671,24 @@ void RpcClient::CheckPaths(SteadyClock::time_point now) {
   }
   paths_checked_ = now;
   const auto limit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+  // Only with a call written longer ago than the limit: an idle one's last
+  // acknowledgement may be that old when a call goes out, before its own.
+  std::vector<bool> waited(conns_.size(), false);
+  for (const auto& [xid, p] : pending_) {
+    if (p.conn >= 0 && p.sent_at != SteadyClock::time_point{} && now - p.sent_at >= limit) {
+      waited[static_cast<size_t>(p.conn)] = true;
+    }
+  }
   std::vector<int> dead;
   for (int i = 0; i < static_cast<int>(conns_.size()); ++i) {
     const Conn& c = conns_[i];
-    if (c.state != Conn::State::kUp || c.outstanding == 0 || !c.bev) continue;
+    if (c.state != Conn::State::kUp || !waited[static_cast<size_t>(i)] || !c.bev) continue;
     tcp_info ti{};
     socklen_t len = sizeof(ti);
     if (getsockopt(bufferevent_getfd(c.bev.get()), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
       continue;
     }
-    // Segments in flight (not a shut window: none are then) and nothing
-    // acknowledged for the limit.
+    // Segments in flight (none with a shut window), nothing acknowledged.
     if (ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv >= limit_ms) dead.push_back(i);
   }
   for (int i : dead) {

@@ -65,8 +65,9 @@ struct ClientOptions {
   // retransmission (up to a minute apart). Not below a few seconds: a
   // reconnect from the old source port may wait for a SYN retransmission.
   Duration connect_timeout = std::chrono::seconds(5);
-  // A connection with calls on it that has bytes in flight the server has
-  // not acknowledged, and has had no acknowledgement at all for this long
+  // A connection with a call on it written this long ago that has bytes in
+  // flight the server has not acknowledged, and has had no acknowledgement
+  // at all for this long
   // (TCP_INFO, looked at about once a second; an idle one is probed by TCP
   // keepalive after this long, then every 5 s, three times) is lost: a path
   // that drops its packets silently (a NAT or firewall that forgot the

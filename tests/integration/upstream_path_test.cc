@@ -115,6 +115,14 @@ class UpstreamPathTest : public ::testing::Test {
     }
     return "";
   }
+  // Starts the loop and a client with `o`.
+  void StartClient(const ClientOptions& o) {
+    loop_.Start();
+    loop_.RunSync([&] {
+      client_ = std::make_unique<RpcClient>(loop_.base(), o);
+      client_->Start();
+    });
+  }
   int ConnectionsUp() {
     int up = 0;
     loop_.RunSync([&] { up = client_->connections_up(); });
@@ -137,11 +145,7 @@ TEST_F(UpstreamPathTest, AConnectionWhosePathWentSilentIsFoundDeadAndReplaced) {
   o.reconnect_max = std::chrono::milliseconds(200);
   o.connect_timeout = std::chrono::seconds(1);
   o.dead_path_timeout = std::chrono::seconds(1);
-  loop_.Start();
-  loop_.RunSync([&] {
-    client_ = std::make_unique<RpcClient>(loop_.base(), o);
-    client_->Start();
-  });
+  StartClient(o);
   Send("before", 1);
   ASSERT_EQ(Wait(1, 5000), "before");
   ASSERT_EQ(ConnectionsUp(), 1);
@@ -188,11 +192,7 @@ TEST_F(UpstreamPathTest, AServerThatStopsReadingKeepsItsConnection) {
   o.server = *ResolveAddress(kFar, stalled_port);
   o.timeout = std::chrono::seconds(60);
   o.dead_path_timeout = std::chrono::seconds(1);
-  loop_.Start();
-  loop_.RunSync([&] {
-    client_ = std::make_unique<RpcClient>(loop_.base(), o);
-    client_->Start();
-  });
+  StartClient(o);
   for (int i = 0; i < 500 && ConnectionsUp() == 0; ++i) usleep(10000);
   ASSERT_EQ(ConnectionsUp(), 1);
   const std::string big(1 << 20, 'w');
