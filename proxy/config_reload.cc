@@ -187,8 +187,9 @@ ClientOptions ClientLimitsOf(const UpstreamConfig& u) {
   return o;
 }
 
-SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c) {
+SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c, const UpstreamConfig& u) {
   SchedulerOptions so;
+  so.queue_timeout = std::chrono::milliseconds(u.call_timeout_ms);
   so.congestion.queue_delay_target = std::chrono::milliseconds(c.queue_delay_target_ms);
   so.congestion.base_rtt_window = std::chrono::seconds(c.base_rtt_window_s);
   so.congestion.rto_floor = std::chrono::milliseconds(c.timeout_floor_ms);

@@ -59,7 +59,7 @@ ReloadPlan PlanReload(const Config& in_force, const Config& loaded, bool journal
 // (and hands them again to the setters on a reload).
 ServerOptions ServerLimitsOf(const ServerConfig& s);
 ClientOptions ClientLimitsOf(const UpstreamConfig& u);
-SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c);
+SchedulerOptions SchedulerOptionsOf(const SchedulerConfig& c, const UpstreamConfig& u);
 // The buffer bounds and timings of [write] (no journal, verifier or
 // transfer size: the daemon adds those at start).
 WritePathOptions WritePathOptionsOf(const WriteConfig& w);

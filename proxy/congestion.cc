@@ -88,9 +88,17 @@ CongestionController::Ticket CongestionController::OnSend(uint64_t bytes, MonoTi
   return t;
 }
 
-void CongestionController::OnFailure(const Ticket& t) {
+void CongestionController::Leave(const Ticket& t) {
+  if (t.released) return;
   in_flight_ -= std::min(in_flight_, t.bytes);
   if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
+}
+
+void CongestionController::OnFailure(const Ticket& t) { Leave(t); }
+
+void CongestionController::OnStalled(Ticket* t) {
+  Leave(*t);
+  t->released = true;
 }
 
 void CongestionController::SetAppLimited() {
@@ -124,8 +132,7 @@ void CongestionController::UpdateBaseRtt(Duration rtt, MonoTime now) {
 
 void CongestionController::Deliver(const Ticket& t, MonoTime now) {
   now_ = now;
-  in_flight_ -= std::min(in_flight_, t.bytes);
-  if (t.bulk) bulk_in_flight_ -= std::min(bulk_in_flight_, t.bytes);
+  Leave(t);
   delivered_ += t.answered;
   delivered_time_ = now;
   // (Of data calls only: a metadata call the server took long over would

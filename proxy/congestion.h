@@ -164,6 +164,8 @@ class CongestionController {
     uint64_t answered = 0;
     uint64_t ahead = 0;  // bytes in flight when it was sent
     double paced_at = 0;  // the pacing rate applied when it was sent (0: none)
+    // Its bytes left the window before its reply (OnStalled).
+    bool released = false;
   };
 
   explicit CongestionController(CongestionOptions options);
@@ -203,6 +205,13 @@ class CongestionController {
   void OnRetransmittedReply(const Ticket& t, MonoTime now);
   // The call ended without a usable reply (error, timeout): no sample.
   void OnFailure(const Ticket& t);
+  // The call of `t` has had no reply for so long that its bytes are not on
+  // the path any more (the server holds it: a frozen file system, a hung
+  // backend): they leave the window, as a lost segment leaves TCP's flight,
+  // so that other calls are not held back for as long as the server holds
+  // it. No sample and no change of rate (a server that holds a call says
+  // nothing about the link); its reply, if it comes, counts as delivered.
+  void OnStalled(Ticket* t);
   // The sender has nothing more to send although the window has room: the
   // calls in flight now do not measure the rate (BBR's app-limited mark).
   // Ignored while more is in flight than the pacing rate sends in a round
@@ -236,6 +245,8 @@ class CongestionController {
   // `t`'s call was answered at `now`: its bytes leave the window and those
   // its reply answered count as delivered.
   void Deliver(const Ticket& t, MonoTime now);
+  // `t`'s bytes leave the window (once).
+  void Leave(const Ticket& t);
   void OnRoundEnd(MonoTime now);
   void UpdateBaseRtt(Duration rtt, MonoTime now);
   void UpdateWindow();

@@ -325,7 +325,7 @@ void Daemon::LogWriteStats() {
 
 void Daemon::StartScheduler() {
   const SchedulerConfig& c = config_.scheduler;
-  SchedulerOptions so = SchedulerOptionsOf(c);
+  SchedulerOptions so = SchedulerOptionsOf(c, config_.upstream);
   RpcClient* meta = nfs_upstream_.get();
   RpcClient* bulk = nfs_bulk_upstream_.get();
   SchedulerHooks hooks;
@@ -341,11 +341,15 @@ void Daemon::StartScheduler() {
   outage_->SetListener([this, meta, bulk](bool out) {
     meta->HoldDeadlines(out);
     bulk->HoldDeadlines(out);
+    if (scheduler_) scheduler_->HoldDeadlines(out);
     if (nfs_) nfs_->OnOutage(out);
   });
   cache_.SetOutage(outage_.get());
   const Duration poll = OutagePollOf(config_.upstream);
-  outage_timer_ = std::make_unique<Timer>(base_.get(), [this] { outage_->Poll(); });
+  outage_timer_ = std::make_unique<Timer>(base_.get(), [this] {
+    outage_->Poll();
+    if (scheduler_) scheduler_->Sweep();
+  });
   outage_timer_->ArmPeriodic(poll);
   scheduler_ = std::make_unique<UpstreamScheduler>(clock_, watched_meta, outage_->Watch(*bulk), so,
                                                    std::move(hooks));

@@ -328,6 +328,10 @@ void Daemon::AddCollectors() {
     w.Counter("nfsedge_scheduler_write_cap_waits_total",
               "WRITEs that waited for the write cap alone.", {},
               static_cast<double>(st.write_cap_waits));
+    CountEach(w, "nfsedge_scheduler_events_total",
+              "Upstream calls failed after waiting upstream.call_timeout_ms unsent, and calls "
+              "whose bytes left the window while the server held them.",
+              {}, "event", {{"timeout", st.timeouts}, {"stalled", st.stalled}});
   });
   metrics_.Add([this](MetricsWriter& w) {
     if (!journal_) return;
@@ -547,7 +551,7 @@ void Daemon::ApplyLimits() {
   nfs_upstream_->SetLimits(limits);
   nfs_bulk_upstream_->SetLimits(limits);
   mount_upstream_->SetLimits(limits);
-  scheduler_->SetOptions(SchedulerOptionsOf(c.scheduler));
+  scheduler_->SetOptions(SchedulerOptionsOf(c.scheduler, c.upstream));
   outage_->SetAfter(std::chrono::milliseconds(c.upstream.outage_after_ms));
   outage_timer_->ArmPeriodic(OutagePollOf(c.upstream));
   cache_.SetLimits(c.cache);

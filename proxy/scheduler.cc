@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "rpc/auth_sys.h"
 
@@ -168,7 +169,8 @@ Status UpstreamScheduler::Submit(CallClass cls, uint32_t prog, uint32_t vers, ui
   if (fresh) it->second.served = q.vtime;
   const uint64_t id = ++next_id_;
   it->second.calls.push_back(
-      Queued{cls, prog, vers, proc, cred, std::string(args), std::move(done), bytes, id});
+      Queued{cls, prog, vers, proc, cred, std::string(args), std::move(done), bytes, id,
+             clock_.MonoNow()});
   q.size++;
   queued_++;
   // It may pass calls held by the write cap. A lane's refusal of it is this
@@ -325,17 +327,25 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
     hooks_.set_pacing_rate(cc_.applied_pacing_rate());
   }
   std::weak_ptr<bool> alive = alive_;
+  const uint64_t flight = ++next_flight_;
+  flights_.emplace(flight, Flight{t, now});
   Status s = lane.Call(prog, vers, proc, cred, args,
-                       [this, alive, t, own, now, proc, write, done = std::move(done)](
+                       [this, alive, flight, own, now, proc, write, done = std::move(done)](
                            StatusOr<RpcReply> r) {
                          if (auto a = alive.lock(); a && *a) {
                            if (write) writes_in_flight_--;
-                           OnReply(proc, t, own, now, r);
+                           auto it = flights_.find(flight);
+                           if (it != flights_.end()) {
+                             const CongestionController::Ticket ticket = it->second.ticket;
+                             flights_.erase(it);
+                             OnReply(proc, ticket, own, now, r);
+                           }
                          }
                          done(std::move(r));
                        });
   if (!s.ok()) {
     if (write) writes_in_flight_--;
+    flights_.erase(flight);
     cc_.OnFailure(t);
   }
   return s;
@@ -400,7 +410,6 @@ void UpstreamScheduler::OnReply(uint32_t proc, CongestionController::Ticket t, u
 }
 
 void UpstreamScheduler::PassTimeouts() {
-  if (!hooks_.set_retransmit_timeout) return;
   Duration least = Duration::max(), most = Duration::zero();
   for (Duration d : proc_min_rtt_) {
     if (d == Duration::zero()) continue;
@@ -410,7 +419,76 @@ void UpstreamScheduler::PassTimeouts() {
   // At most the ceiling: one sample of a rare procedure taken while an
   // outage held its deadline must not put off every retransmission.
   const Duration own = most > least ? most - least : Duration::zero();
-  hooks_.set_retransmit_timeout(cc_.rto() + std::min(own, options_.congestion.rto_ceiling));
+  transport_rto_ = cc_.rto() + std::min(own, options_.congestion.rto_ceiling);
+  if (hooks_.set_retransmit_timeout) hooks_.set_retransmit_timeout(transport_rto_);
+}
+
+void UpstreamScheduler::Sweep() {
+  if (held_ || shut_down_) return;
+  const MonoTime now = clock_.MonoNow();
+  ExpireWaiting(now);
+  if (ReleaseStalled(now)) Pump();
+}
+
+void UpstreamScheduler::HoldDeadlines(bool hold) {
+  if (held_ && !hold) {
+    const MonoTime now = clock_.MonoNow();
+    for (ClassQueue& q : queues_) {
+      for (auto& [key, cq] : q.clients) {
+        for (Queued& c : cq.calls) c.since = std::max(c.since, now);
+      }
+    }
+    // Calls in flight through the outage are timed again from its end.
+    for (auto& [id, f] : flights_) f.handed = std::max(f.handed, now);
+  }
+  held_ = hold;
+}
+
+void UpstreamScheduler::ExpireWaiting(MonoTime now) {
+  const Duration limit = options_.queue_timeout;
+  if (limit <= Duration::zero() || queued_ == 0) return;
+  std::vector<ReplyCallback> expired;
+  for (ClassQueue& q : queues_) {
+    for (auto it = q.clients.begin(); it != q.clients.end();) {
+      std::deque<Queued>& calls = it->second.calls;
+      for (auto c = calls.begin(); c != calls.end();) {
+        if (now - c->since < limit) {
+          ++c;
+          continue;
+        }
+        expired.push_back(std::move(c->done));
+        c = calls.erase(c);
+        q.size--;
+        queued_--;
+      }
+      it = calls.empty() ? q.clients.erase(it) : std::next(it);
+    }
+  }
+  if (expired.empty()) return;
+  stats_.timeouts += expired.size();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
+  const Status why = Timeout("upstream scheduler: no room to send the call within " +
+                             std::to_string(ms) + " ms (upstream.call_timeout_ms)");
+  // (Their callbacks may make calls: the queues are consistent by now.)
+  for (ReplyCallback& done : expired) done(why);
+}
+
+bool UpstreamScheduler::ReleaseStalled(MonoTime now) {
+  const CongestionStats c = cc_.stats();
+  const double rate = std::max(c.delivery_rate, c.pacing_rate);
+  if (rate <= 0 || transport_rto_ <= Duration::zero()) return false;
+  bool any = false;
+  for (auto& [id, f] : flights_) {
+    CongestionController::Ticket& t = f.ticket;
+    if (t.released) continue;
+    const auto on_path = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(static_cast<double>(t.ahead + t.bytes) / rate));
+    if (now - f.handed < transport_rto_ + on_path) continue;
+    cc_.OnStalled(&t);
+    stats_.stalled++;
+    any = true;
+  }
+  return any;
 }
 
 std::optional<Duration> UpstreamScheduler::MetaQueueNear(MonoTime at) const {
@@ -448,7 +526,8 @@ std::string UpstreamScheduler::StatsLine() const {
        << " pacing_rate=" << static_cast<uint64_t>(c.pacing_rate) << " rounds=" << c.rounds
        << " increases=" << c.increases << " decreases=" << c.decreases
        << " base_resets=" << c.base_resets << " writes_in_flight=" << s.writes_in_flight
-       << " write_cap_waits=" << s.write_cap_waits << " refused=" << s.refused;
+       << " write_cap_waits=" << s.write_cap_waits << " refused=" << s.refused
+       << " timeouts=" << s.timeouts << " stalled=" << s.stalled;
   for (int i = 0; i < kCallClasses; ++i) {
     const char* name = CallClassName(static_cast<CallClass>(i));
     line << " " << name << "=" << s.calls[i] << "/" << s.waited[i] << "/" << s.queued[i];

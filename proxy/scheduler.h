@@ -79,6 +79,10 @@ struct SchedulerOptions {
   // Calls waiting in the scheduler at most (all classes); beyond that Call
   // refuses with ResourceExhausted.
   size_t max_queued = 4096;
+  // A call that has waited this long in the scheduler (not counting time
+  // while deadlines are held) fails with Timeout, never sent; 0 = never.
+  // The daemon gives it upstream.call_timeout_ms.
+  Duration queue_timeout{};
 };
 
 // What the scheduler tells the transport below; either may be empty.
@@ -95,6 +99,8 @@ struct SchedulerStats {
   uint64_t writes_in_flight = 0;
   uint64_t write_cap_waits = 0;  // times a WRITE waited for the cap alone
   uint64_t refused = 0;
+  uint64_t timeouts = 0;  // waiting calls failed at queue_timeout
+  uint64_t stalled = 0;   // calls whose bytes left the window before their reply
 };
 
 class UpstreamScheduler {
@@ -121,6 +127,22 @@ class UpstreamScheduler {
   // that a higher cap now admits are sent at once.
   void SetOptions(const SchedulerOptions& options);
 
+  // Run about once a second (the daemon's outage poll): fails the waiting
+  // calls that reached queue_timeout, and takes out of the window the bytes
+  // of every call the server has held past the retransmission timeout plus
+  // the time its bytes and those ahead of it take at the link's rate (the
+  // rate measured or paced; none before one is known). Such a call is in
+  // the server's hands, not on the path (a frozen file system, a hung
+  // backend): without this, a few large WRITEs the server holds would keep
+  // every READ waiting for as long as it holds them. Its reply still ends
+  // it (and, for a WRITE, frees its place under max_writes_in_flight: the
+  // cap is the server's, and holds). Does nothing while deadlines are held.
+  void Sweep();
+  // While held (the upstream is out), waiting calls do not reach their
+  // deadline and no call leaves the window; released, every waiting call
+  // has a whole queue_timeout from then on.
+  void HoldDeadlines(bool hold);
+
   SchedulerStats stats() const;
   // Background calls waiting to be sent now.
   size_t background_waiting() const { return queues_[1].size; }
@@ -137,6 +159,12 @@ class UpstreamScheduler {
     ReplyCallback done;
     uint64_t bytes;
     uint64_t id = 0;
+    MonoTime since;  // queued, or the deadlines were last released
+  };
+  // A call handed to a lane and not answered yet.
+  struct Flight {
+    CongestionController::Ticket ticket;
+    MonoTime handed;
   };
   struct ClientQueue {
     std::deque<Queued> calls;
@@ -171,6 +199,11 @@ class UpstreamScheduler {
   // those (a 1 MiB READ's reply streaming for 4 s on a 2 Mbit/s link is not
   // late, nor a FILE_SYNC WRITE the server syncs), at most the ceiling.
   void PassTimeouts();
+  // Fails the waiting calls that reached queue_timeout at `now`.
+  void ExpireWaiting(MonoTime now);
+  // Takes the calls held past their time out of the window; returns true
+  // iff any.
+  bool ReleaseStalled(MonoTime now);
   bool WriteCapped() const { return writes_in_flight_ >= options_.max_writes_in_flight; }
 
   const Clock& clock_;
@@ -184,6 +217,12 @@ class UpstreamScheduler {
   std::array<ClassQueue, 2> queues_;
   size_t queued_ = 0;
   uint64_t writes_in_flight_ = 0;
+  // Calls handed to a lane, by their number.
+  std::map<uint64_t, Flight> flights_;
+  uint64_t next_flight_ = 0;
+  // The retransmission timeout last given to the transport (PassTimeouts).
+  Duration transport_rto_{};
+  bool held_ = false;  // HoldDeadlines
   // Bytes background may send ahead of waiting client data. Earned while
   // client data goes and background waits, at most kMaxBackgroundCredit: a
   // background held back (its WRITEs by the write cap) banks no more, else

@@ -183,6 +183,7 @@ max_record_size = 70000
 [upstream]
 max_in_flight = 5
 reconnect_max_ms = 900
+call_timeout_ms = 7000
 [scheduler]
 timeout_floor_ms = 250
 max_writes_in_flight = 2
@@ -193,8 +194,10 @@ max_writes_in_flight = 2
   EXPECT_EQ(ServerLimitsOf(c.server).max_record_size, 70000u);
   EXPECT_EQ(ClientLimitsOf(c.upstream).max_in_flight, 5u);
   EXPECT_EQ(ClientLimitsOf(c.upstream).reconnect_max, std::chrono::milliseconds(900));
-  EXPECT_EQ(SchedulerOptionsOf(c.scheduler).congestion.rto_floor, std::chrono::milliseconds(250));
-  EXPECT_EQ(SchedulerOptionsOf(c.scheduler).max_writes_in_flight, 2u);
+  const SchedulerOptions so = SchedulerOptionsOf(c.scheduler, c.upstream);
+  EXPECT_EQ(so.congestion.rto_floor, std::chrono::milliseconds(250));
+  EXPECT_EQ(so.max_writes_in_flight, 2u);
+  EXPECT_EQ(so.queue_timeout, std::chrono::milliseconds(7000));
 }
 
 }  // namespace

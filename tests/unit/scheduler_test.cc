@@ -473,5 +473,98 @@ TEST_F(SchedulerTest, ReadsCountTheirReplyBytes) {
   EXPECT_EQ(answered_.size(), 2u);
 }
 
+// A call the server holds (a frozen file system) leaves the window once it
+// is past the retransmission timeout plus its time on the path: the other
+// calls go on. Its reply still ends it, and is not taken off twice.
+TEST_F(SchedulerTest, ACallTheServerHoldsLeavesTheWindow) {
+  SchedulerOptions o = OneAtATime();
+  Make(o);
+  // A few round trips: a rate and a timeout are known.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "warm", "a").ok());
+    clock_.Advance(std::chrono::milliseconds(50));
+    bulk_.Answer();
+  }
+  const CongestionStats c = scheduler_->stats().congestion;
+  ASSERT_GT(c.delivery_rate, 0);
+  ASSERT_GT(c.rto, Duration::zero());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "held", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "other", "b").ok());
+  ASSERT_EQ(bulk_.held.size(), 1u);  // the window holds one
+  // Within the timeout: still waiting.
+  clock_.Advance(std::chrono::milliseconds(500));
+  scheduler_->Sweep();
+  ASSERT_EQ(bulk_.held.size(), 1u);
+  EXPECT_EQ(scheduler_->stats().stalled, 0u);
+  // Not while the upstream is out.
+  scheduler_->HoldDeadlines(true);
+  clock_.Advance(std::chrono::seconds(60));
+  scheduler_->Sweep();
+  ASSERT_EQ(bulk_.held.size(), 1u);
+  // Timed again from the outage's end.
+  scheduler_->HoldDeadlines(false);
+  scheduler_->Sweep();
+  ASSERT_EQ(bulk_.held.size(), 1u);
+  clock_.Advance(c.rto + std::chrono::seconds(40));
+  scheduler_->Sweep();
+  ASSERT_EQ(bulk_.held.size(), 2u);
+  EXPECT_EQ(Name(bulk_.held[1].args), "other");
+  EXPECT_EQ(scheduler_->stats().stalled, 1u);
+  EXPECT_EQ(scheduler_->stats().writes_in_flight, 1u);  // the cap still counts it
+  const uint64_t other_bytes = scheduler_->stats().congestion.in_flight;
+  EXPECT_GE(other_bytes, 40u << 10);
+  EXPECT_LT(other_bytes, 80u << 10);  // the held WRITE's bytes are gone
+  // The held WRITE's reply takes nothing more off.
+  clock_.Advance(std::chrono::milliseconds(10));
+  bulk_.Answer(0);
+  EXPECT_EQ(scheduler_->stats().congestion.in_flight, other_bytes);
+  EXPECT_EQ(scheduler_->stats().writes_in_flight, 0u);
+  bulk_.Answer(0);
+  EXPECT_EQ(scheduler_->stats().congestion.in_flight, 0u);
+  EXPECT_EQ(answered_.size(), 6u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+// A call that waits in the scheduler longer than queue_timeout fails,
+// never sent (its client gets NFS3ERR_JUKEBOX), except while the upstream
+// is out; after the outage each has a whole timeout again.
+TEST_F(SchedulerTest, AWaitingCallFailsAtItsDeadline) {
+  SchedulerOptions o = CappedAtOneWrite(0);
+  o.queue_timeout = std::chrono::seconds(5);
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w1", "a").ok());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w2", "b").ok());
+  clock_.Advance(std::chrono::seconds(2));
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w3", "c").ok());
+  ASSERT_EQ(bulk_.held.size(), 1u);  // the cap holds w2 and w3
+  scheduler_->HoldDeadlines(true);
+  clock_.Advance(std::chrono::seconds(30));
+  scheduler_->Sweep();
+  EXPECT_TRUE(errors_.empty());
+  scheduler_->HoldDeadlines(false);
+  clock_.Advance(std::chrono::seconds(4));
+  scheduler_->Sweep();
+  EXPECT_TRUE(errors_.empty());
+  clock_.Advance(std::chrono::seconds(1));
+  scheduler_->Sweep();
+  EXPECT_EQ(errors_, (std::vector<std::string>{"w2", "w3"}));
+  EXPECT_EQ(scheduler_->stats().timeouts, 2u);
+  EXPECT_EQ(scheduler_->stats().queued[1], 0u);
+  // Without an outage the deadline runs from when it was queued.
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w4", "b").ok());
+  clock_.Advance(std::chrono::seconds(3));
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w5", "b").ok());
+  clock_.Advance(std::chrono::seconds(2));
+  scheduler_->Sweep();
+  EXPECT_EQ(errors_.back(), "w4");
+  EXPECT_EQ(scheduler_->stats().queued[1], 1u);
+  // The one left goes when the cap has room; the one sent was never failed.
+  bulk_.Answer();
+  ASSERT_EQ(bulk_.held.size(), 1u);
+  EXPECT_EQ(Name(bulk_.held[0].args), "w5");
+  bulk_.Answer();
+  EXPECT_EQ(answered_.size(), 5u);
+}
+
 }  // namespace
 }  // namespace nfsedge
