@@ -240,6 +240,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     r.Uint("max_access_entries", 0, kMaxU32, &c.cache.max_access_entries);
     r.Uint("max_name_entries", 0, kMaxU32, &c.cache.max_name_entries);
     r.Bytes("max_dir_bytes", 0, 1ull << 40, &c.cache.max_dir_bytes);
+    r.Bytes("max_link_bytes", 0, 1ull << 40, &c.cache.max_link_bytes);
     r.Uint("refresh_ahead_ms", 0, 3600000, &c.cache.refresh_ahead_ms);
     r.Bytes("memory_bytes", 0, 1ull << 40, &c.cache.memory_bytes);
     r.Bytes("block_size", 4096, 1 << 20, &c.cache.block_size);

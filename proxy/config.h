@@ -122,6 +122,8 @@ struct CacheConfig {
   uint32_t max_name_entries = 1000000;
   // Directory listing pages (READDIRPLUS replies) kept, bytes; 0 = none.
   uint64_t max_dir_bytes = 64 << 20;
+  // Symbolic links' targets (READLINK answers) kept, bytes; 0 = none.
+  uint64_t max_link_bytes = 16 << 20;
   // Revalidate attributes that clients use this long before they expire
   // (refresh-ahead), milliseconds; 0 = off.
   uint32_t refresh_ahead_ms = 1000;

@@ -54,6 +54,7 @@ std::vector<ReloadKey> MakeReloadKeys() {
       NFSEDGE_KEY("cache.max_access_entries", kLive, cache.max_access_entries),
       NFSEDGE_KEY("cache.max_name_entries", kLive, cache.max_name_entries),
       NFSEDGE_KEY("cache.max_dir_bytes", kLive, cache.max_dir_bytes),
+      NFSEDGE_KEY("cache.max_link_bytes", kLive, cache.max_link_bytes),
       NFSEDGE_KEY("cache.refresh_ahead_ms", kLive, cache.refresh_ahead_ms),
       NFSEDGE_KEY("cache.memory_bytes", kLiveWhileNonZero, cache.memory_bytes),
       NFSEDGE_KEY("cache.block_size", kRestart, cache.block_size),

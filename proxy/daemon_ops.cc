@@ -40,6 +40,7 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
   const AccessCacheStats& x = cache.access().stats();
   const NameCacheStats& n = cache.names().stats();
   const DirCacheStats& d = cache.dirs().stats();
+  const LinkCacheStats& k = cache.links().stats();
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "attr"}, {"tier", "memory"}}, "result",
             {{"hit", a.hits}, {"miss", a.misses}, {"expired", a.expired}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "access"}, {"tier", "memory"}}, "result",
@@ -48,6 +49,8 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             {{"hit", n.positive_hits}, {"negative_hit", n.negative_hits}, {"miss", n.misses}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "dir"}, {"tier", "memory"}}, "result",
             {{"hit", d.hits}, {"miss", d.misses}, {"expired", d.stale}});
+  CountEach(w, kLookups, kLookupsHelp, {{"cache", "link"}, {"tier", "memory"}}, "result",
+            {{"hit", k.hits}, {"miss", k.misses}});
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "attr"}, {"tier", "memory"}},
           static_cast<double>(cache.attrs().size()));
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "access"}, {"tier", "memory"}},
@@ -58,6 +61,10 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
           static_cast<double>(cache.dirs().size()));
   w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
           {{"cache", "dir"}, {"tier", "memory"}}, static_cast<double>(cache.dirs().bytes()));
+  w.Gauge(kEntries, kEntriesHelp, {{"cache", "link"}, {"tier", "memory"}},
+          static_cast<double>(cache.links().size()));
+  w.Gauge("nfsedge_cache_bytes", "Bytes held, by cache and tier.",
+          {{"cache", "link"}, {"tier", "memory"}}, static_cast<double>(cache.links().bytes()));
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "handle"}, {"tier", "memory"}},
           static_cast<double>(handles.size()));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "attr"}, {"tier", "memory"}},
@@ -68,6 +75,8 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
             static_cast<double>(n.evictions));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "dir"}, {"tier", "memory"}},
             static_cast<double>(d.evictions));
+  w.Counter(kEvictions, kEvictionsHelp, {{"cache", "link"}, {"tier", "memory"}},
+            static_cast<double>(k.evictions));
   w.Counter(kEvictions, kEvictionsHelp, {{"cache", "handle"}, {"tier", "memory"}},
             static_cast<double>(handles.evictions()));
   CountEach(w, "nfsedge_attr_cache_events_total",
@@ -329,9 +338,11 @@ void Daemon::AddCollectors() {
               "WRITEs that waited for the write cap alone.", {},
               static_cast<double>(st.write_cap_waits));
     CountEach(w, "nfsedge_scheduler_events_total",
-              "Upstream calls failed after waiting upstream.call_timeout_ms unsent, and calls "
-              "whose bytes left the window while the server held them.",
-              {}, "event", {{"timeout", st.timeouts}, {"stalled", st.stalled}});
+              "Upstream calls failed after waiting upstream.call_timeout_ms unsent, calls "
+              "whose bytes left the window while the server held them, and NULL probes sent "
+              "to tell those from a silent path.",
+              {}, "event",
+              {{"timeout", st.timeouts}, {"stalled", st.stalled}, {"probe", st.probes}});
   });
   metrics_.Add([this](MetricsWriter& w) {
     if (!journal_) return;

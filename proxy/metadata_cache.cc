@@ -77,6 +77,7 @@ MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
       access_(clock, AccessCacheOptions{config.max_access_entries}),
       names_(NameCacheOptions{config.max_name_entries, 255}),
       dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
+      links_(config.max_link_bytes),
       max_children_(config.max_name_entries) {}
 
 std::unordered_map<std::string, std::pair<std::string, std::string>> MetadataCache::ParentsOf(
@@ -97,6 +98,7 @@ void MetadataCache::SetLimits(const CacheConfig& config) {
   access_.SetMaxEntries(config.max_access_entries);
   names_.SetMaxEntries(config.max_name_entries);
   dirs_.SetMaxBytes(config.max_dir_bytes);
+  links_.SetMaxBytes(config.max_link_bytes);
   max_children_ = config.max_name_entries;
   while (last_child_.size() > max_children_) last_child_.Erase(last_child_.Oldest()->key);
   while (parent_of_.size() > max_children_) parent_of_.Erase(parent_of_.Oldest()->key);
@@ -164,6 +166,8 @@ std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const vo
     }
     case NFSPROC3_LOOKUP:
       return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred, stale);
+    case NFSPROC3_READLINK:
+      return AnswerReadlink(*static_cast<const READLINK3args*>(args), exp, cred, stale);
     default:
       return std::nullopt;
   }
@@ -196,6 +200,23 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
   SetPostOp(&res.LOOKUP3res_u.resok.dir_attributes, *dir_attr);
   (void)exp;
   return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
+}
+
+std::optional<std::string> MetadataCache::AnswerReadlink(const READLINK3args& a,
+                                                         const Export& exp, const CredKey& cred,
+                                                         bool stale) {
+  std::string_view fh = Bytes(a.symlink);
+  std::optional<fattr3> attr = Attrs(fh, stale, exp);
+  if (!attr || attr->type != NF3LNK) return std::nullopt;
+  // DESIGN rule 6: only a target the upstream gave this credential, at the
+  // link's current stamp.
+  std::optional<std::string> target = links_.Get(fh, ChangeId::FromFattr(*attr), cred);
+  if (!target) return std::nullopt;
+  READLINK3res res{};
+  res.status = NFS3_OK;
+  SetPostOp(&res.READLINK3res_u.resok.symlink_attributes, *attr);
+  res.READLINK3res_u.resok.data = target->data();
+  return Encode(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res);
 }
 
 bool MetadataCache::HasSearchEvidence(std::string_view dir, const CredKey& cred) {
@@ -341,6 +362,7 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
     p.arg_handles(args, &handles);
     for (const nfs_fh3* fh : handles) {
       if (access_.Invalidate(Bytes(*fh), cred)) refused_access_++;
+      links_.ForgetCred(Bytes(*fh), cred);
       if (!(cred == CredKey::AuthNone())) access_changes_.Note(AccessMarkKey(Bytes(*fh), cred));
     }
   }
@@ -431,10 +453,20 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
     }
     case NFSPROC3_READLINK: {
       const auto* r = static_cast<const READLINK3res*>(res);
-      PostOp(static_cast<const READLINK3args*>(args)->symlink,
-             ok ? r->READLINK3res_u.resok.symlink_attributes
-                : r->READLINK3res_u.resfail.symlink_attributes,
-             l);
+      const nfs_fh3& link = static_cast<const READLINK3args*>(args)->symlink;
+      const post_op_attr& attr =
+          ok ? r->READLINK3res_u.resok.symlink_attributes
+             : r->READLINK3res_u.resfail.symlink_attributes;
+      PostOp(link, attr, l);
+      // The target, stamped with the attributes it came with (none: not
+      // kept), for this credential, unless a refusal of it came since the
+      // call left. (Refusals and stale handles are handled in Learn.)
+      if (ok && attr.attributes_follow && attr.post_op_attr_u.attributes.type == NF3LNK &&
+          r->READLINK3res_u.resok.data != nullptr && !AttrsOvertaken(Bytes(link)) &&
+          !AccessOvertaken(Bytes(link), cred)) {
+        links_.Put(Bytes(link), ChangeId::FromFattr(attr.post_op_attr_u.attributes),
+                   r->READLINK3res_u.resok.data, cred);
+      }
       return;
     }
     case NFSPROC3_WRITE: {

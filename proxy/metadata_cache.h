@@ -1,5 +1,6 @@
-// MetadataCache: answers GETATTR, ACCESS and LOOKUP from the attribute,
-// ACCESS and name caches (cache/) when they prove the answer fresh, and
+// MetadataCache: answers GETATTR, ACCESS, LOOKUP and READLINK from the
+// attribute, ACCESS, name and link caches (cache/) when they prove the
+// answer fresh, and
 // learns from every upstream reply (post-op attributes, wcc data, names,
 // ACCESS results, READDIRPLUS entries).
 //
@@ -12,11 +13,12 @@
 //
 // Confinement (DESIGN rule 6): a LOOKUP is answered to a credential only if
 // the ACCESS cache proves that the upstream lets that credential search the
-// directory; ACCESS answers are per credential. GETATTR needs no evidence:
-// the upstream answers it to anyone who holds the handle.
+// directory; ACCESS answers are per credential, and so are READLINK's (a
+// target only to a credential the upstream gave it to). GETATTR needs no
+// evidence: the upstream answers it to anyone who holds the handle.
 //
 // Upstream outage (proxy/outage.h): on an export with serve_stale_on_outage,
-// while the upstream is out, GETATTR, ACCESS and LOOKUP that the fresh
+// while the upstream is out, GETATTR, ACCESS, LOOKUP and READLINK that the fresh
 // entries cannot answer are answered from entries past their lifetime
 // (AttrCache::GetExpired, AccessCache with allow_expired), by the same rules
 // otherwise: ACCESS evidence for the credential, names tied to the
@@ -45,6 +47,7 @@
 #include "cache/cred_key.h"
 #include "cache/dir_cache.h"
 #include "cache/lifetime.h"
+#include "cache/link_cache.h"
 #include "cache/lru_map.h"
 #include "cache/name_cache.h"
 #include "proxy/config.h"
@@ -203,6 +206,7 @@ class MetadataCache {
     attrs_.Invalidate(fh);
     names_.InvalidateDir(fh);
     dirs_.InvalidateDir(fh);
+    links_.Invalidate(fh);
   }
   // Forget(), and replies to calls sent before do not bring back what was
   // forgotten (the server said the handle is stale; an administrator asked
@@ -234,6 +238,7 @@ class MetadataCache {
     access_.Clear();
     names_.Clear();
     dirs_.Clear();
+    links_.Clear();
   }
 
   // The shortest lifetimes among the exports a handle belongs to (nested
@@ -263,6 +268,7 @@ class MetadataCache {
   void ShortenAccessLifetimes(Duration max) { access_.ClampExpiry(max); }
   const NameCache& names() const { return names_; }
   const DirCache& dirs() const { return dirs_; }
+  const LinkCache& links() const { return links_; }
 
  private:
   // Answer() for GETATTR, ACCESS and LOOKUP from fresh entries, or from
@@ -275,6 +281,8 @@ class MetadataCache {
   std::optional<fattr3> Attrs(std::string_view fh, bool stale, const Export& exp);
   std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
                                           const CredKey& cred, bool stale);
+  std::optional<std::string> AnswerReadlink(const READLINK3args& a, const Export& exp,
+                                            const CredKey& cred, bool stale);
   // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page
   // (defined in dir_listing.cc).
   std::optional<std::string> AnswerListing(bool plus, const void* args, const Export& exp,
@@ -348,6 +356,7 @@ class MetadataCache {
   AccessCache access_;
   NameCache names_;
   DirCache dirs_;
+  LinkCache links_;
   size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in

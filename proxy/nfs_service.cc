@@ -535,9 +535,10 @@ void NfsService::NoteDataChange(const NfsProc& p, const void* args) {
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const Export& exp, const OpaqueAuth& cred,
                             const std::optional<ChangeId>& read_version) {
-  // ACCESS results are kept per credential: none for a credential never
-  // answered from cache, whose key may be another's (duplicate groups).
-  const bool per_credential = p.proc == NFSPROC3_ACCESS;
+  // ACCESS results and symlink targets are kept per credential: none for a
+  // credential never answered from cache, whose key may be another's
+  // (duplicate groups).
+  const bool per_credential = p.proc == NFSPROC3_ACCESS || p.proc == NFSPROC3_READLINK;
   if (cache_ && (!per_credential || IsCacheableCred(cred))) {
     cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
                   SentOf(*reply));

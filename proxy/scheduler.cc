@@ -354,13 +354,18 @@ Status UpstreamScheduler::Send(CallClass cls, uint32_t prog, uint32_t vers, uint
 void UpstreamScheduler::OnReply(uint32_t proc, CongestionController::Ticket t, uint64_t own,
                                 MonoTime submitted, const StatusOr<RpcReply>& r) {
   const MonoTime now = clock_.MonoNow();
+  if (r.ok()) answered_handed_ = std::max(answered_handed_, submitted);
   if (r.ok()) {
     // A reply that carried less than the call was counted at (a READ
     // answered short, at end of file) answered the call's own bytes and its
     // size on the wire, not the count the call asked for.
     CongestionController::SetAnswered(&t, own + r->record.size());
   }
-  if (!r.ok() || proc == kProcCommit || proc >= proc_min_rtt_.size()) {
+  if (t.released) {
+    // Its bytes left the window while the server held it: its round trip
+    // is the hold, and its bytes crossed the link long ago (counted now,
+    // they would raise the next rate sample). Nothing for the controller.
+  } else if (!r.ok() || proc == kProcCommit || proc >= proc_min_rtt_.size()) {
     cc_.OnFailure(t);
   } else if (r->transmissions > 1) {
     // Sent more than once: the reply may answer any of the transmissions,
@@ -427,7 +432,9 @@ void UpstreamScheduler::Sweep() {
   if (held_ || shut_down_) return;
   const MonoTime now = clock_.MonoNow();
   ExpireWaiting(now);
-  if (ReleaseStalled(now)) Pump();
+  ReleaseStalled(now);
+  // (Also after expiries: the call that did not fit may have gone.)
+  Pump();
 }
 
 void UpstreamScheduler::HoldDeadlines(bool hold) {
@@ -474,21 +481,53 @@ void UpstreamScheduler::ExpireWaiting(MonoTime now) {
 }
 
 bool UpstreamScheduler::ReleaseStalled(MonoTime now) {
+  // The lower of the rates known: a pacer probing above the link, or one
+  // held below the rate measured after a drop, lets the bytes out slower.
   const CongestionStats c = cc_.stats();
-  const double rate = std::max(c.delivery_rate, c.pacing_rate);
+  double rate = 0;
+  for (double r : {c.delivery_rate, cc_.applied_pacing_rate()}) {
+    if (r > 0) rate = rate > 0 ? std::min(rate, r) : r;
+  }
+  if (rate <= 0) rate = c.pacing_rate;  // the samples aged out during a long hold
   if (rate <= 0 || transport_rto_ <= Duration::zero()) return false;
-  bool any = false;
+  bool any = false, unproven = false;
   for (auto& [id, f] : flights_) {
     CongestionController::Ticket& t = f.ticket;
     if (t.released) continue;
-    const auto on_path = std::chrono::duration_cast<Duration>(
-        std::chrono::duration<double>(static_cast<double>(t.ahead + t.bytes) / rate));
-    if (now - f.handed < transport_rto_ + on_path) continue;
+    // When its bytes, and those ahead of it, were through the path at the
+    // latest.
+    const MonoTime through =
+        f.handed + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                       static_cast<double>(t.ahead + t.bytes) / rate));
+    if (now - through < transport_rto_) continue;
+    // Only while the path and the server answer calls handed after that:
+    // a silent path (not yet taken for an outage) holds every call, and
+    // the window must hold too.
+    if (answered_handed_ <= through) {
+      unproven = true;
+      continue;
+    }
     cc_.OnStalled(&t);
     stats_.stalled++;
     any = true;
   }
+  if (unproven) Probe(now);
   return any;
+}
+
+void UpstreamScheduler::Probe(MonoTime now) {
+  if (probing_) return;
+  probing_ = true;
+  stats_.probes++;
+  std::weak_ptr<bool> alive = alive_;
+  Status s = metadata_.Call(kProgNfs, 3, 0, OpaqueAuth{}, "",
+                            [this, alive, now](StatusOr<RpcReply> r) {
+                              auto a = alive.lock();
+                              if (!a || !*a) return;
+                              probing_ = false;
+                              if (r.ok()) answered_handed_ = std::max(answered_handed_, now);
+                            });
+  if (!s.ok()) probing_ = false;
 }
 
 std::optional<Duration> UpstreamScheduler::MetaQueueNear(MonoTime at) const {
@@ -527,7 +566,7 @@ std::string UpstreamScheduler::StatsLine() const {
        << " increases=" << c.increases << " decreases=" << c.decreases
        << " base_resets=" << c.base_resets << " writes_in_flight=" << s.writes_in_flight
        << " write_cap_waits=" << s.write_cap_waits << " refused=" << s.refused
-       << " timeouts=" << s.timeouts << " stalled=" << s.stalled;
+       << " timeouts=" << s.timeouts << " stalled=" << s.stalled << " probes=" << s.probes;
   for (int i = 0; i < kCallClasses; ++i) {
     const char* name = CallClassName(static_cast<CallClass>(i));
     line << " " << name << "=" << s.calls[i] << "/" << s.waited[i] << "/" << s.queued[i];

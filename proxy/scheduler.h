@@ -101,6 +101,7 @@ struct SchedulerStats {
   uint64_t refused = 0;
   uint64_t timeouts = 0;  // waiting calls failed at queue_timeout
   uint64_t stalled = 0;   // calls whose bytes left the window before their reply
+  uint64_t probes = 0;    // NULL calls sent to tell a held call from a dead path
 };
 
 class UpstreamScheduler {
@@ -129,14 +130,19 @@ class UpstreamScheduler {
 
   // Run about once a second (the daemon's outage poll): fails the waiting
   // calls that reached queue_timeout, and takes out of the window the bytes
-  // of every call the server has held past the retransmission timeout plus
-  // the time its bytes and those ahead of it take at the link's rate (the
-  // rate measured or paced; none before one is known). Such a call is in
-  // the server's hands, not on the path (a frozen file system, a hung
-  // backend): without this, a few large WRITEs the server holds would keep
-  // every READ waiting for as long as it holds them. Its reply still ends
-  // it (and, for a WRITE, frees its place under max_writes_in_flight: the
-  // cap is the server's, and holds). Does nothing while deadlines are held.
+  // of every call the server holds: one without a reply for the
+  // retransmission timeout after its bytes and those ahead of it were
+  // through the path at the link's rate (the lower of the rate measured
+  // and the pacing rate applied; none before one is known), while a call
+  // handed upstream after that was answered (a reply, or a NULL call the
+  // scheduler sends on the metadata lane to find out), so that the path and
+  // the server work. Such a call is in the server's hands, not on the path
+  // (a frozen file system, a hung backend): without this, a few large
+  // WRITEs the server holds would keep every READ waiting for as long as it
+  // holds them. Its reply still ends it (and, for a WRITE, frees its place
+  // under max_writes_in_flight: the cap is the server's, and holds), with
+  // no sample for the controller (its round trip is the server's hold).
+  // Does nothing while deadlines are held.
   void Sweep();
   // While held (the upstream is out), waiting calls do not reach their
   // deadline and no call leaves the window; released, every waiting call
@@ -202,8 +208,10 @@ class UpstreamScheduler {
   // Fails the waiting calls that reached queue_timeout at `now`.
   void ExpireWaiting(MonoTime now);
   // Takes the calls held past their time out of the window; returns true
-  // iff any.
+  // iff any. Sends a NULL call (Probe) when one is past its time but no
+  // call handed later was answered yet.
   bool ReleaseStalled(MonoTime now);
+  void Probe(MonoTime now);
   bool WriteCapped() const { return writes_in_flight_ >= options_.max_writes_in_flight; }
 
   const Clock& clock_;
@@ -223,6 +231,9 @@ class UpstreamScheduler {
   // The retransmission timeout last given to the transport (PassTimeouts).
   Duration transport_rto_{};
   bool held_ = false;  // HoldDeadlines
+  // When the latest call answered (or NULL probe) was handed upstream.
+  MonoTime answered_handed_{};
+  bool probing_ = false;  // a NULL probe is on its way
   // Bytes background may send ahead of waiting client data. Earned while
   // client data goes and background waits, at most kMaxBackgroundCredit: a
   // background held back (its WRITEs by the write cap) banks no more, else

@@ -8,8 +8,8 @@
 //   results length (2 bytes), results, seconds to advance the clock (1 byte).
 // For each step whose arguments decode: MetadataCache::Answer (an answer
 // must decode as the procedure's results, with a status the cache may give:
-// GETATTR, ACCESS, LOOKUP, READDIR and READDIRPLUS are the procedures it
-// answers),
+// GETATTR, ACCESS, LOOKUP, READLINK, READDIR and READDIRPLUS are the
+// procedures it answers),
 // then MetadataCache::Learn from the results, then the clock moves on.
 // Small cache limits make eviction part of the run.
 #include <chrono>
@@ -84,6 +84,15 @@ void CheckAnswer(const NfsProc& p, const std::string& answer, const Export& exp)
         FUZZ_CHECK(r->LOOKUP3res_u.resok.object.data.data_len <= NFS3_FHSIZE);
       }
       break;
+    case NFSPROC3_READLINK: {
+      // Only a link's target, with the link's attributes.
+      FUZZ_CHECK(status == NFS3_OK);
+      const auto* r = static_cast<const READLINK3res*>(res.get());
+      FUZZ_CHECK(r->READLINK3res_u.resok.symlink_attributes.attributes_follow);
+      FUZZ_CHECK(r->READLINK3res_u.resok.symlink_attributes.post_op_attr_u.attributes.type ==
+                 NF3LNK);
+      break;
+    }
     case NFSPROC3_READDIR:
     case NFSPROC3_READDIRPLUS:
       // Listings are answered from cached pages (proxy/dir_listing.cc),

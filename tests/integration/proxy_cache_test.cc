@@ -136,6 +136,28 @@ TEST_F(CacheTest, RefreshAheadKeepsUsedEntriesFresh) {
   EXPECT_EQ(log.find("refresh_ahead=0"), std::string::npos) << log;
 }
 
+// A symlink's target is answered from cache to every client whose
+// credential the upstream gave it to, while the link's attributes are
+// fresh; another credential asks the upstream once.
+TEST_F(CacheTest, SymlinkTargetsAreAnsweredFromCacheToTheCredentialsGivenThem) {
+  ASSERT_EQ(symlink("assets/v3", (Disk(2) + "/current").c_str()), 0);
+  auto first = Client(1000, 1000);
+  auto second = Client(1000, 1000);  // another workstation, the same user
+  auto other = Client(2000, 2000);
+  ASSERT_TRUE(first && second && other);
+  LookupResult l = first->Lookup(Root(*first, 2), "current");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(first->Readlink(l.fh).target, "assets/v3");   // upstream
+  EXPECT_EQ(second->Readlink(l.fh).target, "assets/v3");  // cache
+  EXPECT_EQ(other->Readlink(l.fh).target, "assets/v3");   // upstream: another credential
+  EXPECT_EQ(other->Readlink(l.fh).target, "assets/v3");   // cache
+  ExitStatus exit = bed_->proxy()->Stop();
+  ASSERT_TRUE(exit.success());
+  // READLINK=calls/cache_answers/...
+  const std::string log = bed_->proxy()->LogTail(20);
+  EXPECT_NE(log.find("READLINK=4/2/"), std::string::npos) << log;
+}
+
 TEST_F(CacheTest, LifetimeZeroAlwaysAsksTheUpstream) {
   ASSERT_TRUE(WriteFile(Disk(1) + "/f", "12345").ok());
   auto c = Client();

@@ -528,5 +528,131 @@ TEST_F(MetadataCacheTest, ClientPathsFollowRememberedNamesUpToAnExportRoot) {
   EXPECT_EQ(ClientPaths({file}, cache_, registry, exports)[0], HexBytes(file, 32));
 }
 
+// READLINK: a symlink's target is answered from cache only to a credential
+// the upstream gave it to, while the link's attributes are fresh and show
+// the stamp the target came with.
+class LinkCacheTest : public MetadataCacheTest {
+ protected:
+  // The upstream's answer to `who`'s READLINK of link_: `target`, the link
+  // at `a` (no attributes if null); or `status`.
+  void LearnReadlink(const CredKey& who, const char* target, const fattr3* a,
+                     nfsstat3 status = NFS3_OK) {
+    READLINK3args args{Fh(link_)};
+    READLINK3res res{};
+    res.status = status;
+    if (status == NFS3_OK) {
+      if (a != nullptr) res.READLINK3res_u.resok.symlink_attributes = PostOp(*a);
+      res.READLINK3res_u.resok.data = const_cast<char*>(target);
+    } else if (a != nullptr) {
+      res.READLINK3res_u.resfail.symlink_attributes = PostOp(*a);
+    }
+    cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, who);
+  }
+  // The cached answer to `who`'s READLINK: its target, or nullopt.
+  std::optional<std::string> Readlink(const CredKey& who, const Export* e = nullptr) {
+    READLINK3args args{Fh(link_)};
+    std::optional<std::string> r =
+        cache_.Answer(*FindNfsProc(NFSPROC3_READLINK), &args, e ? *e : exp_, who);
+    if (!r) return std::nullopt;
+    XdrValue<READLINK3res> res(reinterpret_cast<xdrproc_t>(xdr_READLINK3res));
+    EXPECT_TRUE(res.Decode(*r));
+    EXPECT_EQ(res->status, NFS3_OK);
+    EXPECT_TRUE(res->READLINK3res_u.resok.symlink_attributes.attributes_follow);
+    return std::string(res->READLINK3res_u.resok.data);
+  }
+  std::string link_ = "LINK-HANDLE-0001";
+  const fattr3 link_attr_ = Attr(NF3LNK, 11, kWall0 - 3600, 0777);
+};
+
+TEST_F(LinkCacheTest, ATargetIsAnsweredToTheCredentialsItWasGivenTo) {
+  EXPECT_FALSE(Readlink(user_)) << "nothing learned yet";
+  LearnReadlink(user_, "../assets/v3", &link_attr_);
+  EXPECT_EQ(Readlink(user_), "../assets/v3");
+  EXPECT_FALSE(Readlink(other_)) << "the upstream never answered this credential";
+  LearnReadlink(other_, "../assets/v3", &link_attr_);
+  EXPECT_EQ(Readlink(other_), "../assets/v3");
+  EXPECT_EQ(Readlink(user_), "../assets/v3") << "both kept";
+  EXPECT_EQ(cache_.links().stats().hits, 3u);
+  // Within the export's lifetime only.
+  clock_.Advance(std::chrono::seconds(11));
+  EXPECT_FALSE(Readlink(user_));
+  // Not through an export that always asks.
+  LearnGetattr(exp_, link_, link_attr_);
+  EXPECT_EQ(Readlink(user_), "../assets/v3");
+  EXPECT_FALSE(Readlink(user_, &zero_));
+}
+
+TEST_F(LinkCacheTest, AnotherStampOrNoAttributesKeepsNothing) {
+  LearnReadlink(user_, "old", &link_attr_);
+  ASSERT_EQ(Readlink(user_), "old");
+  // The link's attributes change (a server reusing the handle): the target
+  // learned under the old ones is not answered.
+  fattr3 changed = Attr(NF3LNK, 3, kWall0 - 10, 0777);
+  LearnGetattr(exp_, link_, changed);
+  EXPECT_FALSE(Readlink(user_));
+  EXPECT_EQ(cache_.links().size(), 0u) << "dropped once seen stale";
+  // A reply without attributes teaches no target.
+  LearnReadlink(user_, "new", nullptr);
+  EXPECT_FALSE(Readlink(user_));
+  // Nor does one whose attributes are not a link's.
+  fattr3 file = Attr(NF3REG, 3, kWall0 - 10);
+  LearnReadlink(user_, "new", &file);
+  EXPECT_FALSE(Readlink(user_));
+  LearnReadlink(user_, "new", &changed);
+  EXPECT_EQ(Readlink(user_), "new");
+}
+
+TEST_F(LinkCacheTest, ARefusalOrAStaleHandleTakesItAway) {
+  LearnReadlink(user_, "t", &link_attr_);
+  LearnReadlink(other_, "t", &link_attr_);
+  // The server refuses other_ now (an ACL changed at the head office).
+  LearnReadlink(other_, nullptr, &link_attr_, NFS3ERR_ACCES);
+  EXPECT_FALSE(Readlink(other_));
+  EXPECT_EQ(Readlink(user_), "t");
+  // A reply to other_'s call sent before the refusal does not bring it back.
+  READLINK3args args{Fh(link_)};
+  READLINK3res res{};
+  res.status = NFS3_OK;
+  res.READLINK3res_u.resok.symlink_attributes = PostOp(link_attr_);
+  res.READLINK3res_u.resok.data = const_cast<char*>("t");
+  cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, other_,
+               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(5), 1});
+  EXPECT_FALSE(Readlink(other_));
+  // The link is gone on the server.
+  LearnReadlink(user_, nullptr, nullptr, NFS3ERR_STALE);
+  EXPECT_FALSE(Readlink(user_));
+  EXPECT_EQ(cache_.links().size(), 0u);
+  // drop-cache forgets it too.
+  LearnReadlink(user_, "t", &link_attr_);
+  ASSERT_EQ(Readlink(user_), "t");
+  cache_.ForgetWithAccess(link_);
+  LearnGetattr(exp_, link_, link_attr_);
+  EXPECT_FALSE(Readlink(user_));
+}
+
+TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
+  CacheConfig c;
+  c.max_link_bytes = 0;
+  cache_.SetLimits(c);
+  LearnReadlink(user_, "t", &link_attr_);
+  EXPECT_FALSE(Readlink(user_));
+  EXPECT_EQ(cache_.links().bytes(), 0u);
+  c.max_link_bytes = 4096;
+  cache_.SetLimits(c);
+  // Many links, each with a long target: never above the bound.
+  std::string target(1000, 'x');
+  for (int i = 0; i < 20; ++i) {
+    link_ = "LINK-" + std::to_string(i);
+    LearnReadlink(user_, target.c_str(), &link_attr_);
+    EXPECT_LE(cache_.links().bytes(), 4096u);
+  }
+  EXPECT_EQ(Readlink(user_), target) << "the latest is kept";
+  link_ = "LINK-0";
+  EXPECT_FALSE(Readlink(user_)) << "the oldest went";
+  EXPECT_GT(cache_.links().stats().evictions, 0u);
+}
+
 }  // namespace
 }  // namespace nfsedge

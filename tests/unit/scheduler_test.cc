@@ -474,8 +474,10 @@ TEST_F(SchedulerTest, ReadsCountTheirReplyBytes) {
 }
 
 // A call the server holds (a frozen file system) leaves the window once it
-// is past the retransmission timeout plus its time on the path: the other
-// calls go on. Its reply still ends it, and is not taken off twice.
+// is past the retransmission timeout after its bytes were through the path,
+// and a call handed upstream after that was answered (here the scheduler's
+// NULL probe): the other calls go on. Its reply still ends it, is not taken
+// off twice, and gives the controller no sample.
 TEST_F(SchedulerTest, ACallTheServerHoldsLeavesTheWindow) {
   SchedulerOptions o = OneAtATime();
   Make(o);
@@ -487,41 +489,72 @@ TEST_F(SchedulerTest, ACallTheServerHoldsLeavesTheWindow) {
   }
   const CongestionStats c = scheduler_->stats().congestion;
   ASSERT_GT(c.delivery_rate, 0);
-  ASSERT_GT(c.rto, Duration::zero());
+  ASSERT_EQ(c.pacing_rate > 0 && c.rto > Duration::zero(), true);
   ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "held", "a").ok());
   ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "other", "b").ok());
   ASSERT_EQ(bulk_.held.size(), 1u);  // the window holds one
-  // Within the timeout: still waiting.
-  clock_.Advance(std::chrono::milliseconds(500));
+  // Its bytes (and none ahead) through the path at the lower of the rates
+  // known, then the timeout.
+  const double rate = std::min(c.delivery_rate, c.pacing_rate);
+  const auto limit = c.rto + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                                 ((40 << 10) + 200) / rate));
+  clock_.Advance(limit - std::chrono::milliseconds(20));
   scheduler_->Sweep();
-  ASSERT_EQ(bulk_.held.size(), 1u);
+  EXPECT_EQ(bulk_.held.size(), 1u);
+  EXPECT_TRUE(meta_.held.empty()) << "nothing to find out yet";
+  clock_.Advance(std::chrono::milliseconds(40));
+  scheduler_->Sweep();
+  // Past its time, but nothing handed since was answered: a silent path
+  // holds every call alike. The scheduler asks with a NULL call.
+  EXPECT_EQ(bulk_.held.size(), 1u);
+  ASSERT_EQ(meta_.held.size(), 1u);
+  EXPECT_EQ(meta_.held[0].proc, 0u);
+  clock_.Advance(std::chrono::seconds(30));
+  scheduler_->Sweep();
+  EXPECT_EQ(bulk_.held.size(), 1u) << "released while the path said nothing";
+  EXPECT_EQ(meta_.held.size(), 1u) << "one probe at a time";
   EXPECT_EQ(scheduler_->stats().stalled, 0u);
-  // Not while the upstream is out.
+  // Not while the upstream is out, even with the path shown alive.
+  meta_.Answer();
   scheduler_->HoldDeadlines(true);
   clock_.Advance(std::chrono::seconds(60));
   scheduler_->Sweep();
   ASSERT_EQ(bulk_.held.size(), 1u);
-  // Timed again from the outage's end.
+  // After the outage, timed again from its end, and proven again: here by
+  // a client's GETATTR handed upstream after that and answered.
   scheduler_->HoldDeadlines(false);
+  clock_.Advance(limit - std::chrono::milliseconds(20));
   scheduler_->Sweep();
   ASSERT_EQ(bulk_.held.size(), 1u);
-  clock_.Advance(c.rto + std::chrono::seconds(40));
+  // (The GETATTR's round trip, the least of any, adds READ's own time to
+  // the timeout.)
+  clock_.Advance(std::chrono::milliseconds(100));
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "c", 100).ok());
+  ASSERT_EQ(meta_.held.size(), 1u);
+  meta_.Answer();
   scheduler_->Sweep();
   ASSERT_EQ(bulk_.held.size(), 2u);
   EXPECT_EQ(Name(bulk_.held[1].args), "other");
   EXPECT_EQ(scheduler_->stats().stalled, 1u);
+  EXPECT_EQ(scheduler_->stats().probes, 1u) << "no need to ask";
   EXPECT_EQ(scheduler_->stats().writes_in_flight, 1u);  // the cap still counts it
   const uint64_t other_bytes = scheduler_->stats().congestion.in_flight;
   EXPECT_GE(other_bytes, 40u << 10);
   EXPECT_LT(other_bytes, 80u << 10);  // the held WRITE's bytes are gone
-  // The held WRITE's reply takes nothing more off.
+  // The held WRITE's reply takes nothing more off, and its round trip (the
+  // hold) is no sample.
+  const CongestionStats before = scheduler_->stats().congestion;
   clock_.Advance(std::chrono::milliseconds(10));
   bulk_.Answer(0);
-  EXPECT_EQ(scheduler_->stats().congestion.in_flight, other_bytes);
+  const CongestionStats after = scheduler_->stats().congestion;
+  EXPECT_EQ(after.in_flight, other_bytes);
+  EXPECT_EQ(after.srtt, before.srtt);
+  EXPECT_EQ(after.rto, before.rto);
+  EXPECT_EQ(after.samples, before.samples);
   EXPECT_EQ(scheduler_->stats().writes_in_flight, 0u);
   bulk_.Answer(0);
   EXPECT_EQ(scheduler_->stats().congestion.in_flight, 0u);
-  EXPECT_EQ(answered_.size(), 6u);
+  EXPECT_EQ(answered_.size(), 7u);
   EXPECT_TRUE(errors_.empty());
 }
 
