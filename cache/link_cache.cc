@@ -13,7 +13,8 @@ size_t LinkCache::Charge(std::string_view fh, const Entry& e) {
 
 void LinkCache::Put(std::string_view fh, const ChangeId& version, std::string_view target,
                     const CredKey& cred) {
-  if (max_bytes_ == 0) return;
+  // (A target longer than a path may be is a server's bug: not kept.)
+  if (max_bytes_ == 0 || target.size() > kMaxTarget) return;
   Entry e;
   if (Entry* old = lru_.Peek(fh); old != nullptr && old->version == version &&
                                   old->target == target) {
@@ -28,6 +29,10 @@ void LinkCache::Put(std::string_view fh, const ChangeId& version, std::string_vi
     if (e.creds.size() > kMaxCredsPerLink) e.creds.erase(e.creds.begin());
   }
   const size_t charge = Charge(fh, e);
+  if (charge > max_bytes_) {  // it alone would empty the cache
+    lru_.Erase(fh);
+    return;
+  }
   lru_.Put(fh, std::move(e), charge);
   EvictToLimit();
 }
@@ -50,6 +55,12 @@ std::optional<std::string> LinkCache::Get(std::string_view fh, const ChangeId& v
   }
   stats_.hits++;
   return e->target;
+}
+
+bool LinkCache::Has(std::string_view fh, const ChangeId& version, const CredKey& cred) const {
+  const Entry* e = lru_.Peek(fh);
+  return e != nullptr && e->version == version &&
+         std::find(e->creds.begin(), e->creds.end(), cred.bytes()) != e->creds.end();
 }
 
 void LinkCache::ForgetCred(std::string_view fh, const CredKey& cred) {

@@ -13,8 +13,10 @@
 // the upstream answered it to, at the same stamp (CredKey, after the
 // export's mapping); a server may check a link's mode (most do not). A
 // refusal for a credential (NFS3ERR_ACCES, NFS3ERR_PERM) takes that
-// credential off; any other error forgets the link. At most
-// kMaxCredsPerLink credentials per link, the oldest dropped.
+// credential off; any other error forgets the link (MetadataCache). At most
+// kMaxCredsPerLink credentials per link, the oldest dropped. Like an ACCESS
+// result, a credential's place lasts as long as the link's attributes are
+// revalidated unchanged.
 //
 // Bounded (DESIGN rule 8): at most `max_bytes` of handles, targets and
 // credential keys, least recently used evicted; 0 = keeps nothing.
@@ -44,6 +46,7 @@ struct LinkCacheStats {
 class LinkCache {
  public:
   static constexpr size_t kMaxCredsPerLink = 32;
+  static constexpr size_t kMaxTarget = 4096;  // bytes (PATH_MAX)
 
   explicit LinkCache(uint64_t max_bytes) : max_bytes_(max_bytes) {}
   LinkCache(const LinkCache&) = delete;
@@ -59,6 +62,8 @@ class LinkCache {
   // entry.
   std::optional<std::string> Get(std::string_view fh, const ChangeId& version,
                                  const CredKey& cred);
+  // Whether Get would answer, without counting or reordering.
+  bool Has(std::string_view fh, const ChangeId& version, const CredKey& cred) const;
   // The upstream refused `cred` a call on `fh`.
   void ForgetCred(std::string_view fh, const CredKey& cred);
   void Invalidate(std::string_view fh);
@@ -79,7 +84,7 @@ class LinkCache {
   void EvictToLimit();
 
   uint64_t max_bytes_;
-  LruMap<Entry> lru_;
+  mutable LruMap<Entry> lru_;  // (Peek from Has: not a use)
   LinkCacheStats stats_;
 };
 

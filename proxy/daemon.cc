@@ -120,6 +120,7 @@ void Daemon::LogStats() {
                      << cache_.stale_answers(NFSPROC3_GETATTR)
                      << " access=" << cache_.stale_answers(NFSPROC3_ACCESS)
                      << " lookup=" << cache_.stale_answers(NFSPROC3_LOOKUP)
+                     << " readlink=" << cache_.stale_answers(NFSPROC3_READLINK)
                      << " read=" << cache_.stale_answers(NFSPROC3_READ);
   LogDataStats();
   LogWriteStats();
@@ -127,6 +128,7 @@ void Daemon::LogStats() {
     const PrefetchStats& p = prefetcher_->stats();
     NFSEDGE_LOG_ASKED(kInfo) << "stats prefetch queued=" << p.queued << " dropped=" << p.dropped
                        << " lists=" << p.lists << " access=" << p.access << " files=" << p.files
+                       << " links=" << p.links
                        << " errors=" << p.errors << " walks=" << p.walks
                        << " walks_stopped=" << p.walks_stopped << " discarded=" << p.discarded
                        << " relists=" << p.relists << " awaited=" << p.awaited;

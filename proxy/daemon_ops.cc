@@ -186,7 +186,8 @@ void Daemon::AddCollectors() {
             {}, outage_->out() ? 1 : 0);
     w.Counter("nfsedge_upstream_outages_total", "Upstream outages begun.", {},
               static_cast<double>(outage_->stats().outages));
-    for (uint32_t proc : {NFSPROC3_GETATTR, NFSPROC3_ACCESS, NFSPROC3_LOOKUP, NFSPROC3_READ}) {
+    for (uint32_t proc :
+         {NFSPROC3_GETATTR, NFSPROC3_ACCESS, NFSPROC3_LOOKUP, NFSPROC3_READLINK, NFSPROC3_READ}) {
       w.Counter("nfsedge_stale_answers_total",
                 "Answers given from cache entries past their lifetime during an upstream "
                 "outage (serve_stale_on_outage), by procedure.",
@@ -278,7 +279,7 @@ void Daemon::AddCollectors() {
     const PrefetchStats& p = prefetcher_->stats();
     CountEach(w, "nfsedge_prefetch_events_total",
               "Tree-walk prefetch: jobs queued and dropped (queue full), listings, ACCESS calls, "
-              "small files read, failed calls, walks started and stopped, jobs of stopped walks "
+              "small files read, symlink targets read, failed calls, walks started and stopped, jobs of stopped walks "
               "discarded, listings asked again (no longer fresh), client listings that waited "
               "for the prefetcher's.",
               {}, "event",
@@ -287,6 +288,7 @@ void Daemon::AddCollectors() {
                {"list", p.lists},
                {"access", p.access},
                {"file", p.files},
+               {"link", p.links},
                {"error", p.errors},
                {"walk", p.walks},
                {"walk_stopped", p.walks_stopped},

@@ -324,7 +324,8 @@ bool MetadataCache::AccessOvertaken(std::string_view fh, const CredKey& cred) {
 }
 
 void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view results,
-                          const Export& exp, const CredKey& cred, SentCall sent) {
+                          const Export& exp, const CredKey& cred, SentCall sent,
+                          bool per_credential) {
   if (p.proc == NFSPROC3_NULL) return;
   learning_ = sent;
   struct Done {
@@ -387,7 +388,7 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
   }
   XdrBox res(p.res_xdr, p.res_size);
   if (!res.Decode(results)) return;
-  LearnDecoded(p, args, res.get(), exp, cred);
+  LearnDecoded(p, args, res.get(), exp, cred, per_credential);
   if (p.proc == NFSPROC3_READDIRPLUS && LifetimesOf(exp).dir.max > Duration(0)) {
     LearnListing(*static_cast<const READDIRPLUS3args*>(args),
                  *static_cast<const READDIRPLUS3res*>(res.get()), results);
@@ -395,7 +396,7 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
 }
 
 void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void* res,
-                                 const Export& exp, const CredKey& cred) {
+                                 const Export& exp, const CredKey& cred, bool per_credential) {
   const ExportLifetimes l = LifetimesOf(exp);
   nfsstat3 status;
   std::memcpy(&status, res, sizeof(status));
@@ -443,7 +444,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const post_op_attr& attr =
           ok ? r->ACCESS3res_u.resok.obj_attributes : r->ACCESS3res_u.resfail.obj_attributes;
       PostOp(a->object, attr, l);
-      if (ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object)) &&
+      if (per_credential && ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object)) &&
           !AccessOvertaken(Bytes(a->object), cred)) {
         const fattr3& f = attr.post_op_attr_u.attributes;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
@@ -457,12 +458,23 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const post_op_attr& attr =
           ok ? r->READLINK3res_u.resok.symlink_attributes
              : r->READLINK3res_u.resfail.symlink_attributes;
-      PostOp(link, attr, l);
+      const bool overtaken = attr.attributes_follow && AttrsOvertaken(Bytes(link));
+      if (!overtaken) PostOp(link, attr, l);
+      if (!ok) {
+        // Refusals and stale handles are handled in Learn; another error
+        // (the handle no longer a link's, an I/O error) leaves nothing to
+        // answer from.
+        if (status != NFS3ERR_ACCES && status != NFS3ERR_PERM && status != NFS3ERR_JUKEBOX) {
+          links_.Invalidate(Bytes(link));
+        }
+        return;
+      }
       // The target, stamped with the attributes it came with (none: not
       // kept), for this credential, unless a refusal of it came since the
-      // call left. (Refusals and stale handles are handled in Learn.)
-      if (ok && attr.attributes_follow && attr.post_op_attr_u.attributes.type == NF3LNK &&
-          r->READLINK3res_u.resok.data != nullptr && !AttrsOvertaken(Bytes(link)) &&
+      // call left.
+      if (per_credential && attr.attributes_follow &&
+          attr.post_op_attr_u.attributes.type == NF3LNK &&
+          r->READLINK3res_u.resok.data != nullptr && !overtaken &&
           !AccessOvertaken(Bytes(link), cred)) {
         links_.Put(Bytes(link), ChangeId::FromFattr(attr.post_op_attr_u.attributes),
                    r->READLINK3res_u.resok.data, cred);

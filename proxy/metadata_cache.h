@@ -131,8 +131,11 @@ class MetadataCache {
   // attributes would not tell (counter names_overtaken). Likewise the
   // attributes of an object in a reply to a call that left before a
   // mutation of it whose reply left them out (counter attrs_overtaken).
+  // Without `per_credential`, no ACCESS result or symlink target is kept
+  // for `cred` (one never answered from cache: more than 16 groups, whose
+  // key may be another's).
   void Learn(const NfsProc& p, const void* args, std::string_view results, const Export& exp,
-             const CredKey& cred, SentCall sent = {});
+             const CredKey& cred, SentCall sent = {}, bool per_credential = true);
   // Replies of LOOKUP and listings not learned: overtaken by a change of
   // their directory through the proxy.
   uint64_t names_overtaken() const { return names_overtaken_; }
@@ -152,6 +155,11 @@ class MetadataCache {
   // Returns true iff a fresh ACCESS result exists for (`fh`, `cred`) that
   // asked for every bit of `mask`.
   bool HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask);
+  // Returns true iff the link cache holds `fh`'s target for `cred` at
+  // `version` (counts no lookup).
+  bool HasLink(std::string_view fh, const ChangeId& version, const CredKey& cred) const {
+    return links_.Has(fh, version, cred);
+  }
   // Whether the first page of `dir`'s listing could be answered from the
   // cache now as far as the cache's contents go: the directory's
   // attributes, the page, and every entry's attributes are fresh (the
@@ -291,7 +299,7 @@ class MetadataCache {
   void LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3res& r,
                     std::string_view results);
   void LearnDecoded(const NfsProc& p, const void* args, const void* res, const Export& exp,
-                    const CredKey& cred);
+                    const CredKey& cred, bool per_credential);
   void LearnCreate(const diropargs3& where, const post_op_fh3* obj, const post_op_attr* obj_attr,
                    const wcc_data& w, const ExportLifetimes& l);
   void LearnRemove(const diropargs3& what, bool ok, const wcc_data& w, const ExportLifetimes& l);

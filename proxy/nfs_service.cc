@@ -287,7 +287,7 @@ void NfsService::ParkForOutage(const NfsProc& p, const std::shared_ptr<IncomingC
     return;
   }
   if (p.proc != NFSPROC3_GETATTR && p.proc != NFSPROC3_ACCESS && p.proc != NFSPROC3_LOOKUP &&
-      p.proc != NFSPROC3_READ) {
+      p.proc != NFSPROC3_READLINK && p.proc != NFSPROC3_READ) {
     return;
   }
   while (!parked_.empty() && parked_.front().call->replied()) parked_.pop_front();
@@ -312,7 +312,7 @@ void NfsService::OnOutage(bool out) {
   }
   if (waiting > 0) {
     NFSEDGE_LOG(kWarn) << "upstream outage: " << answered << " of " << waiting
-                       << " waiting GETATTR/ACCESS/LOOKUP/READ calls answered from expired "
+                       << " waiting GETATTR/ACCESS/LOOKUP/READLINK/READ calls answered from expired "
                           "cache entries (serve_stale_on_outage); the others wait";
   }
 }
@@ -537,11 +537,10 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const std::optional<ChangeId>& read_version) {
   // ACCESS results and symlink targets are kept per credential: none for a
   // credential never answered from cache, whose key may be another's
-  // (duplicate groups).
-  const bool per_credential = p.proc == NFSPROC3_ACCESS || p.proc == NFSPROC3_READLINK;
-  if (cache_ && (!per_credential || IsCacheableCred(cred))) {
-    cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred),
-                  SentOf(*reply));
+  // (duplicate groups). What else the reply tells is learned all the same.
+  if (cache_) {
+    cache_->Learn(p, args, reply->results(), exp, CredKeyOf(cred), SentOf(*reply),
+                  IsCacheableCred(cred));
   }
   if (read_path_ && p.proc == NFSPROC3_READ) {
     read_path_->LearnForwarded(*static_cast<const READ3args*>(args), reply->results(),

@@ -406,7 +406,8 @@ void Operations::PollWarms() {
       w.reply->Progress(done, st.queued);
       w.reply->Line("warmed: " + std::to_string(st.lists) + " directory listings, " +
                     std::to_string(st.access) + " access checks, " + std::to_string(st.files) +
-                    " files read, " + std::to_string(st.errors) + " errors, " +
+                    " files read, " + std::to_string(st.links) + " symlinks read, " +
+                    std::to_string(st.errors) + " errors, " +
                     std::to_string(st.dropped) + " dropped, in " + secs);
       w.reply->Finish(Status::Ok());
     }

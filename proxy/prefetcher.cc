@@ -153,6 +153,13 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
         while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
       }
       Queue(std::move(list));
+    } else if (a.type == NF3LNK) {
+      // A symlink's target, for the walk's credential (the link cache
+      // keeps it per credential).
+      Job link = base;
+      link.kind = Kind::kLink;
+      link.version = ChangeId::FromFattr(a);
+      Queue(std::move(link));
     } else if (a.type == NF3REG && read_path_ && a.size > 0 &&
                a.size <= options_.small_file_bytes) {
       Job data = base;
@@ -255,6 +262,9 @@ void Prefetcher::Send(Job job) {
     case Kind::kData:
       SendData(std::move(job));
       return;
+    case Kind::kLink:
+      if (!meta_.HasLink(job.fh, job.version, CredKeyOf(job.cred))) SendLink(job);
+      return;
   }
 }
 
@@ -295,6 +305,17 @@ void Prefetcher::SendAccess(const Job& job) {
       std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), sizeof(ACCESS3args));
   if (!box->Decode(wire)) return;
   if (Call(job, NFSPROC3_ACCESS, std::move(wire), box)) stats_.access++;
+}
+
+void Prefetcher::SendLink(const Job& job) {
+  READLINK3args tmp{};
+  tmp.symlink = FhView(job.fh);
+  std::string wire;
+  XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READLINK3args), &tmp, &wire);
+  auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READLINK3args),
+                                      sizeof(READLINK3args));
+  if (!box->Decode(wire)) return;
+  if (Call(job, NFSPROC3_READLINK, std::move(wire), box)) stats_.links++;
 }
 
 void Prefetcher::SendList(const Job& job) {

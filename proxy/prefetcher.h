@@ -81,6 +81,7 @@ struct PrefetchStats {
   uint64_t lists = 0;          // READDIRPLUS calls sent
   uint64_t access = 0;         // ACCESS calls sent
   uint64_t files = 0;          // small files whose data was fetched
+  uint64_t links = 0;          // READLINK calls sent (symlinks' targets)
   uint64_t errors = 0;         // calls without a usable reply
   uint64_t walks = 0;          // walks started
   uint64_t walks_stopped = 0;  // walks ended by the client's silence
@@ -137,7 +138,7 @@ class Prefetcher {
   const PrefetchStats& stats() const { return stats_; }
 
  private:
-  enum class Kind { kList, kAccess, kData };
+  enum class Kind { kList, kAccess, kData, kLink };
   struct Job {
     Kind kind = Kind::kAccess;
     std::string fh;
@@ -149,7 +150,7 @@ class Prefetcher {
     uint32_t page = 0;    // kList: pages of the listing before this one
     uint64_t size = 0;    // kData
     uint64_t offset = 0;  // kData: from where (a file larger than one read goes on from there)
-    ChangeId version;     // kData
+    ChangeId version;     // kData, kLink
     uint64_t walk = 0;    // 0 = part of no walk
   };
   struct Walk {
@@ -188,6 +189,7 @@ class Prefetcher {
   void SendData(Job job);
   void SendList(const Job& job);
   void SendAccess(const Job& job);
+  void SendLink(const Job& job);
   // Returns false iff the call could not be queued upstream. A nonzero
   // `expected_reply`: the bytes its reply is expected to bring (see
   // RpcCaller::CallExpecting).

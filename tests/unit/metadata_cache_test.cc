@@ -620,6 +620,11 @@ TEST_F(LinkCacheTest, ARefusalOrAStaleHandleTakesItAway) {
                Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, other_,
                SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(5), 1});
   EXPECT_FALSE(Readlink(other_));
+  // Another error (the handle no longer a link's) leaves nothing to answer.
+  LearnReadlink(user_, nullptr, nullptr, NFS3ERR_INVAL);
+  EXPECT_FALSE(Readlink(user_));
+  LearnReadlink(user_, "t", &link_attr_);
+  ASSERT_EQ(Readlink(user_), "t");
   // The link is gone on the server.
   LearnReadlink(user_, nullptr, nullptr, NFS3ERR_STALE);
   EXPECT_FALSE(Readlink(user_));
@@ -630,6 +635,21 @@ TEST_F(LinkCacheTest, ARefusalOrAStaleHandleTakesItAway) {
   cache_.ForgetWithAccess(link_);
   LearnGetattr(exp_, link_, link_attr_);
   EXPECT_FALSE(Readlink(user_));
+}
+
+// A credential never answered from cache (more than 16 groups: its key may
+// be another's) teaches no target, but the rest of the reply is learned.
+TEST_F(LinkCacheTest, ACredentialNeverAnsweredFromCacheTeachesNoTarget) {
+  READLINK3args args{Fh(link_)};
+  READLINK3res res{};
+  res.status = NFS3_OK;
+  res.READLINK3res_u.resok.symlink_attributes = PostOp(link_attr_);
+  res.READLINK3res_u.resok.data = const_cast<char*>("t");
+  cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, user_, {},
+               /*per_credential=*/false);
+  EXPECT_FALSE(Readlink(user_));
+  EXPECT_TRUE(Getattr(exp_, link_)) << "its attributes are learned";
 }
 
 TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
@@ -652,6 +672,12 @@ TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
   link_ = "LINK-0";
   EXPECT_FALSE(Readlink(user_)) << "the oldest went";
   EXPECT_GT(cache_.links().stats().evictions, 0u);
+  // One larger than the whole bound is not kept, and evicts nothing.
+  const size_t before = cache_.links().size();
+  link_ = "LINK-HUGE";
+  LearnReadlink(user_, std::string(4000, 'y').c_str(), &link_attr_);
+  EXPECT_FALSE(Readlink(user_));
+  EXPECT_EQ(cache_.links().size(), before);
 }
 
 }  // namespace

@@ -178,12 +178,14 @@ class PrefetcherTest : public ::testing::Test {
     objects_[fh] = Attr(type, size, ++next_fileid_);
     return Entry{name, fh, objects_[fh], ++next_cookie_};
   }
-  std::unique_ptr<Page> RootPage() {
+  // The root's listing: "." and "..", root_, an entry without a handle,
+  // and, `with_link`, a symlink (FH-LINK).
+  std::unique_ptr<Page> RootPage(bool with_link = false) {
     std::vector<Entry> e = root_;
     e.insert(e.begin(), Entry{"..", "FH-PARENT", Attr(NF3DIR, 4096, 2), 1});
     e.insert(e.begin(), Entry{".", "FH-ROOT", Attr(NF3DIR, 4096, 1), 0});
     e.push_back(Entry{"nohandle", "", Attr(NF3REG, 10, 77), 90});
-    e.push_back(Entry{"link", "FH-LINK", objects_["FH-LINK"], 91});
+    if (with_link) e.push_back(Entry{"link", "FH-LINK", objects_["FH-LINK"], 91});
     return std::make_unique<Page>(std::move(e), true);
   }
   void List(const Page& page, const OpaqueAuth& cred, uint32_t depth = 0) {
@@ -246,6 +248,12 @@ class PrefetcherTest : public ::testing::Test {
         out.fh = Bytes(a->object);
         break;
       }
+      case NFSPROC3_READLINK: {
+        XdrValue<READLINK3args> a(Proc(xdr_READLINK3args));
+        EXPECT_TRUE(a.Decode(s.args));
+        out.fh = Bytes(a->symlink);
+        break;
+      }
       default:
         ADD_FAILURE() << "unexpected upstream procedure " << s.proc;
     }
@@ -295,6 +303,13 @@ class PrefetcherTest : public ::testing::Test {
         res.status = NFS3_OK;
         res.GETATTR3res_u.resok.obj_attributes = objects_[s.fh];
         return Xdr(Proc(xdr_GETATTR3res), res);
+      }
+      case NFSPROC3_READLINK: {
+        READLINK3res res{};
+        res.status = NFS3_OK;
+        res.READLINK3res_u.resok.symlink_attributes = PostOp(objects_[s.fh]);
+        res.READLINK3res_u.resok.data = const_cast<char*>("small");
+        return Xdr(Proc(xdr_READLINK3res), res);
       }
       case NFSPROC3_READDIRPLUS: {
         auto it = pages_.find({s.fh, s.cookie});

@@ -115,6 +115,39 @@ TEST_F(PrefetcherTest, ListingQueuesAccessListAndSmallFileData) {
   EXPECT_EQ(up_.calls.size(), 5u) << "served from the prefetched block";
 }
 
+// A symlink in a listing: its target is read with the lister's credential,
+// once per credential, and then answers that credential's READLINK.
+TEST_F(PrefetcherTest, ASymlinksTargetIsReadForTheListersCredential) {
+  Make(Options());
+  std::unique_ptr<Page> root = RootPage(/*with_link=*/true);
+  List(*root, user_);
+  Drain();
+  EXPECT_EQ(Asked().count({NFSPROC3_READLINK, "FH-LINK"}), 1u);
+  EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-LINK"}), 0u) << "a link's mode means nothing";
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().links, 1u);
+  const ChangeId version = ChangeId::FromFattr(objects_["FH-LINK"]);
+  EXPECT_TRUE(meta_.HasLink("FH-LINK", version, CredKeyOf(user_)));
+  EXPECT_FALSE(meta_.HasLink("FH-LINK", version, CredKeyOf(other_)));
+  std::string link = "FH-LINK";
+  READLINK3args a{Fh(link)};
+  std::optional<std::string> r =
+      meta_.Answer(*FindNfsProc(NFSPROC3_READLINK), &a, exp_, CredKeyOf(user_));
+  ASSERT_TRUE(r) << "answered from what the walk read";
+  XdrValue<READLINK3res> res(Proc(xdr_READLINK3res));
+  ASSERT_TRUE(res.Decode(*r));
+  EXPECT_EQ(std::string(res->READLINK3res_u.resok.data), "small");
+  // Listed again: nothing more for this credential; another reads its own.
+  const size_t calls = up_.calls.size();
+  List(*root, user_);
+  Drain();
+  EXPECT_EQ(up_.calls.size(), calls);
+  List(*root, other_);
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().links, 2u);
+  EXPECT_TRUE(meta_.HasLink("FH-LINK", version, CredKeyOf(other_)));
+}
+
 // A directory listed in several pages: the next page continues from the last
 // cookie with the cookie verifier, until eof.
 TEST_F(PrefetcherTest, NextPageUsesLastCookieAndVerifier) {
