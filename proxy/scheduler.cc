@@ -431,10 +431,9 @@ void UpstreamScheduler::PassTimeouts() {
 void UpstreamScheduler::Sweep() {
   if (held_ || shut_down_) return;
   const MonoTime now = clock_.MonoNow();
-  ExpireWaiting(now);
-  ReleaseStalled(now);
+  const bool expired = ExpireWaiting(now);
   // (Also after expiries: the call that did not fit may have gone.)
-  Pump();
+  if (ReleaseStalled(now) || expired) Pump();
 }
 
 void UpstreamScheduler::HoldDeadlines(bool hold) {
@@ -451,9 +450,9 @@ void UpstreamScheduler::HoldDeadlines(bool hold) {
   held_ = hold;
 }
 
-void UpstreamScheduler::ExpireWaiting(MonoTime now) {
+bool UpstreamScheduler::ExpireWaiting(MonoTime now) {
   const Duration limit = options_.queue_timeout;
-  if (limit <= Duration::zero() || queued_ == 0) return;
+  if (limit <= Duration::zero() || queued_ == 0) return false;
   std::vector<ReplyCallback> expired;
   for (ClassQueue& q : queues_) {
     for (auto it = q.clients.begin(); it != q.clients.end();) {
@@ -471,13 +470,14 @@ void UpstreamScheduler::ExpireWaiting(MonoTime now) {
       it = calls.empty() ? q.clients.erase(it) : std::next(it);
     }
   }
-  if (expired.empty()) return;
+  if (expired.empty()) return false;
   stats_.timeouts += expired.size();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit).count();
   const Status why = Timeout("upstream scheduler: no room to send the call within " +
                              std::to_string(ms) + " ms (upstream.call_timeout_ms)");
   // (Their callbacks may make calls: the queues are consistent by now.)
   for (ReplyCallback& done : expired) done(why);
+  return true;
 }
 
 bool UpstreamScheduler::ReleaseStalled(MonoTime now) {

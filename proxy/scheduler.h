@@ -205,8 +205,9 @@ class UpstreamScheduler {
   // those (a 1 MiB READ's reply streaming for 4 s on a 2 Mbit/s link is not
   // late, nor a FILE_SYNC WRITE the server syncs), at most the ceiling.
   void PassTimeouts();
-  // Fails the waiting calls that reached queue_timeout at `now`.
-  void ExpireWaiting(MonoTime now);
+  // Fails the waiting calls that reached queue_timeout at `now`; returns
+  // true iff any.
+  bool ExpireWaiting(MonoTime now);
   // Takes the calls held past their time out of the window; returns true
   // iff any. Sends a NULL call (Probe) when one is past its time but no
   // call handed later was answered yet.

@@ -533,10 +533,10 @@ TEST_F(MetadataCacheTest, ClientPathsFollowRememberedNamesUpToAnExportRoot) {
 // the stamp the target came with.
 class LinkCacheTest : public MetadataCacheTest {
  protected:
-  // The upstream's answer to `who`'s READLINK of link_: `target`, the link
-  // at `a` (no attributes if null); or `status`.
+  // The upstream's answer to `who`'s READLINK of link_ (a call `sent`):
+  // `target`, the link at `a` (no attributes if null); or `status`.
   void LearnReadlink(const CredKey& who, const char* target, const fattr3* a,
-                     nfsstat3 status = NFS3_OK) {
+                     nfsstat3 status = NFS3_OK, SentCall sent = {}, bool per_credential = true) {
     READLINK3args args{Fh(link_)};
     READLINK3res res{};
     res.status = status;
@@ -547,7 +547,8 @@ class LinkCacheTest : public MetadataCacheTest {
       res.READLINK3res_u.resfail.symlink_attributes = PostOp(*a);
     }
     cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
-                 Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, who);
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, who, sent,
+                 per_credential);
   }
   // The cached answer to `who`'s READLINK: its target, or nullopt.
   std::optional<std::string> Readlink(const CredKey& who, const Export* e = nullptr) {
@@ -611,14 +612,8 @@ TEST_F(LinkCacheTest, ARefusalOrAStaleHandleTakesItAway) {
   EXPECT_FALSE(Readlink(other_));
   EXPECT_EQ(Readlink(user_), "t");
   // A reply to other_'s call sent before the refusal does not bring it back.
-  READLINK3args args{Fh(link_)};
-  READLINK3res res{};
-  res.status = NFS3_OK;
-  res.READLINK3res_u.resok.symlink_attributes = PostOp(link_attr_);
-  res.READLINK3res_u.resok.data = const_cast<char*>("t");
-  cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
-               Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, other_,
-               SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(5), 1});
+  LearnReadlink(other_, "t", &link_attr_, NFS3_OK,
+                SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(5), 1});
   EXPECT_FALSE(Readlink(other_));
   // Another error (the handle no longer a link's) leaves nothing to answer.
   LearnReadlink(user_, nullptr, nullptr, NFS3ERR_INVAL);
@@ -640,14 +635,7 @@ TEST_F(LinkCacheTest, ARefusalOrAStaleHandleTakesItAway) {
 // A credential never answered from cache (more than 16 groups: its key may
 // be another's) teaches no target, but the rest of the reply is learned.
 TEST_F(LinkCacheTest, ACredentialNeverAnsweredFromCacheTeachesNoTarget) {
-  READLINK3args args{Fh(link_)};
-  READLINK3res res{};
-  res.status = NFS3_OK;
-  res.READLINK3res_u.resok.symlink_attributes = PostOp(link_attr_);
-  res.READLINK3res_u.resok.data = const_cast<char*>("t");
-  cache_.Learn(*FindNfsProc(NFSPROC3_READLINK), &args,
-               Xdr(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res), exp_, user_, {},
-               /*per_credential=*/false);
+  LearnReadlink(user_, "t", &link_attr_, NFS3_OK, {}, /*per_credential=*/false);
   EXPECT_FALSE(Readlink(user_));
   EXPECT_TRUE(Getattr(exp_, link_)) << "its attributes are learned";
 }

@@ -599,5 +599,23 @@ TEST_F(SchedulerTest, AWaitingCallFailsAtItsDeadline) {
   EXPECT_EQ(answered_.size(), 5u);
 }
 
+// A call that did not fit the window and failed at its deadline no longer
+// holds back a smaller one behind it that fits.
+TEST_F(SchedulerTest, AnExpiredCallNoLongerHoldsBackTheOnesBehindIt) {
+  SchedulerOptions o = OneAtATime();
+  o.queue_timeout = std::chrono::seconds(5);
+  Make(o);
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "x").ok());
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "big", "x").ok());
+  clock_.Advance(std::chrono::seconds(3));
+  ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "small", "x", 4 << 10).ok());
+  ASSERT_EQ(bulk_.held.size(), 1u) << "the small one waits behind the big one";
+  clock_.Advance(std::chrono::seconds(2));
+  scheduler_->Sweep();
+  EXPECT_EQ(errors_, std::vector<std::string>{"big"});
+  ASSERT_EQ(bulk_.held.size(), 2u);
+  EXPECT_EQ(Name(bulk_.held[1].args), "small");
+}
+
 }  // namespace
 }  // namespace nfsedge
