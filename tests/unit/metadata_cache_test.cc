@@ -640,6 +640,36 @@ TEST_F(LinkCacheTest, ACredentialNeverAnsweredFromCacheTeachesNoTarget) {
   EXPECT_TRUE(Getattr(exp_, link_)) << "its attributes are learned";
 }
 
+// During an outage, on an export with serve_stale_on_outage, a target past
+// its link's lifetime answers the credentials it was given to (counted);
+// a SETATTR of the link through the proxy (a new ctime) ends that.
+TEST_F(LinkCacheTest, AnExpiredTargetAnswersDuringAnOutageWhereAllowed) {
+  ExportConfig c = MakeConfig(10, 10);
+  c.serve_stale_on_outage = true;
+  const Export stale(2, c);
+  OutageDetector outage(clock_, std::chrono::seconds(5));
+  cache_.SetOutage(&outage);
+  LearnReadlink(user_, "t", &link_attr_);
+  clock_.Advance(std::chrono::seconds(11));
+  EXPECT_FALSE(Readlink(user_, &stale)) << "no outage yet";
+  outage.CallStarted();
+  clock_.Advance(std::chrono::seconds(5));
+  ASSERT_TRUE(outage.Poll());
+  EXPECT_FALSE(Readlink(user_)) << "export without the option";
+  EXPECT_EQ(Readlink(user_, &stale), "t");
+  EXPECT_FALSE(Readlink(other_, &stale)) << "DESIGN rule 6";
+  EXPECT_EQ(cache_.stale_answers(NFSPROC3_READLINK), 1u);
+  // lchown through the proxy: the link's attributes move on.
+  SETATTR3args sa{};
+  sa.object = Fh(link_);
+  SETATTR3res res{};
+  res.status = NFS3_OK;
+  res.SETATTR3res_u.resok.obj_wcc = Wcc(link_attr_, Attr(NF3LNK, 11, kWall0, 0777));
+  cache_.Learn(*FindNfsProc(NFSPROC3_SETATTR), &sa,
+               Xdr(reinterpret_cast<xdrproc_t>(xdr_SETATTR3res), res), stale, user_);
+  EXPECT_FALSE(Readlink(user_, &stale)) << "the target was learned under the old attributes";
+}
+
 TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
   CacheConfig c;
   c.max_link_bytes = 0;
