@@ -73,7 +73,8 @@ uint32_t MaskAccess(const Export& exp, uint32_t granted) {
 }
 
 MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
-    : attrs_(clock, AttrCacheOptions{config.max_attr_entries}),
+    : clock_(clock),
+      attrs_(clock, AttrCacheOptions{config.max_attr_entries}),
       access_(clock, AccessCacheOptions{config.max_access_entries}),
       names_(NameCacheOptions{config.max_name_entries, 255}),
       dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
@@ -168,6 +169,10 @@ std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const vo
       return AnswerLookup(*static_cast<const LOOKUP3args*>(args), exp, cred, stale);
     case NFSPROC3_READLINK:
       return AnswerReadlink(*static_cast<const READLINK3args*>(args), exp, cred, stale);
+    case NFSPROC3_FSINFO:
+      return AnswerFsStatic(p.proc, static_cast<const FSINFO3args*>(args)->fsroot, exp, stale);
+    case NFSPROC3_PATHCONF:
+      return AnswerFsStatic(p.proc, static_cast<const PATHCONF3args*>(args)->object, exp, stale);
     default:
       return std::nullopt;
   }
@@ -200,23 +205,6 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
   SetPostOp(&res.LOOKUP3res_u.resok.dir_attributes, *dir_attr);
   (void)exp;
   return Encode(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res), res);
-}
-
-std::optional<std::string> MetadataCache::AnswerReadlink(const READLINK3args& a,
-                                                         const Export& exp, const CredKey& cred,
-                                                         bool stale) {
-  std::string_view fh = Bytes(a.symlink);
-  std::optional<fattr3> attr = Attrs(fh, stale, exp);
-  if (!attr || attr->type != NF3LNK) return std::nullopt;
-  // DESIGN rule 6: only a target the upstream gave this credential, at the
-  // link's current stamp.
-  std::optional<std::string> target = links_.Get(fh, ChangeId::FromFattr(*attr), cred);
-  if (!target) return std::nullopt;
-  READLINK3res res{};
-  res.status = NFS3_OK;
-  SetPostOp(&res.READLINK3res_u.resok.symlink_attributes, *attr);
-  res.READLINK3res_u.resok.data = target->data();
-  return Encode(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res);
 }
 
 bool MetadataCache::HasSearchEvidence(std::string_view dir, const CredKey& cred) {
@@ -611,12 +599,14 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       const auto* r = static_cast<const FSINFO3res*>(res);
       PostOp(static_cast<const FSINFO3args*>(args)->fsroot,
              NFSEDGE_ARM(FSINFO3res, r, obj_attributes), l);
+      LearnFsStatic(p.proc, static_cast<const FSINFO3args*>(args)->fsroot, res);
       return;
     }
     case NFSPROC3_PATHCONF: {
       const auto* r = static_cast<const PATHCONF3res*>(res);
       PostOp(static_cast<const PATHCONF3args*>(args)->object,
              NFSEDGE_ARM(PATHCONF3res, r, obj_attributes), l);
+      LearnFsStatic(p.proc, static_cast<const PATHCONF3args*>(args)->object, res);
       return;
     }
     case NFSPROC3_COMMIT: {

@@ -215,6 +215,8 @@ class MetadataCache {
     names_.InvalidateDir(fh);
     dirs_.InvalidateDir(fh);
     links_.Invalidate(fh);
+    fs_static_.Erase(std::string(1, static_cast<char>(NFSPROC3_FSINFO)) + std::string(fh));
+    fs_static_.Erase(std::string(1, static_cast<char>(NFSPROC3_PATHCONF)) + std::string(fh));
   }
   // Forget(), and replies to calls sent before do not bring back what was
   // forgotten (the server said the handle is stale; an administrator asked
@@ -247,6 +249,7 @@ class MetadataCache {
     names_.Clear();
     dirs_.Clear();
     links_.Clear();
+    while (!fs_static_.empty()) fs_static_.Erase(fs_static_.Oldest()->key);
   }
 
   // The shortest lifetimes among the exports a handle belongs to (nested
@@ -291,6 +294,15 @@ class MetadataCache {
                                           const CredKey& cred, bool stale);
   std::optional<std::string> AnswerReadlink(const READLINK3args& a, const Export& exp,
                                             const CredKey& cred, bool stale);
+  // FSINFO or PATHCONF (`proc`) of `object` from what the upstream said of
+  // it, no older than the object's attribute lifetime, with its fresh
+  // attributes; never if `stale` (defined in metadata_static.cc, as
+  // AnswerReadlink).
+  std::optional<std::string> AnswerFsStatic(uint32_t proc, const nfs_fh3& object,
+                                            const Export& exp, bool stale);
+  // Keeps (or, for an error, forgets) what the FSINFO or PATHCONF reply
+  // `res` said of `object`.
+  void LearnFsStatic(uint32_t proc, const nfs_fh3& object, const void* res);
   // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page
   // (defined in dir_listing.cc).
   std::optional<std::string> AnswerListing(bool plus, const void* args, const Export& exp,
@@ -360,11 +372,23 @@ class MetadataCache {
   bool AccessOvertaken(std::string_view fh, const CredKey& cred);
   static std::string AccessMarkKey(std::string_view fh, const CredKey& cred);
 
+  const Clock& clock_;
   AttrCache attrs_;
   AccessCache access_;
   NameCache names_;
   DirCache dirs_;
   LinkCache links_;
+  // What FSINFO and PATHCONF said of a handle (the reply without its
+  // attributes), by procedure and handle: a file system's own properties,
+  // answered to any credential (as the upstream does), while the handle's
+  // attributes are fresh and for no longer than their lifetime.
+  struct FsStatic {
+    MonoTime learned;
+    FSINFO3resok fsinfo{};
+    PATHCONF3resok pathconf{};
+  };
+  static constexpr size_t kMaxFsStatic = 4096;
+  LruMap<FsStatic> fs_static_;
   size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in

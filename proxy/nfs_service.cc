@@ -11,6 +11,17 @@ namespace nfsedge {
 
 namespace {
 
+void ClampFsinfo(FSINFO3resok* ok, uint32_t max);
+
+// `results` (a successful FSINFO's) with the transfer sizes clamped.
+std::string ClampedFsinfo(const std::string& results, uint32_t max) {
+  XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
+  if (!res.Decode(results) || res->status != NFS3_OK) return results;
+  ClampFsinfo(&res->FSINFO3res_u.resok, max);
+  std::string out;
+  return XdrEncode(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), &res.get(), &out) ? out : results;
+}
+
 void ClampFsinfo(FSINFO3resok* ok, uint32_t max) {
   for (uint32_t* v : {&ok->rtmax, &ok->rtpref, &ok->wtmax, &ok->wtpref, &ok->dtpref}) {
     *v = std::min(*v, max);
@@ -231,6 +242,9 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
   if (cache_ && (p.flags & kCacheable) && IsCacheableCred(cred)) {
     CredKey key = CredKeyOf(cred);
     if (std::optional<std::string> r = cache_->Answer(p, args->get(), *exp, key)) {
+      // The transfer sizes a client is told fit the proxy's records, as
+      // the upstream's own FSINFO reply is made to (PostProcess).
+      if (p.proc == NFSPROC3_FSINFO) r = ClampedFsinfo(*r, options_.max_transfer);
       if (HoldForBufferedWrites(p, *r, before, [this, &p, call, args, exp](uint64_t at) {
             ServeAgain(p, call, args, *exp, at);
           })) {

@@ -8,8 +8,8 @@
 //   results length (2 bytes), results, seconds to advance the clock (1 byte).
 // For each step whose arguments decode: MetadataCache::Answer (an answer
 // must decode as the procedure's results, with a status the cache may give:
-// GETATTR, ACCESS, LOOKUP, READLINK, READDIR and READDIRPLUS are the
-// procedures it answers),
+// GETATTR, ACCESS, LOOKUP, READLINK, FSINFO, PATHCONF, READDIR and
+// READDIRPLUS are the procedures it answers),
 // then MetadataCache::Learn from the results, then the clock moves on.
 // Small cache limits make eviction part of the run.
 #include <chrono>
@@ -83,6 +83,11 @@ void CheckAnswer(const NfsProc& p, const std::string& answer, const Export& exp)
         const auto* r = static_cast<const LOOKUP3res*>(res.get());
         FUZZ_CHECK(r->LOOKUP3res_u.resok.object.data.data_len <= NFS3_FHSIZE);
       }
+      break;
+    case NFSPROC3_FSINFO:
+    case NFSPROC3_PATHCONF:
+      // What the file system said of itself, with the object's attributes.
+      FUZZ_CHECK(status == NFS3_OK);
       break;
     case NFSPROC3_READLINK: {
       // Only a link's target, with the link's attributes.

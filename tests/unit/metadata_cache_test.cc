@@ -698,5 +698,54 @@ TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
   EXPECT_EQ(cache_.links().size(), before);
 }
 
+// What FSINFO says of a file system is answered while the object's
+// attributes are fresh and for no longer than their lifetime; an error
+// (other than JUKEBOX) forgets it.
+TEST_F(MetadataCacheTest, FsinfoIsAnsweredWithinTheAttributesLifetime) {
+  const fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
+  auto learn = [&](nfsstat3 status) {
+    FSINFO3args args{Fh(dir_)};
+    FSINFO3res res{};
+    res.status = status;
+    if (status == NFS3_OK) {
+      res.FSINFO3res_u.resok.obj_attributes = PostOp(d);
+      res.FSINFO3res_u.resok.rtmax = 65536;
+      res.FSINFO3res_u.resok.maxfilesize = 12345;
+    }
+    cache_.Learn(*FindNfsProc(NFSPROC3_FSINFO), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), res), exp_, user_);
+  };
+  auto answer = [&](const Export& e) -> std::optional<FSINFO3resok> {
+    FSINFO3args args{Fh(dir_)};
+    std::optional<std::string> r = cache_.Answer(*FindNfsProc(NFSPROC3_FSINFO), &args, e, other_);
+    if (!r) return std::nullopt;
+    XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
+    EXPECT_TRUE(res.Decode(*r));
+    EXPECT_TRUE(res->FSINFO3res_u.resok.obj_attributes.attributes_follow);
+    return res->FSINFO3res_u.resok;
+  };
+  EXPECT_FALSE(answer(exp_));
+  learn(NFS3_OK);
+  std::optional<FSINFO3resok> a = answer(exp_);
+  ASSERT_TRUE(a) << "to any credential, as the upstream";
+  EXPECT_EQ(a->rtmax, 65536u);
+  EXPECT_EQ(a->maxfilesize, 12345u);
+  EXPECT_FALSE(answer(zero_)) << "not through an export that always asks";
+  clock_.Advance(std::chrono::seconds(11));
+  EXPECT_FALSE(answer(exp_)) << "attributes expired";
+  LearnGetattr(exp_, dir_, d);
+  EXPECT_FALSE(answer(exp_)) << "fresh attributes, but the FSINFO is older than their lifetime";
+  learn(NFS3_OK);
+  EXPECT_TRUE(answer(exp_));
+  learn(NFS3ERR_JUKEBOX);
+  EXPECT_TRUE(answer(exp_)) << "a busy server says nothing new";
+  learn(NFS3ERR_IO);
+  EXPECT_FALSE(answer(exp_));
+  learn(NFS3_OK);
+  cache_.ForgetNow(dir_);
+  LearnGetattr(exp_, dir_, d);
+  EXPECT_FALSE(answer(exp_)) << "forgotten with the handle";
+}
+
 }  // namespace
 }  // namespace nfsedge

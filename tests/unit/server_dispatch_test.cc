@@ -21,6 +21,7 @@
 #include "rpc/rpc_server.h"
 #include "rpc/xdr_codec.h"
 #include "test_loop.h"
+#include "xdr_test_util.h"
 
 namespace nfsedge {
 namespace {
@@ -711,6 +712,74 @@ TEST_F(CachedDispatchTest, NothingIsLearnedForACredentialWithMoreThanSixteenGrou
   // The 16-group credential's own answer is evidence for it.
   EXPECT_EQ(Access(3, SysCred(1000, 100, sixteen)), static_cast<uint32_t>(NFS3_OK));
   EXPECT_EQ(NfsCalls(), 2u);
+}
+
+// FSINFO and PATHCONF answered from cache to any credential while the
+// object's attributes are fresh; an FSINFO from cache is clamped to the
+// proxy's transfer size as the upstream's reply was.
+TEST_F(CachedDispatchTest, FsinfoAndPathconfComeFromCacheClampedAsTheUpstreamsWere) {
+  Mount("/data");
+  loop_.RunSync([this] {
+    nfs_up_->set_responder([](const FakeUpstream::Seen& s) -> std::optional<std::string> {
+      fattr3 a{};
+      a.type = NF3DIR;
+      a.mode = 0755;
+      a.nlink = 2;
+      a.mtime.seconds = a.ctime.seconds = 1;
+      if (s.proc == NFSPROC3_FSINFO) {
+        FSINFO3res res{};
+        res.status = NFS3_OK;
+        FSINFO3resok& ok = res.FSINFO3res_u.resok;
+        ok.obj_attributes.attributes_follow = TRUE;
+        ok.obj_attributes.post_op_attr_u.attributes = a;
+        ok.rtmax = ok.wtmax = 4u << 20;  // more than the proxy takes
+        ok.rtpref = ok.wtpref = 4u << 20;
+        ok.dtpref = 8192;
+        ok.maxfilesize = 1ull << 40;
+        ok.properties = FSF3_SYMLINK | FSF3_HOMOGENEOUS;
+        return test_xdr::Xdr(test_xdr::Proc(xdr_FSINFO3res), res);
+      }
+      PATHCONF3res res{};
+      res.status = NFS3_OK;
+      PATHCONF3resok& ok = res.PATHCONF3res_u.resok;
+      ok.obj_attributes.attributes_follow = TRUE;
+      ok.obj_attributes.post_op_attr_u.attributes = a;
+      ok.linkmax = 65000;
+      ok.name_max = 255;
+      ok.no_trunc = TRUE;
+      return test_xdr::Xdr(test_xdr::Proc(xdr_PATHCONF3res), res);
+    });
+  });
+  auto fsinfo = [&](uint32_t xid, const OpaqueAuth& cred) {
+    std::string results;
+    Ask(MakeCall(xid, kNfsProgram, 3, NFSPROC3_FSINFO, FhArgs(kRootFh), cred), &results);
+    XdrValue<FSINFO3res> res(test_xdr::Proc(xdr_FSINFO3res));
+    EXPECT_TRUE(res.Decode(results));
+    EXPECT_EQ(res->status, NFS3_OK);
+    return res->FSINFO3res_u.resok;
+  };
+  const FSINFO3resok first = fsinfo(1, SysCred(1000, 100));
+  EXPECT_LE(first.rtmax, 1u << 20) << "clamped";
+  EXPECT_EQ(NfsCalls(), 1u);
+  const FSINFO3resok again = fsinfo(2, SysCred(2000, 200));  // another user
+  EXPECT_EQ(NfsCalls(), 1u) << "from cache";
+  EXPECT_EQ(again.rtmax, first.rtmax);
+  EXPECT_EQ(again.wtmax, first.wtmax);
+  EXPECT_EQ(again.rtpref, first.rtpref);
+  EXPECT_EQ(again.wtpref, first.wtpref);
+  EXPECT_EQ(again.maxfilesize, first.maxfilesize);
+  EXPECT_EQ(again.properties, first.properties);
+  EXPECT_TRUE(again.obj_attributes.attributes_follow);
+  for (uint32_t xid : {3u, 4u}) {
+    std::string results;
+    Ask(MakeCall(xid, kNfsProgram, 3, NFSPROC3_PATHCONF, FhArgs(kRootFh), SysCred(1000, 100)),
+        &results);
+    XdrValue<PATHCONF3res> res(test_xdr::Proc(xdr_PATHCONF3res));
+    ASSERT_TRUE(res.Decode(results));
+    EXPECT_EQ(res->PATHCONF3res_u.resok.linkmax, 65000u);
+    EXPECT_EQ(res->PATHCONF3res_u.resok.name_max, 255u);
+  }
+  EXPECT_EQ(NfsCalls(), 2u) << "one PATHCONF upstream";
 }
 
 }  // namespace

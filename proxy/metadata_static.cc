@@ -1,0 +1,107 @@
+// MetadataCache's answers that need no name or listing: symlink targets
+// (READLINK, from the link cache) and what a file system says of itself
+// (FSINFO, PATHCONF).
+#include "proxy/metadata_cache.h"
+
+#include <cstring>
+
+#include "rpc/xdr_codec.h"
+
+namespace nfsedge {
+
+namespace {
+
+std::string_view Bytes(const nfs_fh3& fh) {
+  return std::string_view(fh.data.data_val, fh.data.data_len);
+}
+
+template <typename T>
+std::string Encode(xdrproc_t proc, const T& value) {
+  std::string out;
+  XdrEncode(proc, &value, &out);
+  return out;
+}
+
+void SetPostOp(post_op_attr* p, const fattr3& a) {
+  p->attributes_follow = TRUE;
+  p->post_op_attr_u.attributes = a;
+}
+
+// The key of what `proc` (FSINFO, PATHCONF) said of `fh`.
+std::string FsKey(uint32_t proc, std::string_view fh) {
+  std::string key(1, static_cast<char>(proc));
+  key.append(fh);
+  return key;
+}
+
+}  // namespace
+
+std::optional<std::string> MetadataCache::AnswerReadlink(const READLINK3args& a,
+                                                         const Export& exp, const CredKey& cred,
+                                                         bool stale) {
+  std::string_view fh = Bytes(a.symlink);
+  std::optional<fattr3> attr = Attrs(fh, stale, exp);
+  if (!attr || attr->type != NF3LNK) return std::nullopt;
+  // DESIGN rule 6: only a target the upstream gave this credential, at the
+  // link's current stamp.
+  std::optional<std::string> target = links_.Get(fh, ChangeId::FromFattr(*attr), cred);
+  if (!target) return std::nullopt;
+  READLINK3res res{};
+  res.status = NFS3_OK;
+  SetPostOp(&res.READLINK3res_u.resok.symlink_attributes, *attr);
+  res.READLINK3res_u.resok.data = target->data();
+  return Encode(reinterpret_cast<xdrproc_t>(xdr_READLINK3res), res);
+}
+
+std::optional<std::string> MetadataCache::AnswerFsStatic(uint32_t proc, const nfs_fh3& object,
+                                                         const Export& exp, bool stale) {
+  // (Not from expired entries during an outage: a mount, which asks for
+  // them, needs the upstream's MNT anyway.)
+  if (stale) return std::nullopt;
+  std::string_view fh = Bytes(object);
+  std::optional<fattr3> attr = Attrs(fh, false, exp);
+  if (!attr) return std::nullopt;
+  FsStatic* known = fs_static_.Find(FsKey(proc, fh));
+  if (known == nullptr) return std::nullopt;
+  // No older than the object's attributes may be: a server whose file
+  // system was replaced (another volume mounted there) answers anew.
+  const Duration age = clock_.MonoNow() - known->learned;
+  if (age >= LifetimeOf(fh, LifetimesOf(exp), attr->type).max) return std::nullopt;
+  if (proc == NFSPROC3_FSINFO) {
+    FSINFO3res res{};
+    res.status = NFS3_OK;
+    res.FSINFO3res_u.resok = known->fsinfo;
+    SetPostOp(&res.FSINFO3res_u.resok.obj_attributes, *attr);
+    return Encode(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), res);
+  }
+  PATHCONF3res res{};
+  res.status = NFS3_OK;
+  res.PATHCONF3res_u.resok = known->pathconf;
+  SetPostOp(&res.PATHCONF3res_u.resok.obj_attributes, *attr);
+  return Encode(reinterpret_cast<xdrproc_t>(xdr_PATHCONF3res), res);
+}
+
+void MetadataCache::LearnFsStatic(uint32_t proc, const nfs_fh3& object, const void* res) {
+  std::string_view fh = Bytes(object);
+  if (fh.empty()) return;
+  const std::string key = FsKey(proc, fh);
+  nfsstat3 status;
+  std::memcpy(&status, res, sizeof(status));
+  if (status != NFS3_OK) {
+    if (status != NFS3ERR_JUKEBOX) fs_static_.Erase(key);
+    return;
+  }
+  FsStatic s;
+  s.learned = clock_.MonoNow();
+  if (proc == NFSPROC3_FSINFO) {
+    s.fsinfo = static_cast<const FSINFO3res*>(res)->FSINFO3res_u.resok;
+    s.fsinfo.obj_attributes = post_op_attr{};
+  } else {
+    s.pathconf = static_cast<const PATHCONF3res*>(res)->PATHCONF3res_u.resok;
+    s.pathconf.obj_attributes = post_op_attr{};
+  }
+  fs_static_.Put(key, s);
+  while (fs_static_.size() > kMaxFsStatic) fs_static_.Erase(fs_static_.Oldest()->key);
+}
+
+}  // namespace nfsedge
