@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cache/cache_key.h"
+#include "proxy/metadata_encode.h"
 #include "rpc/auth_sys.h"
 #include "rpc/xdr_codec.h"
 
@@ -14,17 +15,8 @@ std::string_view Bytes(const nfs_fh3& fh) {
   return std::string_view(fh.data.data_val, fh.data.data_len);
 }
 
-template <typename T>
-std::string Encode(xdrproc_t proc, const T& value) {
-  std::string out;
-  XdrEncode(proc, &value, &out);
-  return out;
-}
-
-void SetPostOp(post_op_attr* p, const fattr3& a) {
-  p->attributes_follow = TRUE;
-  p->post_op_attr_u.attributes = a;
-}
+using metadata_encode::Encode;
+using metadata_encode::SetPostOp;
 
 // Returns true iff `status`, answering a READDIR or READDIRPLUS, says that
 // the upstream no longer honours the cookie or cookie verifier it was asked

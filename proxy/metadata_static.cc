@@ -5,27 +5,15 @@
 
 #include <cstring>
 
+#include "proxy/metadata_encode.h"
 #include "rpc/xdr_codec.h"
 
 namespace nfsedge {
 
 namespace {
 
-std::string_view Bytes(const nfs_fh3& fh) {
-  return std::string_view(fh.data.data_val, fh.data.data_len);
-}
-
-template <typename T>
-std::string Encode(xdrproc_t proc, const T& value) {
-  std::string out;
-  XdrEncode(proc, &value, &out);
-  return out;
-}
-
-void SetPostOp(post_op_attr* p, const fattr3& a) {
-  p->attributes_follow = TRUE;
-  p->post_op_attr_u.attributes = a;
-}
+using metadata_encode::Encode;
+using metadata_encode::SetPostOp;
 
 // The key of what `proc` (FSINFO, PATHCONF) said of `fh`.
 std::string FsKey(uint32_t proc, std::string_view fh) {
@@ -39,7 +27,7 @@ std::string FsKey(uint32_t proc, std::string_view fh) {
 std::optional<std::string> MetadataCache::AnswerReadlink(const READLINK3args& a,
                                                          const Export& exp, const CredKey& cred,
                                                          bool stale) {
-  std::string_view fh = Bytes(a.symlink);
+  std::string_view fh = HandleBytes(a.symlink);
   std::optional<fattr3> attr = Attrs(fh, stale, exp);
   if (!attr || attr->type != NF3LNK) return std::nullopt;
   // DESIGN rule 6: only a target the upstream gave this credential, at the
@@ -58,7 +46,7 @@ std::optional<std::string> MetadataCache::AnswerFsStatic(uint32_t proc, const nf
   // (Not from expired entries during an outage: a mount, which asks for
   // them, needs the upstream's MNT anyway.)
   if (stale) return std::nullopt;
-  std::string_view fh = Bytes(object);
+  std::string_view fh = HandleBytes(object);
   std::optional<fattr3> attr = Attrs(fh, false, exp);
   if (!attr) return std::nullopt;
   FsStatic* known = fs_static_.Find(FsKey(proc, fh));
@@ -82,7 +70,7 @@ std::optional<std::string> MetadataCache::AnswerFsStatic(uint32_t proc, const nf
 }
 
 void MetadataCache::LearnFsStatic(uint32_t proc, const nfs_fh3& object, const void* res) {
-  std::string_view fh = Bytes(object);
+  std::string_view fh = HandleBytes(object);
   if (fh.empty()) return;
   const std::string key = FsKey(proc, fh);
   nfsstat3 status;

@@ -120,6 +120,18 @@ class MetadataCacheTest : public ::testing::Test {
     return cache_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &args, exp_, who);
   }
   static uint32_t StatusOf(const std::optional<std::string>& r) { return LoadBE32(r->data()); }
+  // An export (lifetimes 10 s) that serves expired entries during outages,
+  // and the detector (5 s) the cache asks from now on.
+  const Export& StaleExport() {
+    ExportConfig c = MakeConfig(10, 10);
+    c.serve_stale_on_outage = true;
+    stale_ = std::make_unique<Export>(2, c);
+    outage_ = std::make_unique<OutageDetector>(clock_, std::chrono::seconds(5));
+    cache_.SetOutage(outage_.get());
+    return *stale_;
+  }
+  std::unique_ptr<Export> stale_;
+  std::unique_ptr<OutageDetector> outage_;
   // dir_ searchable by user_ and holding file "f" (file_), both an hour old.
   void LearnDirWithFile() {
     fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
@@ -432,11 +444,8 @@ TEST_F(MetadataCacheTest, AnUpstreamRefusalDropsThatUsersAccessResult) {
 // for it, with the usual evidence per credential; not otherwise, and not
 // what a mutation through the proxy invalidated.
 TEST_F(MetadataCacheTest, ExpiredEntriesAnswerDuringAnOutageOnlyWhereAllowed) {
-  ExportConfig c = MakeConfig(10, 10);
-  c.serve_stale_on_outage = true;
-  const Export stale(2, c);
-  OutageDetector outage(clock_, std::chrono::seconds(5));
-  cache_.SetOutage(&outage);
+  const Export& stale = StaleExport();
+  OutageDetector& outage = *outage_;
   auto answer = [&](uint32_t proc, const void* args, const Export& e, const CredKey& who) {
     return cache_.Answer(*FindNfsProc(proc), args, e, who);
   };
@@ -644,11 +653,8 @@ TEST_F(LinkCacheTest, ACredentialNeverAnsweredFromCacheTeachesNoTarget) {
 // its link's lifetime answers the credentials it was given to (counted);
 // a SETATTR of the link through the proxy (a new ctime) ends that.
 TEST_F(LinkCacheTest, AnExpiredTargetAnswersDuringAnOutageWhereAllowed) {
-  ExportConfig c = MakeConfig(10, 10);
-  c.serve_stale_on_outage = true;
-  const Export stale(2, c);
-  OutageDetector outage(clock_, std::chrono::seconds(5));
-  cache_.SetOutage(&outage);
+  const Export& stale = StaleExport();
+  OutageDetector& outage = *outage_;
   LearnReadlink(user_, "t", &link_attr_);
   clock_.Advance(std::chrono::seconds(11));
   EXPECT_FALSE(Readlink(user_, &stale)) << "no outage yet";
