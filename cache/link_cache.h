@@ -72,6 +72,7 @@ class LinkCache {
 
   size_t size() const { return lru_.size(); }
   uint64_t bytes() const { return lru_.charge(); }
+  uint64_t max_bytes() const { return max_bytes_; }
   const LinkCacheStats& stats() const { return stats_; }
 
  private:

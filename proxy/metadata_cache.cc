@@ -284,8 +284,12 @@ void MetadataCache::ForgetMutated(std::string_view fh) {
   if (mutated_) mutated_(fh);
 }
 
+bool MetadataCache::MayPredateForget(std::string_view fh) const {
+  return SentBefore(learning_, attr_changes_.Last(fh));
+}
+
 bool MetadataCache::AttrsOvertaken(std::string_view fh) {
-  const bool overtaken = SentBefore(learning_, attr_changes_.Last(fh));
+  const bool overtaken = MayPredateForget(fh);
   if (overtaken) attrs_overtaken_++;
   return overtaken;
 }

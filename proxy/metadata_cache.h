@@ -160,6 +160,8 @@ class MetadataCache {
   bool HasLink(std::string_view fh, const ChangeId& version, const CredKey& cred) const {
     return links_.Has(fh, version, cred);
   }
+  // Whether the link cache keeps anything (cache.max_link_bytes > 0).
+  bool KeepsLinks() const { return links_.max_bytes() > 0; }
   // Whether the first page of `dir`'s listing could be answered from the
   // cache now as far as the cache's contents go: the directory's
   // attributes, the page, and every entry's attributes are fresh (the
@@ -365,6 +367,8 @@ class MetadataCache {
   // Whether the reply being learned (learning_) may predate a mutation of
   // `fh` marked by ForgetMutated: its attributes of `fh` are not learned.
   bool AttrsOvertaken(std::string_view fh);
+  // The same, without counting.
+  bool MayPredateForget(std::string_view fh) const;
   // True iff the ACCESS reply being learned (`learning_`) for (fh, cred)
   // left before the upstream refused that credential a call on fh (or
   // before the marks' floor, once 4096 pairs were refused), or was sent

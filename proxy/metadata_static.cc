@@ -79,6 +79,10 @@ void MetadataCache::LearnFsStatic(uint32_t proc, const nfs_fh3& object, const vo
     if (status != NFS3ERR_JUKEBOX) fs_static_.Erase(key);
     return;
   }
+  // Not from a reply to a call sent before the handle was forgotten (a
+  // STALE, a drop-cache): it may predate that. (The attributes' own check,
+  // uncounted: PostOp counted it.)
+  if (MayPredateForget(fh)) return;
   FsStatic s;
   s.learned = clock_.MonoNow();
   if (proc == NFSPROC3_FSINFO) {

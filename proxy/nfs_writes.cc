@@ -220,6 +220,8 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
     case NFSPROC3_READ:
     case NFSPROC3_GETATTR:
     case NFSPROC3_ACCESS:  // its post-op attributes
+    case NFSPROC3_FSINFO:  // the same
+    case NFSPROC3_PATHCONF:
     case NFSPROC3_LINK:    // the file's post-op attributes
     case NFSPROC3_SETATTR: {
       std::vector<const nfs_fh3*> fhs;

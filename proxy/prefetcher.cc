@@ -153,9 +153,10 @@ void Prefetcher::OnListing(std::string_view dir, const READDIRPLUS3resok& ok, co
         while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
       }
       Queue(std::move(list));
-    } else if (a.type == NF3LNK) {
+    } else if (a.type == NF3LNK && meta_.KeepsLinks() && LifetimesOf(exp).reg.max > Duration(0)) {
       // A symlink's target, for the walk's credential (the link cache
-      // keeps it per credential).
+      // keeps it per credential; none to read when it keeps nothing, or
+      // the export answers nothing from cache).
       Job link = base;
       link.kind = Kind::kLink;
       link.version = ChangeId::FromFattr(a);

@@ -709,7 +709,7 @@ TEST_F(LinkCacheTest, TheBoundHoldsAndZeroKeepsNone) {
 // (other than JUKEBOX) forgets it.
 TEST_F(MetadataCacheTest, FsinfoIsAnsweredWithinTheAttributesLifetime) {
   const fattr3 d = Attr(NF3DIR, 4096, kWall0 - 3600);
-  auto learn = [&](nfsstat3 status) {
+  auto learn = [&](nfsstat3 status, SentCall sent = {}) {
     FSINFO3args args{Fh(dir_)};
     FSINFO3res res{};
     res.status = status;
@@ -719,7 +719,7 @@ TEST_F(MetadataCacheTest, FsinfoIsAnsweredWithinTheAttributesLifetime) {
       res.FSINFO3res_u.resok.maxfilesize = 12345;
     }
     cache_.Learn(*FindNfsProc(NFSPROC3_FSINFO), &args,
-                 Xdr(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), res), exp_, user_);
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res), res), exp_, user_, sent);
   };
   auto answer = [&](const Export& e) -> std::optional<FSINFO3resok> {
     FSINFO3args args{Fh(dir_)};
@@ -751,6 +751,12 @@ TEST_F(MetadataCacheTest, FsinfoIsAnsweredWithinTheAttributesLifetime) {
   cache_.ForgetNow(dir_);
   LearnGetattr(exp_, dir_, d);
   EXPECT_FALSE(answer(exp_)) << "forgotten with the handle";
+  // A reply to a call sent before that does not bring it back.
+  learn(NFS3_OK, SentCall{std::chrono::steady_clock::now() - std::chrono::seconds(5), 1});
+  LearnGetattr(exp_, dir_, d);
+  EXPECT_FALSE(answer(exp_)) << "a reply from before the forget";
+  learn(NFS3_OK);
+  EXPECT_TRUE(answer(exp_));
 }
 
 }  // namespace

@@ -146,6 +146,13 @@ TEST_F(PrefetcherTest, ASymlinksTargetIsReadForTheListersCredential) {
   AnswerAll();
   EXPECT_EQ(pf_->stats().links, 2u);
   EXPECT_TRUE(meta_.HasLink("FH-LINK", version, CredKeyOf(other_)));
+  // Nothing to read when the link cache keeps nothing.
+  CacheConfig none;
+  none.max_link_bytes = 0;
+  meta_.SetLimits(none);
+  List(*root, SysCred(3000, 3000));
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().links, 2u);
 }
 
 // A directory listed in several pages: the next page continues from the last

@@ -765,5 +765,21 @@ TEST_F(WriteServiceTest, ATruncatingCreateOfAnUnknownNameWaitsForTheReplay) {
   EXPECT_EQ(journal_.removed, (std::vector<uint64_t>{1}));
 }
 
+// PATHCONF carries the file's attributes too: held while the file has
+// buffered writes (which it sends upstream), as GETATTR is.
+TEST_F(WriteServiceTest, PathconfWaitsForBufferedWritesAsGetattrDoes) {
+  LearnAccess(FileAttr(0, 1));
+  ASSERT_TRUE(results_[WriteUnstable(0, std::string(4096, 'w'))].has_value());
+  PATHCONF3args pa{};
+  pa.object = Fh(file_);
+  const size_t p = Send(NFSPROC3_PATHCONF, Xdr(Proc(xdr_PATHCONF3args), pa));
+  EXPECT_FALSE(results_[p].has_value());
+  EXPECT_EQ(up_.Count(NFSPROC3_PATHCONF), 0u) << "not before the write is upstream";
+  const int sent = Last(up_, NFSPROC3_WRITE);
+  ASSERT_GE(sent, 0) << "the held PATHCONF sends the write at once";
+  AnswerRecord(up_, static_cast<size_t>(sent), WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2)));
+  EXPECT_EQ(up_.Count(NFSPROC3_PATHCONF), 1u) << "then it goes on";
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
