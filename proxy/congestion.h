@@ -210,7 +210,8 @@ class CongestionController {
   // backend): they leave the window, as a lost segment leaves TCP's flight,
   // so that other calls are not held back for as long as the server holds
   // it. No sample and no change of rate (a server that holds a call says
-  // nothing about the link); its reply, if it comes, counts as delivered.
+  // nothing about the link); its reply, if it comes, gives the controller
+  // nothing either (no sample, no delivery: UpstreamScheduler::OnReply).
   void OnStalled(Ticket* t);
   // The sender has nothing more to send although the window has room: the
   // calls in flight now do not measure the rate (BBR's app-limited mark).

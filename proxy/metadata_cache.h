@@ -1,6 +1,7 @@
-// MetadataCache: answers GETATTR, ACCESS, LOOKUP and READLINK from the
-// attribute, ACCESS, name and link caches (cache/) when they prove the
-// answer fresh, and
+// MetadataCache: answers GETATTR, ACCESS, LOOKUP, READLINK, FSINFO and
+// PATHCONF from the attribute, ACCESS, name and link caches (cache/) and
+// what file systems said of themselves when they prove the answer fresh,
+// and
 // learns from every upstream reply (post-op attributes, wcc data, names,
 // ACCESS results, READDIRPLUS entries).
 //
@@ -14,8 +15,9 @@
 // Confinement (DESIGN rule 6): a LOOKUP is answered to a credential only if
 // the ACCESS cache proves that the upstream lets that credential search the
 // directory; ACCESS answers are per credential, and so are READLINK's (a
-// target only to a credential the upstream gave it to). GETATTR needs no
-// evidence: the upstream answers it to anyone who holds the handle.
+// target only to a credential the upstream gave it to). GETATTR, FSINFO and
+// PATHCONF need no evidence: the upstream answers them to anyone who holds
+// the handle (FSINFO and PATHCONF never from expired entries).
 //
 // Upstream outage (proxy/outage.h): on an export with serve_stale_on_outage,
 // while the upstream is out, GETATTR, ACCESS, LOOKUP and READLINK that the fresh
@@ -284,8 +286,8 @@ class MetadataCache {
   const LinkCache& links() const { return links_; }
 
  private:
-  // Answer() for GETATTR, ACCESS and LOOKUP from fresh entries, or from
-  // expired ones too if `stale`.
+  // Answer() for GETATTR, ACCESS, LOOKUP, READLINK, FSINFO and PATHCONF
+  // from fresh entries, or from expired ones too if `stale`.
   std::optional<std::string> AnswerAttrs(const NfsProc& p, const void* args, const Export& exp,
                                          const CredKey& cred, bool stale);
   // Fresh attributes of `fh` (or expired ones too if `stale`), no older than

@@ -1,12 +1,14 @@
 // Prefetcher: tree-walk prefetch. When a client walks a directory tree
 // (it lists a directory in full, then, within walk_idle, a directory right
 // below it: as tar, cp -r, rsync, find or ls -R do), the proxy walks ahead of
-// it in the background from the upper of the two: for every entry it asks
-// ACCESS (all bits) for the client's credential, reads the data of small
-// regular files into the data cache, and lists the subdirectories in turn
+// it in the background from the upper of the two: for every directory and
+// regular file it asks ACCESS (all bits) for the client's credential, reads
+// the data of small regular files into the data cache, reads each symlink's
+// target (READLINK, when the link cache keeps any and the export's
+// lifetimes allow answers), and lists the subdirectories in turn
 // (READDIRPLUS, whole directory, cookie by cookie), down to a configured
 // depth. When the client then reaches those entries (LOOKUP, GETATTR,
-// ACCESS, READ), the answers are local. A single listing (ls) starts nothing.
+// ACCESS, READ, READLINK), the answers are local. A single listing (ls) starts nothing.
 //
 // The walk stops when the client's walk stops: every client call on a
 // directory of the walk, or on an object listed in one, keeps it going;
@@ -33,8 +35,8 @@
 // max_queue jobs (jobs beyond it are dropped, not queued), and a bounded set
 // of what was already prefetched (each object once per credential, until it
 // falls out of that set). It yields to clients by staying within its
-// in-flight bound; the upstream scheduler (when present) ranks its ACCESS
-// and READDIRPLUS calls as background work. Small files' data goes through
+// in-flight bound; the upstream scheduler (when present) ranks its ACCESS,
+// READLINK and READDIRPLUS calls as background work. Small files' data goes through
 // the read path, whose calls are client data (proxy/scheduler.h): a client
 // READ often waits on the very block being fetched.
 //

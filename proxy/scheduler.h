@@ -39,8 +39,11 @@
 // is not corrected. COMMIT gives no sample, nor does the reply to a call the
 // transport sent more than once (RpcReply::transmissions; Karn's rule: which
 // transmission it answers is not known), though its bytes count as
-// delivered. A reply delivers the call's own bytes (arguments and headers)
-// and its size on the wire, at most what the call was counted at: a READ
+// delivered; nor that of a call whose bytes left the window while the
+// server held it (Sweep), which delivers nothing either. A call waiting
+// here longer than queue_timeout fails, unsent (Sweep). A reply delivers
+// the call's own bytes (arguments and headers) and its size on the wire,
+// at most what the call was counted at: a READ
 // answered short (at end of file) delivers less than its count. Before each
 // bulk call and after each reply the scheduler passes the controller's
 // applied pacing rate (and after each reply the retransmission timeout) to
