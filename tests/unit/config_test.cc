@@ -100,9 +100,11 @@ disk_dir = "/var/cache/nfsedge"
 disk_bytes = "2G"
 disk_policy = "evicted"
 readahead_max_bytes = "8m"
+max_link_bytes = "2M"
 )";
   StatusOr<Config> c = ParseConfig(text, "t.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.max_link_bytes, 2ull << 20);
   EXPECT_EQ(c->cache.memory_bytes, 512ull << 20);
   EXPECT_EQ(c->cache.block_size, 128ull << 10);
   EXPECT_EQ(c->cache.disk_dir, "/var/cache/nfsedge");
@@ -114,6 +116,7 @@ readahead_max_bytes = "8m"
   EXPECT_EQ(d->cache.memory_bytes, 1ull << 30);
   EXPECT_EQ(d->cache.block_size, 64ull << 10);
   EXPECT_TRUE(d->cache.disk_dir.empty());
+  EXPECT_EQ(d->cache.max_link_bytes, 16ull << 20);
 }
 
 TEST(Config, BadDataCacheValuesAreReported) {
@@ -124,6 +127,7 @@ block_size = 100000
 disk_dir = "relative/dir"
 disk_policy = "sometimes"
 readahead_max_bytes = "3X"
+max_link_bytes = -1
 )";
   StatusOr<Config> c = ParseConfig(text, "t.toml");
   ASSERT_FALSE(c.ok());
@@ -133,6 +137,7 @@ readahead_max_bytes = "3X"
   EXPECT_NE(m.find("disk_dir: must be an absolute path"), std::string::npos) << m;
   EXPECT_NE(m.find("disk_policy: must be"), std::string::npos) << m;
   EXPECT_NE(m.find("readahead_max_bytes: must be a byte count"), std::string::npos) << m;
+  EXPECT_NE(m.find("max_link_bytes"), std::string::npos) << m;
   EXPECT_NE(m.find("t.toml:"), std::string::npos) << m;
 }
 
