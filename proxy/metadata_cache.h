@@ -219,8 +219,7 @@ class MetadataCache {
     names_.InvalidateDir(fh);
     dirs_.InvalidateDir(fh);
     links_.Invalidate(fh);
-    fs_static_.Erase(std::string(1, static_cast<char>(NFSPROC3_FSINFO)) + std::string(fh));
-    fs_static_.Erase(std::string(1, static_cast<char>(NFSPROC3_PATHCONF)) + std::string(fh));
+    ForgetFsStatic(fh);
   }
   // Forget(), and replies to calls sent before do not bring back what was
   // forgotten (the server said the handle is stale; an administrator asked
@@ -307,6 +306,8 @@ class MetadataCache {
   // Keeps (or, for an error, forgets) what the FSINFO or PATHCONF reply
   // `res` said of `object`.
   void LearnFsStatic(uint32_t proc, const nfs_fh3& object, const void* res);
+  // Forgets what FSINFO and PATHCONF said of `fh`.
+  void ForgetFsStatic(std::string_view fh);
   // Answers READDIRPLUS (`plus`) or READDIR `args` from a listing page
   // (defined in dir_listing.cc).
   std::optional<std::string> AnswerListing(bool plus, const void* args, const Export& exp,

@@ -69,6 +69,11 @@ std::optional<std::string> MetadataCache::AnswerFsStatic(uint32_t proc, const nf
   return Encode(reinterpret_cast<xdrproc_t>(xdr_PATHCONF3res), res);
 }
 
+void MetadataCache::ForgetFsStatic(std::string_view fh) {
+  fs_static_.Erase(FsKey(NFSPROC3_FSINFO, fh));
+  fs_static_.Erase(FsKey(NFSPROC3_PATHCONF, fh));
+}
+
 void MetadataCache::LearnFsStatic(uint32_t proc, const nfs_fh3& object, const void* res) {
   std::string_view fh = HandleBytes(object);
   if (fh.empty()) return;
