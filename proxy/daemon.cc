@@ -37,7 +37,7 @@ void FitDescriptorLimit(size_t max_connections) {
 
 Daemon::Daemon(Config config)
     : config_(std::move(config)),
-      base_(event_base_new()),
+      base_(NewPreciseEventBase()),
       exports_(config_.exports),
       handles_(config_.server.max_handles),
       cache_(clock_, config_.cache),
@@ -369,6 +369,7 @@ StatusOr<SockAddr> Daemon::UpstreamAddress(uint16_t port, uint32_t prog, uint32_
 Status Daemon::Start() {
   const UpstreamConfig& u = config_.upstream;
   const ServerConfig& s = config_.server;
+  if (base_ == nullptr) return ResourceExhausted("could not create the event loop");
   FitDescriptorLimit(s.max_connections);
   StatusOr<SockAddr> nfs_addr = UpstreamAddress(u.nfs_port, kNfsProgram, kNfsVersion);
   if (!nfs_addr.ok()) return nfs_addr.status();
@@ -539,6 +540,8 @@ void Daemon::RunLater(Duration delay, std::function<void()> fn) {
   };
   auto* once = new Once{this, std::move(fn)};
   timeval tv = ToTimeval(delay);
+  // From now, not from the loop turn's start (the callbacks' time since).
+  event_base_update_cache_time(base_.get());
   auto run = [](evutil_socket_t, short, void* arg) {
     std::unique_ptr<Once> o(static_cast<Once*>(arg));
     o->daemon->pending_once_.erase(arg);

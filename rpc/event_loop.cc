@@ -16,6 +16,15 @@ bool IsSocketBufferevent(bufferevent* bev) { return bufferevent_get_underlying(b
 
 }  // namespace
 
+EventBasePtr NewPreciseEventBase() {
+  event_config* cfg = event_config_new();
+  if (cfg == nullptr) return nullptr;
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+  EventBasePtr base(event_base_new_with_config(cfg));
+  event_config_free(cfg);
+  return base;
+}
+
 void TuneSocketBufferevent(bufferevent* bev) {
   if (IsSocketBufferevent(bev)) bufferevent_set_max_single_write(bev, kSocketIoChunk);
 }
@@ -78,6 +87,8 @@ void Timer::Arm(Duration after) {
   event_del(ev_.get());
   event_assign(ev_.get(), event_get_base(ev_.get()), -1, 0, &Timer::OnFire, this);
   timeval tv = ToTimeval(after);
+  // From now, not from the loop turn's start (the callbacks' time since).
+  event_base_update_cache_time(event_get_base(ev_.get()));
   event_add(ev_.get(), &tv);
 }
 

@@ -39,6 +39,12 @@ using Duration = std::chrono::steady_clock::duration;
 // Returns a timeval for `d` (negative durations become zero).
 timeval ToTimeval(Duration d);
 
+// Returns a new event base whose timers keep sub-millisecond time
+// (EVENT_BASE_FLAG_PRECISE_TIMER: CLOCK_MONOTONIC and a timerfd), or null.
+// A plain event_base_new() reads CLOCK_MONOTONIC_COARSE, which on a 250 Hz
+// kernel ticks every 4 ms: a 1.25 ms timer could fire 5 ms late.
+EventBasePtr NewPreciseEventBase();
+
 // libevent 2.1 moves a socket bufferevent's data 4 KiB per read (its
 // EVBUFFER_MAX_READ) and 16 KiB per write, one of each per loop turn: a
 // 1 MiB record takes 256 turns to come in. These two lift that for a plain

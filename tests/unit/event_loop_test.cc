@@ -1,5 +1,7 @@
 // ReadMore and TuneSocketBufferevent: large reads and writes on a socket
 // bufferevent, nothing on a filter one, end of file left to the bufferevent.
+// NewPreciseEventBase and Timer: the loop's clock is finer than the coarse
+// one, and a timer armed late in a loop turn counts from when it was armed.
 #include "rpc/event_loop.h"
 
 #include <event2/buffer.h>
@@ -9,7 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 namespace nfsedge {
 namespace {
@@ -176,6 +180,65 @@ TEST_F(ReadMoreTest, TuningRaisesTheWriteSize) {
   EXPECT_EQ(bufferevent_get_max_single_write(unconnected.get()),
             static_cast<ev_ssize_t>(kSocketIoChunk));
   EXPECT_EQ(ReadMore(unconnected.get(), 1 << 20), 0u);
+}
+
+void BusyWait(Duration d) {
+  const auto until = SteadyClock::now() + d;
+  while (SteadyClock::now() < until) {
+  }
+}
+
+// Runs `fn` once from inside `base`'s loop (the loop's cached time is only
+// kept while it runs), then returns when the loop has nothing left.
+void RunInLoop(event_base* base, std::function<void()> fn) {
+  auto run = [](evutil_socket_t, short, void* arg) { (*static_cast<std::function<void()>*>(arg))(); };
+  timeval now{0, 0};
+  ASSERT_EQ(event_base_once(base, -1, EV_TIMEOUT, run, &fn, &now), 0);
+  event_base_dispatch(base);
+}
+
+// The coarse monotonic clock ticks every 1-10 ms (4 ms on a 250 Hz kernel);
+// read 1 ms apart, it mostly shows no time passed. The precise base's clock
+// shows every millisecond, so its timers are not late by a tick.
+TEST(PreciseEventBaseTest, ItsClockShowsEveryMillisecond) {
+  EventBasePtr base = NewPreciseEventBase();
+  ASSERT_NE(base, nullptr);
+  std::vector<int64_t> seen_us;
+  RunInLoop(base.get(), [&] {
+    for (int i = 0; i < 6; ++i) {
+      timeval a{}, b{};
+      event_base_update_cache_time(base.get());
+      event_base_gettimeofday_cached(base.get(), &a);
+      BusyWait(std::chrono::milliseconds(1));
+      event_base_update_cache_time(base.get());
+      event_base_gettimeofday_cached(base.get(), &b);
+      seen_us.push_back((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_usec - a.tv_usec));
+    }
+  });
+  ASSERT_EQ(seen_us.size(), 6u);
+  for (int64_t us : seen_us) EXPECT_GE(us, 1000) << "a millisecond passed";
+}
+
+// A callback that ran a while, then armed timers: libevent counts a
+// relative timeout from the loop turn's cached time, so the loop, woken by
+// the short timer (due already by that time), would run the long one early
+// too, by the callback's time.
+TEST(TimerTest, CountsFromWhenItWasArmed) {
+  EventBasePtr base = NewPreciseEventBase();
+  ASSERT_NE(base, nullptr);
+  SteadyClock::time_point armed, fired, short_fired;
+  Timer timer(base.get(), [&] { fired = SteadyClock::now(); });
+  Timer short_timer(base.get(), [&] { short_fired = SteadyClock::now(); });
+  RunInLoop(base.get(), [&] {
+    BusyWait(std::chrono::milliseconds(20));
+    armed = SteadyClock::now();
+    timer.Arm(std::chrono::milliseconds(10));
+    short_timer.Arm(std::chrono::milliseconds(3));
+  });
+  ASSERT_NE(fired, SteadyClock::time_point{}) << "the timer fired";
+  ASSERT_NE(short_fired, SteadyClock::time_point{}) << "the short timer fired";
+  EXPECT_GE(short_fired - armed, std::chrono::milliseconds(3));
+  EXPECT_GE(fired - armed, std::chrono::milliseconds(10));
 }
 
 }  // namespace
