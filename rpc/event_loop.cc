@@ -25,6 +25,13 @@ EventBasePtr NewPreciseEventBase() {
   return base;
 }
 
+evutil_socket_t SocketOf(bufferevent* bev) {
+  if (bev == nullptr) return -1;
+  const evutil_socket_t fd = bufferevent_getfd(bev);
+  bufferevent* under = fd < 0 ? bufferevent_get_underlying(bev) : nullptr;
+  return under != nullptr ? bufferevent_getfd(under) : fd;
+}
+
 void TuneSocketBufferevent(bufferevent* bev) {
   if (IsSocketBufferevent(bev)) bufferevent_set_max_single_write(bev, kSocketIoChunk);
 }

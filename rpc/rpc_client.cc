@@ -38,7 +38,7 @@ bool BindPort(int fd, int family, uint16_t port) {
 // Sends RST instead of FIN on close, so the port leaves no TIME_WAIT behind
 // and the next connection can reuse it.
 void AbortOnClose(bufferevent* bev) {
-  evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+  evutil_socket_t fd = SocketOf(bev);
   if (fd < 0) return;
   linger l{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
@@ -285,7 +285,7 @@ void RpcClient::ConnUp(int i) {
   c.up_since = SteadyClock::now();
   SockAddr local;
   local.len = sizeof(local.ss);
-  if (getsockname(bufferevent_getfd(c.bev.get()), local.get(), &local.len) == 0) {
+  if (getsockname(SocketOf(c.bev.get()), local.get(), &local.len) == 0) {
     c.local_port = local.port();
   }
   c.port_failures = 0;
@@ -685,7 +685,7 @@ void RpcClient::CheckPaths(SteadyClock::time_point now) {
     if (c.state != Conn::State::kUp || !waited[static_cast<size_t>(i)] || !c.bev) continue;
     tcp_info ti{};
     socklen_t len = sizeof(ti);
-    if (getsockopt(bufferevent_getfd(c.bev.get()), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+    if (getsockopt(SocketOf(c.bev.get()), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
       continue;
     }
     // Segments in flight (none with a shut window), nothing acknowledged.

@@ -362,10 +362,12 @@ void ServerConnection::SendReply(std::string_view reply) {
   char mark[4];
   EncodeRecordMark(reply.size(), mark);
   evbuffer* out = bufferevent_get_output(bev_.get());
-  evbuffer_add(out, mark, 4);
-  evbuffer_add(out, reply.data(), reply.size());
+  // Counted first: a TLS filter encrypts what is added at once, and the
+  // drain's OnOutput releases it from inside evbuffer_add.
   out_held_ += 4 + reply.size();
   client_->all->held_bytes += 4 + reply.size();
+  evbuffer_add(out, mark, 4);
+  evbuffer_add(out, reply.data(), reply.size());
   MaybeResume();
 }
 

@@ -161,6 +161,9 @@ TEST_F(TlsLoopbackTest, CallsFlowInsideTls) {
   loop_.RunSync([&] {
     EXPECT_EQ(server_->stats().tls_upgrades, 1u);
     EXPECT_EQ(client_->connections_up(), 1);
+    // The replies went (the TLS filter encrypts them as they are added):
+    // none still counts against max_held_call_bytes.
+    EXPECT_EQ(server_->held_call_bytes(), 0u);
   });
 }
 
