@@ -589,7 +589,7 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
       if (!urgent &&
-          ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
+          ((whole_only && len < write_size) || background_ >= options_.max_background)) {
         // Tried again after the flush delay: what is short of a whole
         // WRITE, and what found every background slot taken (under
         // pressure nothing else may come back to this file).

@@ -481,8 +481,9 @@ class WritePath {
   // Returns false iff `b`, which waited, is refused by its export's rules
   // as they are now (Blocked::readmit answered it). A credential mapped
   // otherwise now is not the one the evidence that let it be buffered was
-  // for: the write is then answered once stable upstream.
-  static bool Readmitted(Blocked& b);
+  // for: the write is then answered once stable upstream. Its export's
+  // write rules are taken as they are now too (write_behind, write_back).
+  bool Readmitted(Blocked& b);
   // Room for `n` more bytes in all, and in `f`.
   bool TotalRoom(uint64_t n) const;
   static bool FileRoom(const File& f, uint64_t n, uint64_t max_file_bytes);

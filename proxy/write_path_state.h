@@ -257,7 +257,7 @@ struct WritePath::File {
   bool flush_scheduled = false;
   bool flush_all = false;
   bool retry_scheduled = false;
-  uint32_t no_progress = 0;  // upstream WRITEs in a row that wrote nothing
+  uint32_t no_progress = 0;  // upstream WRITEs (COMMITs) in a row that wrote (ran) nothing
   uint32_t refusals = 0;     // rounds in a row whose errors kept journaled data (DropAndFail)
   bool refusal_counted = false;  // ... this round's counted
   MonoTime refused_since{};       // ... the first of them

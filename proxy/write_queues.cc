@@ -24,7 +24,16 @@ bool WritePath::KeptErrorAnswered(const std::string& fh, const OpaqueAuth& cred,
 }
 
 bool WritePath::Readmitted(Blocked& b) {
-  if (!b.waited || !b.readmit) return true;
+  if (!b.waited) return true;
+  // A reload may have changed the export's write rules while it waited: it
+  // is taken as they are now. Answered from the buffer only with
+  // write-behind, from the journal only with write_back, and only if the
+  // ACCESS cache proved it may write (answered from either).
+  const bool write_back = b.exp->config().write_back && options_.journal != nullptr;
+  const bool evidence = b.journal || !b.stable;
+  b.journal = write_back && evidence;
+  if (!b.exp->config().write_behind && !write_back) b.stable = true;
+  if (!b.readmit) return true;
   OpaqueAuth cred = b.cred;
   if (!b.readmit(&cred)) return false;
   if (cred.flavor != b.cred.flavor || cred.body != b.cred.body) {

@@ -67,11 +67,29 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   const bool decoded = Succeeded(r) && res.Decode(r->results());
   auto sent_in_it = [id](const Piece& p) { return p.state == Piece::kSending && p.flight == id; };
   auto each = [&f, &sent_in_it](auto fn) { EachOf(f.pieces, sent_in_it, fn); };
+  // Nothing written: tried again later, and given up on after a few such
+  // answers in a row (the server's fault; the error reaches the clients as
+  // any upstream error does). Counted once per retry round (several WRITEs
+  // may be in flight).
+  auto no_progress = [&] {
+    if (!f.retry_scheduled) f.no_progress++;
+    if (f.no_progress >= kMaxNoProgress) {
+      f.no_progress = 0;
+      DropAndFail(f, NFS3ERR_IO, sent_in_it, &flight);
+    } else {
+      each([](auto it) { it->second.state = Piece::kDirty; });
+      RetryLater(f);
+    }
+  };
   if (Denied(r)) {
     DropAndFail(f, NFS3ERR_ACCES, sent_in_it, &flight);
-  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+  } else if (!r.ok() || (decoded && res->status == NFS3ERR_JUKEBOX)) {
     each([](auto it) { it->second.state = Piece::kDirty; });
     RetryLater(f);
+  } else if (!decoded) {
+    // Answered, not run (SYSTEM_ERR, GARBAGE_ARGS, PROC_UNAVAIL) or no
+    // WRITE3res to read: as a WRITE that wrote nothing.
+    no_progress();
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->WRITE3res_u.resfail.file_wcc, flight.solo && flight.seq == f.calls_sent,
               flight.seq, *r);
@@ -85,18 +103,7 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
     const WRITE3resok& ok = res->WRITE3res_u.resok;
     LearnAttr(f, ok.file_wcc, flight.solo && flight.seq == f.calls_sent, flight.seq, *r);
     if (ok.count == 0 && flight.len > 0) {
-      // Nothing written: tried again later, and given up on after a few
-      // such replies in a row (the server's fault; the error reaches the
-      // clients as any upstream error does).
-      // Counted once per retry round (several WRITEs may be in flight).
-      if (!f.retry_scheduled) f.no_progress++;
-      if (f.no_progress >= kMaxNoProgress) {
-        f.no_progress = 0;
-        DropAndFail(f, NFS3ERR_IO, sent_in_it, &flight);
-      } else {
-        each([](auto it) { it->second.state = Piece::kDirty; });
-        RetryLater(f);
-      }
+      no_progress();
       Pump(f);
       AdmitBlocked();
       return;
@@ -183,9 +190,21 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const OpaqueAuth
       others = true;
     });
     if (others) ScheduleFlush(f);
-  } else if (!decoded || res->status == NFS3ERR_JUKEBOX) {
+  } else if (!r.ok() || (decoded && res->status == NFS3ERR_JUKEBOX)) {
     each([](auto it) { it->second.commit = 0; });
     RetryLater(f);
+  } else if (!decoded) {
+    // Answered, not run (SYSTEM_ERR, GARBAGE_ARGS, PROC_UNAVAIL) or no
+    // COMMIT3res to read: tried again, and given up on after a few such
+    // answers in a row, as a WRITE that writes nothing (OnWritten).
+    if (!f.retry_scheduled) f.no_progress++;
+    if (f.no_progress >= kMaxNoProgress) {
+      f.no_progress = 0;
+      DropAndFail(f, NFS3ERR_IO, covered);
+    } else {
+      each([](auto it) { it->second.commit = 0; });
+      RetryLater(f);
+    }
   } else if (res->status != NFS3_OK) {
     LearnAttr(f, res->COMMIT3res_u.resfail.file_wcc, solo, seq, *r);
     DropAndFail(f, res->status, covered);
@@ -195,6 +214,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const OpaqueAuth
   } else {
     const COMMIT3resok& ok = res->COMMIT3res_u.resok;
     LearnAttr(f, ok.file_wcc, solo, seq, *r);
+    f.no_progress = 0;
     f.refused_committer.clear();
     std::array<char, 8> verf{};
     std::copy(ok.verf, ok.verf + 8, verf.begin());

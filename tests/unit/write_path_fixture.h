@@ -82,6 +82,14 @@ class HeldUpstream : public RpcCaller {
     r.header.results_offset = 0;
     Run(i, std::move(r));
   }
+  // An accepted reply to call `i` that did not run it (`stat`: SYSTEM_ERR,
+  // GARBAGE_ARGS, PROC_UNAVAIL, ...).
+  void NotRun(size_t i, AcceptStat stat) {
+    RpcReply r;
+    r.header.reply_stat = kMsgAccepted;
+    r.header.accept_stat = stat;
+    Run(i, std::move(r));
+  }
   // An RPC-level refusal of call `i` (MSG_DENIED, AUTH_ERROR).
   void Deny(size_t i) {
     RpcReply r;

@@ -487,5 +487,66 @@ TEST_F(WriteQueuesTest, AWriteRetransmittedWhileParkedDoesNotUndoALaterWriteOfAn
                                 "and put A's old bytes over B's";
 }
 
+// A reload turned write-behind off while an UNSTABLE write waited for
+// room: it is taken as the rules are now, answered only once its bytes are
+// stable upstream (it could not be forwarded as it came any more), not
+// from the buffer with the upstream's own verifier, which a restart of the
+// proxy would not change.
+TEST_F(WritePathTest, AWriteThatWaitedThroughAReloadIsTakenAsTheRulesAreNow) {
+  options_.max_file_bytes = 8192;
+  options_.max_bytes = 16384;
+  Make();
+  ExportTable table({MakeExport(5)});
+  const Export* e = &table.all()[0];
+  Write(1, 0, std::string(8192, 'a'), UNSTABLE, true, e);
+  Write(2, 8192, std::string(8192, 'b'), UNSTABLE, true, e);
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  ASSERT_EQ(wp_->stats().blocked, 1u);
+  ExportConfig off = MakeExport(5);
+  off.write_behind = false;
+  ASSERT_TRUE(table.Update({off}).ok());
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  Advance(std::chrono::milliseconds(5));
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "not answered before its bytes are stable upstream";
+  ASSERT_EQ(up_.calls.size(), 1u);
+  SentWrite w = DecodeWriteArgs(up_.calls[0].args);
+  EXPECT_EQ(w.offset, 8192u);
+  EXPECT_EQ(w.stable, FILE_SYNC);
+  up_.Answer(0, WriteOk(8192, FILE_SYNC, kV1, Attr(16384, 3)));
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.committed, FILE_SYNC);
+}
+
+// The same with the edge journal turned on for the export: the waiting
+// UNSTABLE write (the ACCESS cache proved it may write) is answered from
+// the journal once its record is on disk, not before with the journal's
+// verifier, which a crash would not change.
+TEST_F(JournalTest, AWriteThatWaitedThroughAReloadToWriteBackIsAnsweredOnceJournaled) {
+  options_.max_file_bytes = 8192;
+  options_.max_bytes = 16384;
+  Make();
+  ExportTable table({MakeExport(5)});
+  const Export* e = &table.all()[0];
+  Write(1, 0, std::string(8192, 'a'), UNSTABLE, true, e);
+  Write(2, 8192, std::string(8192, 'b'), UNSTABLE, true, e);
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  ExportConfig on = MakeExport(5);
+  on.write_back = true;
+  ASSERT_TRUE(table.Update({on}).ok());
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  EXPECT_EQ(Tags(), (std::vector<int>{1})) << "not before its record is on disk";
+  ASSERT_EQ(journal_.records.size(), 1u);
+  EXPECT_EQ(journal_.records[0].data, std::string(8192, 'b'));
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.verf, journal_.verifier());
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test

@@ -382,5 +382,39 @@ TEST_F(WritePathTest, KeptErrorsDoNotKeepEveryFile) {
       << "the writer of a forgotten file is told neither by an error nor by the verifier";
 }
 
+// An upstream that answers without running the call (SYSTEM_ERR,
+// GARBAGE_ARGS, PROC_UNAVAIL): tried again after the retry delay, and, as
+// for WRITEs that write nothing, the tenth such answer in a row fails the
+// data with NFS3ERR_IO; the writers are told, not left waiting for ever.
+TEST_F(WritePathTest, AWriteTheUpstreamWillNotRunFailsAfterAFewTries) {
+  Write(1, 0, std::string(100, 'a'), FILE_SYNC, true, &nowait_);
+  for (int i = 0; i < 50 && replies_.empty(); ++i) {
+    const int p = up_.Pending();
+    if (p >= 0) up_.NotRun(static_cast<size_t>(p), i % 2 ? kSystemErr : kGarbageArgs);
+    Advance(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(up_.calls.size(), 10u);
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  EXPECT_EQ(replies_[0].second.status, NFS3ERR_IO);
+}
+
+TEST_F(WritePathTest, ACommitTheUpstreamWillNotRunFailsAfterAFewTries) {
+  Write(1, 0, std::string(1000, 'a'), UNSTABLE);
+  Commit(2);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(1000, UNSTABLE, kV1, Attr(1000, 1)));
+  for (int i = 0; i < 50 && replies_.size() < 2; ++i) {
+    const int p = up_.Pending();
+    if (p >= 0) {
+      ASSERT_EQ(up_.calls[static_cast<size_t>(p)].proc, NFSPROC3_COMMIT);
+      up_.NotRun(static_cast<size_t>(p), kSystemErr);
+    }
+    Advance(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(up_.Count(NFSPROC3_COMMIT), 10u);
+  ASSERT_EQ(Tags(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(replies_[1].second.status, NFS3ERR_IO);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
