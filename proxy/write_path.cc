@@ -589,10 +589,12 @@ void WritePath::SendDirty(File& f, bool urgent, bool whole_only) {
     for (uint64_t off = run.off; off < run.off + run.len;) {
       const uint64_t len = std::min(limit, run.off + run.len - off);
       if (!urgent &&
-          ((whole_only && len < write_size) || background_ >= options_.max_background)) {
+          ((whole_only && len < write_size_) || background_ >= options_.max_background)) {
         // Tried again after the flush delay: what is short of a whole
         // WRITE, and what found every background slot taken (under
-        // pressure nothing else may come back to this file).
+        // pressure nothing else may come back to this file). A whole WRITE
+        // is the size configured or learned: before FSINFO is answered the
+        // 32 KiB pieces wait, to go merged once the server's sizes are known.
         ScheduleFlush(f);
         break;
       }

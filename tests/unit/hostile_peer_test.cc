@@ -115,6 +115,20 @@ class SlowReader {
     }
   }
 
+  // Returns true iff the peer closes the connection within `ms` (what it
+  // sends before, a TLS alert say, is read and dropped).
+  bool ClosedWithin(int ms) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buf[4096];
+      if (recv(fd_, buf, sizeof(buf), 0) <= 0) return true;
+    }
+  }
+
   // Closes the socket with unread data in it (the peer sees a reset).
   void Abort() {
     ssl_.reset();
@@ -210,7 +224,9 @@ TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCalls) {
   PipelineWithoutReading(c, handler, 1000, /*from_thread=*/true);
 }
 
-TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCallsInsideTls) {
+// Makes a test CA and server certificate, and TLS contexts for a server
+// with it and a client that trusts the CA.
+void MakeTlsContexts(SslCtxPtr* server, SslCtxPtr* client) {
   char tmpl[] = "/tmp/nfsedge-hostile-tls-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string make = "sh " NFSEDGE_SOURCE_DIR "/tests/tools/make_test_certs.sh " + dir;
@@ -220,15 +236,51 @@ TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCallsInsideTls) {
   StatusOr<SslCtxPtr> client_ctx = MakeClientTlsContext({dir + "/ca.pem", "", "", ""});
   (void)std::system(("rm -rf " + dir).c_str());
   ASSERT_TRUE(server_ctx.ok() && client_ctx.ok());
+  *server = *server_ctx;
+  *client = *client_ctx;
+}
+
+TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCallsInsideTls) {
+  SslCtxPtr server_ctx, client_ctx;
+  ASSERT_NO_FATAL_FAILURE(MakeTlsContexts(&server_ctx, &client_ctx));
   BulkReplier handler(kBulkReplyBytes);
   ServerOptions so;
   so.max_record_size = 128 * 1024;
-  so.tls = *server_ctx;
+  so.tls = server_ctx;
   StartServer(so, &handler);
   SlowReader c(port_);
-  ASSERT_TRUE(c.StartTls(client_ctx->get(), "nfsedge-upstream"));
+  ASSERT_TRUE(c.StartTls(client_ctx.get(), "nfsedge-upstream"));
   // 44 KB of calls fit in the kernel's buffers: sent from this thread.
   PipelineWithoutReading(c, handler, 1000, /*from_thread=*/false);
+}
+
+// A client that sends bytes that are not TLS right behind the AUTH_TLS
+// probe, in the same segment: the handshake fails as the server starts it.
+// The failure is counted and the connection closed, not left open until
+// the idle timeout (for ever with none).
+TEST_F(HostilePeerTest, NotTlsBehindTheProbeFailsTheHandshakeAtOnce) {
+  SslCtxPtr server_ctx, client_ctx;
+  ASSERT_NO_FATAL_FAILURE(MakeTlsContexts(&server_ctx, &client_ctx));
+  BulkReplier handler(16);
+  ServerOptions so;
+  so.tls = server_ctx;
+  so.idle_timeout = Duration::zero();
+  StartServer(so, &handler);
+  SlowReader c(port_);
+  ASSERT_TRUE(c.connected());
+  const std::string not_tls(200, 'G');
+  ASSERT_TRUE(c.Send(EncodeRecord(EncodeTlsProbe(1, kProgram, 3)) + not_tls));
+  EXPECT_TRUE(c.ClosedWithin(3000)) << "the server closed the connection";
+  size_t failures = 0, connections = 1;
+  for (int i = 0; i < 100 && connections > 0; ++i) {
+    loop_.RunSync([&] {
+      failures = server_->stats().tls_failures;
+      connections = server_->connection_count();
+    });
+    if (connections > 0) usleep(10000);
+  }
+  EXPECT_EQ(failures, 1u);
+  EXPECT_EQ(connections, 0u);
 }
 
 TEST_F(HostilePeerTest, ClientClosingMidReplyClosesOnlyThatConnection) {

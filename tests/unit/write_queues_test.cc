@@ -487,28 +487,42 @@ TEST_F(WriteQueuesTest, AWriteRetransmittedWhileParkedDoesNotUndoALaterWriteOfAn
                                 "and put A's old bytes over B's";
 }
 
+// Through the export of `table` (write-behind on): an UNSTABLE write
+// answered from the buffer, and one behind it waiting for room (the file's
+// limit); then `reload` changes the export's rules, and the first write is
+// flushed and committed, which makes room for the second.
+template <class Base>
+class WaitsThroughAReload : public Base {
+ protected:
+  void WriteThenWaitThroughAReload(ExportTable* table, const ExportConfig& reload) {
+    this->options_.max_file_bytes = 8192;
+    this->options_.max_bytes = 16384;
+    this->Make();
+    const Export* e = &table->all()[0];
+    this->Write(1, 0, std::string(8192, 'a'), UNSTABLE, true, e);
+    this->Write(2, 8192, std::string(8192, 'b'), UNSTABLE, true, e);
+    ASSERT_EQ(this->Tags(), (std::vector<int>{1}));
+    ASSERT_EQ(this->wp_->stats().blocked, 1u);
+    ASSERT_TRUE(table->Update({reload}).ok());
+    ASSERT_EQ(this->bg_.calls.size(), 1u);
+    this->bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
+    ASSERT_EQ(this->bg_.calls.size(), 2u);
+    this->bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  }
+};
+using WriteReloadTest = WaitsThroughAReload<WritePathTest>;
+using JournalReloadTest = WaitsThroughAReload<JournalTest>;
+
 // A reload turned write-behind off while an UNSTABLE write waited for
 // room: it is taken as the rules are now, answered only once its bytes are
 // stable upstream (it could not be forwarded as it came any more), not
 // from the buffer with the upstream's own verifier, which a restart of the
 // proxy would not change.
-TEST_F(WritePathTest, AWriteThatWaitedThroughAReloadIsTakenAsTheRulesAreNow) {
-  options_.max_file_bytes = 8192;
-  options_.max_bytes = 16384;
-  Make();
+TEST_F(WriteReloadTest, AWriteThatWaitedThroughAReloadIsTakenAsTheRulesAreNow) {
   ExportTable table({MakeExport(5)});
-  const Export* e = &table.all()[0];
-  Write(1, 0, std::string(8192, 'a'), UNSTABLE, true, e);
-  Write(2, 8192, std::string(8192, 'b'), UNSTABLE, true, e);
-  ASSERT_EQ(Tags(), (std::vector<int>{1}));
-  ASSERT_EQ(wp_->stats().blocked, 1u);
   ExportConfig off = MakeExport(5);
   off.write_behind = false;
-  ASSERT_TRUE(table.Update({off}).ok());
-  ASSERT_EQ(bg_.calls.size(), 1u);
-  bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
-  ASSERT_EQ(bg_.calls.size(), 2u);
-  bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  ASSERT_NO_FATAL_FAILURE(WriteThenWaitThroughAReload(&table, off));
   Advance(std::chrono::milliseconds(5));
   EXPECT_EQ(Tags(), (std::vector<int>{1})) << "not answered before its bytes are stable upstream";
   ASSERT_EQ(up_.calls.size(), 1u);
@@ -524,22 +538,11 @@ TEST_F(WritePathTest, AWriteThatWaitedThroughAReloadIsTakenAsTheRulesAreNow) {
 // UNSTABLE write (the ACCESS cache proved it may write) is answered from
 // the journal once its record is on disk, not before with the journal's
 // verifier, which a crash would not change.
-TEST_F(JournalTest, AWriteThatWaitedThroughAReloadToWriteBackIsAnsweredOnceJournaled) {
-  options_.max_file_bytes = 8192;
-  options_.max_bytes = 16384;
-  Make();
+TEST_F(JournalReloadTest, AWriteThatWaitedThroughAReloadToWriteBackIsAnsweredOnceJournaled) {
   ExportTable table({MakeExport(5)});
-  const Export* e = &table.all()[0];
-  Write(1, 0, std::string(8192, 'a'), UNSTABLE, true, e);
-  Write(2, 8192, std::string(8192, 'b'), UNSTABLE, true, e);
-  ASSERT_EQ(Tags(), (std::vector<int>{1}));
   ExportConfig on = MakeExport(5);
   on.write_back = true;
-  ASSERT_TRUE(table.Update({on}).ok());
-  ASSERT_EQ(bg_.calls.size(), 1u);
-  bg_.Answer(0, WriteOk(8192, UNSTABLE, kV1, Attr(8192, 1)));
-  ASSERT_EQ(bg_.calls.size(), 2u);
-  bg_.Answer(1, CommitOk(kV1, Attr(8192, 2)));
+  ASSERT_NO_FATAL_FAILURE(WriteThenWaitThroughAReload(&table, on));
   EXPECT_EQ(Tags(), (std::vector<int>{1})) << "not before its record is on disk";
   ASSERT_EQ(journal_.records.size(), 1u);
   EXPECT_EQ(journal_.records[0].data, std::string(8192, 'b'));

@@ -289,16 +289,5 @@ TEST_F(WritePathTest, AnFsinfoThatTaughtNothingIsAskedAgainOnlyAfterAWhile) {
   EXPECT_EQ(up_.Count(NFSPROC3_FSINFO), 2u) << "never asked again";
 }
 
-// Write-behind before FSINFO is answered: a whole WRITE is the size known
-// to fit (32 KiB), and a whole one goes at once, not after the flush delay.
-TEST_F(WritePathTest, UntilTheServersSizesAreKnownAWholeSmallWriteIsFlushedAtOnce) {
-  options_.write_size = 0;
-  Make(/*learned=*/false);
-  Write(1, 0, std::string(WritePath::kUnlearnedWriteMax, 'a'), UNSTABLE);
-  ASSERT_EQ(Tags(), (std::vector<int>{1}));
-  ASSERT_EQ(bg_.Count(NFSPROC3_WRITE), 1u) << "sent without waiting for the flush delay";
-  EXPECT_EQ(DecodeWriteArgs(bg_.calls[0].args).data.size(), WritePath::kUnlearnedWriteMax);
-}
-
 }  // namespace
 }  // namespace nfsedge::write_path_test
