@@ -41,6 +41,13 @@ class ChangeMarks {
     }
     return mark;
   }
+  // Notes a change of every key now (the floor); returns its mark.
+  Mark NoteAll() {
+    const Mark mark{++seq_, std::chrono::steady_clock::now()};
+    marks_.clear();
+    floor_ = mark;
+    return mark;
+  }
   // The last change of `key`, or the floor if it has none.
   Mark Last(std::string_view key) const {
     auto it = marks_.find(std::string(key));

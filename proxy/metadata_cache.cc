@@ -351,6 +351,10 @@ void MetadataCache::Learn(const NfsProc& p, const void* args, std::string_view r
       if (!(cred == CredKey::AuthNone())) access_changes_.Note(AccessMarkKey(Bytes(*fh), cred));
     }
   }
+  // A reading call sent before a drop-cache answers of the state dropped:
+  // kept, it would outlive the drop (an ACCESS result for as long as its
+  // object's ctime stays). What it forgets (above) still goes.
+  if ((p.flags & (kMutating | kDataWrite)) == 0 && SentBefore(sent, cleared_)) return;
   std::string_view named;  // the directory whose names or listing the reply tells
   if (p.proc == NFSPROC3_LOOKUP) named = Bytes(static_cast<const LOOKUP3args*>(args)->what.dir);
   if (p.proc == NFSPROC3_READDIR) named = Bytes(static_cast<const READDIR3args*>(args)->dir);

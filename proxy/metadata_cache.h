@@ -245,7 +245,8 @@ class MetadataCache {
   // directories as changed, so that no reply sent before it teaches their
   // old state.
   void ForgetUnanswered(const NfsProc& p, const void* args);
-  // Forgets everything (nfsedge drop-cache).
+  // Forgets everything (nfsedge drop-cache); replies to calls sent before
+  // teach nothing (Learn).
   void Clear() {
     attrs_.Clear();
     access_.Clear();
@@ -253,6 +254,7 @@ class MetadataCache {
     dirs_.Clear();
     links_.Clear();
     while (!fs_static_.empty()) fs_static_.Erase(fs_static_.Oldest()->key);
+    cleared_ = ChangeMarks::Mark{1, std::chrono::steady_clock::now()};
   }
 
   // The shortest lifetimes among the exports a handle belongs to (nested
@@ -414,6 +416,8 @@ class MetadataCache {
   // when the source's fileid was not known.
   ChangeMarks moved_from_{4096};
   ChangeMarks::Mark moved_from_any_;
+  // When everything was last forgotten (Clear).
+  ChangeMarks::Mark cleared_;
   // The call whose reply Learn() is learning from.
   SentCall learning_{};
   uint64_t names_overtaken_ = 0;

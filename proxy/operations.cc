@@ -163,6 +163,8 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
     deps_.meta->Clear();
     if (deps_.blocks) deps_.blocks->DropAll();
     if (deps_.disk) deps_.disk->DropAll();
+    // READs on their way do not bring the dropped bytes back.
+    if (deps_.read_path) deps_.read_path->NoteDropAll();
     reply->Line("dropped all cached metadata (" + std::to_string(attrs) +
                 " attribute entries) and data (" + Mib(bytes) + " in memory" +
                 (deps_.disk ? ", and the disk tier" : "") + ")");
@@ -182,6 +184,7 @@ void Operations::DropCache(const std::string& path, std::shared_ptr<ControlReply
           deps_.meta->ForgetWithAccess(fh);
           if (deps_.blocks) deps_.blocks->DropFile(fh);
           if (deps_.disk) deps_.disk->DropFile(fh);
+          if (deps_.read_path) deps_.read_path->NoteWrite(fh);
         };
         if (r->fh.empty()) {
           // What the proxy knew by that name (removed at the head office)

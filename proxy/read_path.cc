@@ -560,6 +560,12 @@ void ReadPath::NoteWrite(std::string_view fh) {
   if (disk_) disk_->DropFile(fh);
 }
 
+void ReadPath::NoteDropAll() {
+  writes_.NoteAll();
+  blocks_.DropAll();
+  if (disk_) disk_->DropAll();
+}
+
 void ReadPath::LearnFsinfo(std::string_view results) {
   XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return;

@@ -157,8 +157,12 @@ class ReadPath {
   // write leaves may hold what it replaced, and a READ the upstream
   // answered before the write may still be on its way: drops the file's
   // blocks (memory and disk) and refuses the data of every READ of the file
-  // sent before now.
+  // sent before now. Also for `nfsedge drop-cache PATH`: a READ on its way
+  // may carry what was dropped, under an unchanged version.
   void NoteWrite(std::string_view fh);
+  // The same for every file (`nfsedge drop-cache`): drops every block and
+  // refuses the data of every READ sent before now.
+  void NoteDropAll();
   // Learns the server's preferred read size from an FSINFO reply.
   void LearnFsinfo(std::string_view results);
 

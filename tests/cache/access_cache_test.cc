@@ -62,6 +62,23 @@ TEST_F(AccessCacheTest, ClampedEntriesExpireWithinTheNewLifetime) {
   EXPECT_FALSE(cache_.Lookup("other", bob_, kRead, changed)) << "a shorter expiry stays";
 }
 
+// Two ACCESS replies crossed: the one from before an ACL change at the
+// server (a grant; ctime only changed) came after the refusal that followed
+// the change. The refusal stays.
+TEST_F(AccessCacheTest, AReplyOfAnOlderStateDoesNotReplaceANewerOne) {
+  fattr3 before = Dir();
+  fattr3 after = before;
+  after.ctime.seconds += 10;
+  cache_.Put("dir", alice_, kRead, 0, after, kDir);
+  cache_.Put("dir", alice_, kRead, kRead, before, kDir);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, PermId::FromFattr(after)), 0u);
+  // A newer state replaces it as before.
+  fattr3 later = after;
+  later.ctime.seconds += 10;
+  cache_.Put("dir", alice_, kRead, kRead, later, kDir);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, PermId::FromFattr(later)), kRead);
+}
+
 TEST_F(AccessCacheTest, AnswersSubsetsOfWhatWasAsked) {
   fattr3 d = Dir();
   PermId p = PermId::FromFattr(d);

@@ -160,6 +160,23 @@ TEST_F(MetadataCacheTest, GetattrIsAnsweredWithinTheLifetimeOnly) {
   EXPECT_FALSE(Getattr(exp_, file_));
 }
 
+// nfsedge drop-cache while calls are on their way: their replies tell of
+// the state dropped and are not kept; a call sent after is.
+TEST_F(MetadataCacheTest, AReplyToACallSentBeforeADropCacheIsNotKept) {
+  const SentCall before{std::chrono::steady_clock::now(), 1};
+  cache_.Clear();
+  const SentCall after{std::chrono::steady_clock::now() + std::chrono::milliseconds(1), 1};
+  for (const SentCall* sent : {&before, &after}) {
+    GETATTR3args args{Fh(file_)};
+    GETATTR3res res{};
+    res.status = NFS3_OK;
+    res.GETATTR3res_u.resok.obj_attributes = Attr(NF3REG, 5, kWall0 - 3600);
+    cache_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args,
+                 Xdr(reinterpret_cast<xdrproc_t>(xdr_GETATTR3res), res), exp_, user_, *sent);
+    EXPECT_EQ(Getattr(exp_, file_).has_value(), sent == &after);
+  }
+}
+
 TEST_F(MetadataCacheTest, LifetimeZeroNeverAnswers) {
   LearnGetattr(zero_, file_, Attr(NF3REG, 5, kWall0 - 3600));
   EXPECT_FALSE(Getattr(zero_, file_));

@@ -47,6 +47,27 @@ TEST_F(ReadPathTest, FetchOvertakenByAWriteIsNotStored) {
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
 }
 
+// 4e'. The same for `nfsedge drop-cache` (everything): a fetch on its way
+// when the cache was dropped is not stored, even under an unchanged version
+// (the file rewritten at the head office within one timestamp tick).
+TEST_F(ReadPathTest, FetchOnItsWayAtADropCacheIsNotStored) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome out;
+  Read(0, 3000, &out);
+  Drain();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  const std::string before = Respond(up_.calls[0]);
+  SetFile(Content(10000, 12), file().attr.mtime.seconds);
+  rp_->NoteDropAll();
+  hold_ = false;
+  up_.Answer(0, before);
+  Drain();
+  ExpectData(out, 0, 3000);
+  EXPECT_EQ(rp_->stats().overtaken, 1u);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+}
+
 // 4f. The same for a READ forwarded as is: its reply is not learned when it
 // left before the write was answered; one that left after is.
 TEST_F(ReadPathTest, ForwardedReplyOlderThanAWriteIsNotLearned) {
