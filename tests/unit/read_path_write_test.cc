@@ -3,6 +3,8 @@
 // timestamps are coarser than its writes), and READ replies that left
 // before it are not stored.
 
+#include <functional>
+
 #include "read_path_fixture.h"
 
 namespace nfsedge {
@@ -26,46 +28,40 @@ TEST_F(ReadPathTest, AnsweredWriteDropsBlocksOfTheSameVersion) {
   EXPECT_GT(up_.calls.size(), calls) << "the old blocks must not be served";
 }
 
-// 4e. A READ the upstream answered before a write, whose reply comes after
-// the write's, is not stored (its data predates the write): the waiting
-// client READ fetches again and gets the written bytes.
-TEST_F(ReadPathTest, FetchOvertakenByAWriteIsNotStored) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  hold_ = true;
-  Outcome out;
-  Read(0, 3000, &out);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 1u);
-  const std::string before = Respond(up_.calls[0]);  // executed before the write
-  SetFile(Content(10000, 8), file().attr.mtime.seconds);
-  rp_->NoteWrite(file_);
-  hold_ = false;
-  up_.Answer(0, before);
-  Drain();
-  ExpectData(out, 0, 3000);
-  EXPECT_EQ(rp_->stats().overtaken, 1u);
-  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+// A READ the upstream answered before `overtake` (the file rewritten
+// meanwhile with `seed`'s bytes, its version unchanged), whose reply comes
+// after it: not stored (its data predates it); the waiting client READ
+// fetches again and gets the new bytes.
+class FetchOvertakenTest : public ReadPathTest {
+ protected:
+  void ExpectFetchOvertakenBy(const std::function<void()>& overtake, uint8_t seed) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    hold_ = true;
+    Outcome out;
+    Read(0, 3000, &out);
+    Drain();
+    ASSERT_EQ(up_.calls.size(), 1u);
+    const std::string before = Respond(up_.calls[0]);  // executed before the change
+    SetFile(Content(10000, seed), file().attr.mtime.seconds);
+    overtake();
+    hold_ = false;
+    up_.Answer(0, before);
+    Drain();
+    ExpectData(out, 0, 3000);
+    EXPECT_EQ(rp_->stats().overtaken, 1u);
+    EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+  }
+};
+
+// 4e. By a write through the proxy.
+TEST_F(FetchOvertakenTest, FetchOvertakenByAWriteIsNotStored) {
+  ExpectFetchOvertakenBy([this] { rp_->NoteWrite(file_); }, 8);
 }
 
-// 4e'. The same for `nfsedge drop-cache` (everything): a fetch on its way
-// when the cache was dropped is not stored, even under an unchanged version
-// (the file rewritten at the head office within one timestamp tick).
-TEST_F(ReadPathTest, FetchOnItsWayAtADropCacheIsNotStored) {
-  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
-  hold_ = true;
-  Outcome out;
-  Read(0, 3000, &out);
-  Drain();
-  ASSERT_EQ(up_.calls.size(), 1u);
-  const std::string before = Respond(up_.calls[0]);
-  SetFile(Content(10000, 12), file().attr.mtime.seconds);
-  rp_->NoteDropAll();
-  hold_ = false;
-  up_.Answer(0, before);
-  Drain();
-  ExpectData(out, 0, 3000);
-  EXPECT_EQ(rp_->stats().overtaken, 1u);
-  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+// 4e'. By `nfsedge drop-cache` (everything): drop-cache is the fix for a
+// file rewritten at the head office within one timestamp tick.
+TEST_F(FetchOvertakenTest, FetchOnItsWayAtADropCacheIsNotStored) {
+  ExpectFetchOvertakenBy([this] { rp_->NoteDropAll(); }, 12);
 }
 
 // 4f. The same for a READ forwarded as is: its reply is not learned when it
