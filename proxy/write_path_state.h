@@ -258,6 +258,15 @@ struct WritePath::File {
   bool flush_all = false;
   bool retry_scheduled = false;
   uint32_t no_progress = 0;  // upstream WRITEs (COMMITs) in a row that wrote (ran) nothing
+  // Counts an upstream answer that made no progress, once per retry round
+  // (several WRITEs may be in flight); returns true iff it is the `max`-th
+  // in a row: the data is then given up on (and the count starts again).
+  bool GiveUpAfterNoProgress(uint32_t max) {
+    if (!retry_scheduled) no_progress++;
+    if (no_progress < max) return false;
+    no_progress = 0;
+    return true;
+  }
   uint32_t refusals = 0;     // rounds in a row whose errors kept journaled data (DropAndFail)
   bool refusal_counted = false;  // ... this round's counted
   MonoTime refused_since{};       // ... the first of them

@@ -69,12 +69,9 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
   auto each = [&f, &sent_in_it](auto fn) { EachOf(f.pieces, sent_in_it, fn); };
   // Nothing written: tried again later, and given up on after a few such
   // answers in a row (the server's fault; the error reaches the clients as
-  // any upstream error does). Counted once per retry round (several WRITEs
-  // may be in flight).
+  // any upstream error does).
   auto no_progress = [&] {
-    if (!f.retry_scheduled) f.no_progress++;
-    if (f.no_progress >= kMaxNoProgress) {
-      f.no_progress = 0;
+    if (f.GiveUpAfterNoProgress(kMaxNoProgress)) {
       DropAndFail(f, NFS3ERR_IO, sent_in_it, &flight);
     } else {
       each([](auto it) { it->second.state = Piece::kDirty; });
@@ -197,9 +194,7 @@ void WritePath::OnCommitted(const std::string& fh, uint64_t id, const OpaqueAuth
     // Answered, not run (SYSTEM_ERR, GARBAGE_ARGS, PROC_UNAVAIL) or no
     // COMMIT3res to read: tried again, and given up on after a few such
     // answers in a row, as a WRITE that writes nothing (OnWritten).
-    if (!f.retry_scheduled) f.no_progress++;
-    if (f.no_progress >= kMaxNoProgress) {
-      f.no_progress = 0;
+    if (f.GiveUpAfterNoProgress(kMaxNoProgress)) {
       DropAndFail(f, NFS3ERR_IO, covered);
     } else {
       each([](auto it) { it->second.commit = 0; });

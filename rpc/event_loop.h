@@ -60,11 +60,11 @@ EventBasePtr NewPreciseEventBase();
 // would read the ciphertext): the project uses neither.
 inline constexpr size_t kSocketIoChunk = 256 * 1024;
 void TuneSocketBufferevent(bufferevent* bev);
+size_t ReadMore(bufferevent* bev, size_t limit);
 
 // The socket under `bev`, or -1: a TLS filter's is its TCP bufferevent's
 // (some libevent releases report -1 for a filter).
 evutil_socket_t SocketOf(bufferevent* bev);
-size_t ReadMore(bufferevent* bev, size_t limit);
 
 // A timer on an event loop that runs a callback once per Arm(), or
 // periodically with ArmPeriodic(). Disarmed on destruction.
