@@ -20,7 +20,7 @@ namespace {
 // again.
 std::string KeyOf(const IncomingCall& call) {
   const CallHeader& h = call.header();
-  std::string key = call.peer().HostString();
+  std::string key = call.peer().HostKey();
   std::string_view cred = h.cred.body;
   if (h.cred.flavor == kAuthSys && cred.size() >= 4) cred.remove_prefix(4);
   const uint32_t cred_words[] = {h.cred.flavor, static_cast<uint32_t>(cred.size())};

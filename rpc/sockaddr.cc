@@ -40,6 +40,18 @@ std::string SockAddr::HostString() const {
   return buf;
 }
 
+std::string SockAddr::HostKey() const {
+  std::string key(1, static_cast<char>(family()));
+  if (family() == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr;
+    key.append(reinterpret_cast<const char*>(&a), sizeof(a));
+  } else if (family() == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr;
+    key.append(reinterpret_cast<const char*>(&a), sizeof(a));
+  }
+  return key;
+}
+
 std::string SockAddr::ToString() const {
   if (family() == AF_INET6) return "[" + HostString() + "]:" + std::to_string(port());
   return HostString() + ":" + std::to_string(port());

@@ -29,6 +29,9 @@ struct SockAddr {
   std::string HostString() const;
   // "1.2.3.4:port" or "[::1]:port".
   std::string ToString() const;
+  // The family and the address's bytes, without the port: a key, not text
+  // (cheaper than HostString on every call).
+  std::string HostKey() const;
 };
 
 // Returns the address of numeric or named `host` with `port` (resolving names

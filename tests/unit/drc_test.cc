@@ -17,7 +17,8 @@ namespace {
 
 // An NFS call of `proc` with `xid` from `host`, not tied to a connection
 // (its reply goes nowhere, its hooks run).
-std::shared_ptr<IncomingCall> Call(uint32_t proc, uint32_t xid, const std::string& host) {
+std::shared_ptr<IncomingCall> Call(uint32_t proc, uint32_t xid, const std::string& host,
+                                   uint16_t port = 800) {
   CallHeader h;
   h.xid = xid;
   h.prog = 100003;
@@ -28,7 +29,7 @@ std::shared_ptr<IncomingCall> Call(uint32_t proc, uint32_t xid, const std::strin
   ParsedCall parsed = ParseCall(record);
   EXPECT_EQ(parsed.error, CallError::kNone);
   return std::make_shared<IncomingCall>(std::weak_ptr<ServerConnection>(), record, parsed,
-                                        *ResolveAddress(host, 800));
+                                        *ResolveAddress(host, port));
 }
 
 std::shared_ptr<IncomingCall> Remove(uint32_t xid, const std::string& host = "10.0.0.1") {
@@ -69,6 +70,25 @@ TEST(DuplicateRequestCache, ARetransmissionGetsTheFirstReply) {
   EXPECT_TRUE(drc.Admit(Remove(1, "10.0.0.2"))) << "another client's call of the same XID";
   EXPECT_EQ(drc.stats().joined, 1u);
   EXPECT_EQ(drc.stats().replayed, 1u);
+}
+
+// A client knows its calls by address, not by connection: one sending a
+// call again from a new port after a reconnect gets the first reply; one
+// at another address, IPv4 or IPv6, runs its own.
+TEST(DuplicateRequestCache, TheClientIsItsAddressWithoutThePort) {
+  DuplicateRequestCache drc(8);
+  for (const char* host : {"10.0.0.1", "fd00::1"}) {
+    auto first = Call(NFSPROC3_REMOVE, 7, host, 800);
+    ASSERT_TRUE(drc.Admit(first));
+    first->ReplySuccess("removed");
+    auto again = Call(NFSPROC3_REMOVE, 7, host, 1023);
+    EXPECT_FALSE(drc.Admit(again)) << host << ": the REMOVE would run twice";
+    EXPECT_TRUE(again->replied());
+  }
+  EXPECT_TRUE(drc.Admit(Call(NFSPROC3_REMOVE, 7, "fd00::2")));
+  EXPECT_TRUE(drc.Admit(Call(NFSPROC3_REMOVE, 7, "10.0.0.2")));
+  EXPECT_TRUE(drc.Admit(Call(NFSPROC3_REMOVE, 7, "::ffff:10.0.0.3")));
+  EXPECT_EQ(drc.stats().replayed, 2u);
 }
 
 // A slow call (the one its client most likely gave up on and sends again)
