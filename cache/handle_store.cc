@@ -48,8 +48,9 @@ std::string KeyOf(std::string_view handle) {
   return k;
 }
 
-rocksdb::Options StoreOptions() {
+rocksdb::Options StoreOptions(rocksdb::Env* env) {
   rocksdb::Options o;
+  if (env != nullptr) o.env = env;
   o.paranoid_checks = true;
   o.max_background_jobs = 1;
   o.max_open_files = 64;
@@ -148,14 +149,14 @@ std::string ScanHandles(rocksdb::DB* db, std::vector<Loaded>* loaded,
 
 StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
                                                          const LoadFunction& each,
-                                                         size_t max_queued) {
+                                                         size_t max_queued, rocksdb::Env* env) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return IoError("handle store: cannot create " + dir + ": " + ec.message());
   if (!fs::is_directory(dir, ec)) return InvalidArgument("handle store: " + dir + " is not a directory");
 
-  rocksdb::Options opts = StoreOptions();
+  rocksdb::Options opts = StoreOptions(env);
   opts.create_if_missing = true;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
@@ -177,7 +178,7 @@ StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
                        << "; rebuilding it empty (handles issued before are forgotten: "
                           "clients holding them get NFS3ERR_STALE and must mount again)";
     db.reset();
-    s = rocksdb::DestroyDB(dir, StoreOptions());
+    s = rocksdb::DestroyDB(dir, StoreOptions(env));
     if (!s.ok()) return IoError("handle store: cannot rebuild " + dir + ": " + s.ToString());
     s = rocksdb::DB::Open(opts, dir, &raw);
     db.reset(raw);
@@ -197,7 +198,7 @@ StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
   }
   st.malformed = malformed.size();
   NFSEDGE_LOG(kInfo) << "handle store " << dir << ": " << st.loaded << " handle(s) loaded";
-  std::unique_ptr<HandleStore> store(new HandleStore(dir, std::move(db), max_queued));
+  std::unique_ptr<HandleStore> store(new HandleStore(dir, std::move(db), max_queued, env));
   {
     std::lock_guard lock(store->mu_);
     store->stats_.loaded = st.loaded;
@@ -207,10 +208,12 @@ StatusOr<std::unique_ptr<HandleStore>> HandleStore::Open(const std::string& dir,
   return store;
 }
 
-HandleStore::HandleStore(std::string dir, std::unique_ptr<rocksdb::DB> db, size_t max_queued)
+HandleStore::HandleStore(std::string dir, std::unique_ptr<rocksdb::DB> db, size_t max_queued,
+                         rocksdb::Env* env)
     : dir_(std::move(dir)),
-      db_(std::move(db)),
       max_queued_(max_queued),
+      env_(env),
+      db_(std::move(db)),
       writer_([this] { WriterLoop(); }) {}
 
 HandleStore::~HandleStore() {
@@ -220,8 +223,30 @@ HandleStore::~HandleStore() {
   }
   wake_.notify_all();
   writer_.join();
+  if (!db_) return;
   rocksdb::Status s = db_->Close();
   if (!s.ok()) NFSEDGE_LOG(kWarn) << "handle store " << dir_ << ": closing: " << s.ToString();
+}
+
+// After a failed write to its log RocksDB refuses every later one, and
+// Resume() does not clear such an error (cache/write_journal.cc): the store
+// is closed, and opened again (never made anew) by the next batch.
+rocksdb::Status HandleStore::WriteBatch(rocksdb::WriteBatch* batch) {
+  if (!db_) {
+    rocksdb::Options o = StoreOptions(env_);
+    o.create_if_missing = false;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(o, dir_, &raw);
+    if (!s.ok()) return s;
+    db_.reset(raw);
+    NFSEDGE_LOG(kInfo) << "handle store " << dir_ << ": opened again after a failed write";
+  }
+  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), batch);
+  if (!s.ok()) {
+    (void)db_->Close();
+    db_.reset();
+  }
+  return s;
 }
 
 void HandleStore::Put(std::string_view handle, const std::vector<StoredMembership>& exports) {
@@ -273,7 +298,8 @@ void HandleStore::WriterLoop() {
     const size_t n = taken.size();
     busy_ = true;
     lock.unlock();
-    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
+    const bool was_closed = !db_;
+    rocksdb::Status s = WriteBatch(&batch);
     lock.lock();
     busy_ = false;
     if (s.ok()) {
@@ -284,8 +310,8 @@ void HandleStore::WriterLoop() {
       // A batch holding an export root's or mount point's record goes again
       // whole (a later record of the same handle in it stays the last),
       // before anything queued since, after a pause (a full disk does not
-      // clear at once) and a Resume() of the store (RocksDB refuses every
-      // write after a failed one until then); kMaxBatchRetries times.
+      // clear at once) and with the store opened again; kMaxBatchRetries
+      // times.
       const bool again = marked && !stopping_ && ++failed_batches_ <= kMaxBatchRetries;
       if (again) {
         NFSEDGE_LOG(kWarn) << "handle store " << dir_ << ": write failed: " << s.ToString()
@@ -293,9 +319,6 @@ void HandleStore::WriterLoop() {
         queue_.insert(queue_.begin(), std::make_move_iterator(taken.begin()),
                       std::make_move_iterator(taken.end()));
         wake_.wait_for(lock, kRetryPause, [this] { return stopping_; });
-        lock.unlock();
-        (void)db_->Resume();
-        lock.lock();
         continue;
       }
       NFSEDGE_LOG(kError) << "handle store " << dir_ << ": write failed: " << s.ToString() << "; "
@@ -303,6 +326,11 @@ void HandleStore::WriterLoop() {
                              "NFS3ERR_STALE; a lost export root or mount point: have clients "
                              "mount again)";
       failed_batches_ = 0;
+      // A store that could not be opened again is not tried for every batch
+      // while the disk stays bad: the writes queued meanwhile wait a pause.
+      if (was_closed && !db_ && !stopping_) {
+        wake_.wait_for(lock, kRetryPause, [this] { return stopping_; });
+      }
     }
     if (queue_.empty()) idle_.notify_all();
   }

@@ -45,6 +45,9 @@
 
 namespace rocksdb {
 class DB;
+class Env;
+class WriteBatch;
+class Status;
 }
 
 namespace nfsedge {
@@ -76,10 +79,12 @@ class HandleStore {
   // be used at all (not a directory, not writable, in use by another
   // process, holding the edge journal: see store_guard.h). A store whose
   // records cannot all be read is rebuilt empty and `each` is not called.
-  // Synchronous I/O: call it at start-up.
+  // Synchronous I/O: call it at start-up. `env`: RocksDB's environment
+  // (tests inject disk errors); null is the default one.
   static StatusOr<std::unique_ptr<HandleStore>> Open(const std::string& dir,
                                                      const LoadFunction& each,
-                                                     size_t max_queued = 65536);
+                                                     size_t max_queued = 65536,
+                                                     rocksdb::Env* env = nullptr);
   // Writes what is queued, then closes the store.
   ~HandleStore();
   HandleStore(const HandleStore&) = delete;
@@ -106,14 +111,22 @@ class HandleStore {
     bool marked = false;  // an export's root or mount point: never dropped
   };
 
-  HandleStore(std::string dir, std::unique_ptr<rocksdb::DB> db, size_t max_queued);
+  HandleStore(std::string dir, std::unique_ptr<rocksdb::DB> db, size_t max_queued,
+              rocksdb::Env* env);
   void Enqueue(Write w);
   void WriterLoop();
+  // Writes `batch`, opening the store again first if a failed write closed
+  // it (writer thread only).
+  rocksdb::Status WriteBatch(rocksdb::WriteBatch* batch);
 
   // Constant after construction.
   const std::string dir_;
-  const std::unique_ptr<rocksdb::DB> db_;
   const size_t max_queued_;
+  rocksdb::Env* const env_;
+
+  // The writer thread's (and the destructor's once it has joined): null
+  // after a failed write, until opened again.
+  std::unique_ptr<rocksdb::DB> db_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;  // work queued, or stopping

@@ -4,8 +4,10 @@
 // holds the edge journal.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -21,6 +23,7 @@
 #include "cache/disk_tier.h"
 #include "cache/handle_store.h"
 #include "cache/write_journal.h"
+#include "tests/cache/failing_wal_fs.h"
 
 namespace nfsedge {
 namespace {
@@ -262,6 +265,35 @@ TEST_F(StoreSafetyTest, HandleStoreWithCorruptTablesIsRebuilt) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE((*again)->stats().rebuilt);
   EXPECT_EQ(seen, std::vector<std::string>{"fresh"});
+}
+
+// A write the disk refuses (an I/O error on RocksDB's log) loses that
+// batch's records, not every later one: RocksDB refuses every write after
+// a failed one, so the store is opened again for the next batch.
+TEST_F(StoreSafetyTest, HandleStoreWritesAgainAfterADiskError) {
+  auto fs = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  {
+    auto store = HandleStore::Open(
+        dir_, [](std::string_view, std::vector<StoredMembership>) {}, 1024, env.get());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->Put("before", {StoredMembership{"/export", false}});
+    (*store)->Flush();
+    fs->failing = true;
+    (*store)->Put("during", {StoredMembership{"/export", false}});
+    (*store)->Flush();
+    EXPECT_EQ((*store)->stats().errors, 1u);
+    fs->failing = false;
+    (*store)->Put("after", {StoredMembership{"/export", false}});
+    (*store)->Flush();
+    EXPECT_EQ((*store)->stats().errors, 1u) << "the store refused writes after the error";
+  }
+  std::vector<std::string> seen;
+  auto again = HandleStore::Open(
+      dir_, [&](std::string_view h, std::vector<StoredMembership>) { seen.emplace_back(h); });
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"after", "before"}));
 }
 
 // docs/robustness.md bounds the handle store's write buffers at 2 x 4 MiB.
