@@ -165,8 +165,9 @@ std::string Successor(std::string p) {
   return p;
 }
 
-rocksdb::Options StoreOptions() {
+rocksdb::Options StoreOptions(rocksdb::Env* env) {
   rocksdb::Options o;
+  if (env != nullptr) o.env = env;
   o.paranoid_checks = true;
   o.max_background_jobs = 2;
   o.max_open_files = 256;
@@ -241,7 +242,8 @@ class DiskTier::Store {
   static constexpr const char* kRebuildMarker = "NFSEDGE-REBUILD";
 
  private:
-  Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir);
+  Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir,
+        rocksdb::Env* env);
   // A deletion failed (any thread): the marker, and the rebuild at close.
   void Untrusted();
   // Each returns why the store cannot be used as is, or "" iff it can.
@@ -251,19 +253,29 @@ class DiskTier::Store {
   std::unique_ptr<rocksdb::DB> db_;
   const uint32_t block_size_;
   const std::string dir_;
+  rocksdb::Env* const env_;
   std::atomic<bool> untrusted_{false};
   rocksdb::WriteOptions write_;
-  // Deletions go through the write-ahead log (not synced): a block deleted
-  // because a write replaced its bytes must not come back after a crash of
-  // the process, if it was already flushed to a table file.
+  // Deletions go through the write-ahead log: a block deleted because a
+  // write replaced its bytes must not come back after a crash of the
+  // process, if it was already flushed to a table file. A file's blocks
+  // dropped for a write (or drop-cache) are synced too: after a crash of
+  // the machine they would come back under a version the write may not
+  // have changed (coarse server timestamps). One sync per file written
+  // while the tier holds its blocks; evictions are not synced (an evicted
+  // block that comes back is still its version's).
   rocksdb::WriteOptions delete_;
+  rocksdb::WriteOptions drop_;
   rocksdb::ReadOptions read_;
 };
 
-DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir)
-    : db_(std::move(db)), block_size_(block_size), dir_(std::move(dir)) {
+DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir,
+                       rocksdb::Env* env)
+    : db_(std::move(db)), block_size_(block_size), dir_(std::move(dir)), env_(env) {
   write_.disableWAL = true;  // a cache: a crash may lose the latest writes
   delete_.disableWAL = false;
+  drop_.disableWAL = false;
+  drop_.sync = true;
   read_.fill_cache = false;  // the memory tier holds what is hot
 }
 
@@ -274,7 +286,7 @@ DiskTier::Store::~Store() {
   if (!untrusted_.load()) return;
   db_.reset();
   // Deleting files works on a full disk, where the failed deletions did not.
-  s = rocksdb::DestroyDB(dir_, StoreOptions());
+  s = rocksdb::DestroyDB(dir_, StoreOptions(env_));
   std::error_code ec;
   if (s.ok()) std::filesystem::remove(std::filesystem::path(dir_) / kRebuildMarker, ec);
   NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": emptied at close after a failed deletion"
@@ -355,7 +367,7 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     why = "a deletion failed while it was in use";
   } else if (fs::exists(fs::path(o.dir) / "CURRENT", ec)) {
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(StoreOptions(), o.dir, &raw);
+    rocksdb::Status s = rocksdb::DB::Open(StoreOptions(o.env), o.dir, &raw);
     db.reset(raw);
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return IoError("cannot use " + o.dir + ", it is in use: " + s.ToString());
@@ -377,14 +389,14 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     NFSEDGE_LOG(kWarn) << "disk tier: " << o.dir << ": " << why << "; rebuilding it empty";
     db.reset();
     records->clear();
-    rocksdb::Status s = rocksdb::DestroyDB(o.dir, StoreOptions());
+    rocksdb::Status s = rocksdb::DestroyDB(o.dir, StoreOptions(o.env));
     if (!s.ok()) return IoError("cannot rebuild the store in " + o.dir + ": " + s.ToString());
     fs::remove(marker, ec);
     if (ec) return IoError("cannot remove " + marker.string() + ": " + ec.message());
     *rebuilt = true;
   }
   if (!db) {
-    rocksdb::Options opts = StoreOptions();
+    rocksdb::Options opts = StoreOptions(o.env);
     opts.create_if_missing = true;
     opts.error_if_exists = true;
     rocksdb::DB* raw = nullptr;
@@ -396,7 +408,7 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     s = db->Put(durable, kMetaKey, EncodeMeta(o.block_size));
     if (!s.ok()) return IoError("cannot write the metadata in " + o.dir + ": " + s.ToString());
   }
-  return std::unique_ptr<Store>(new Store(std::move(db), o.block_size, o.dir));
+  return std::unique_ptr<Store>(new Store(std::move(db), o.block_size, o.dir, o.env));
 }
 
 DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeId& version,
@@ -451,7 +463,7 @@ bool DiskTier::Store::DeleteFile(std::string_view handle) {
   rocksdb::WriteBatch batch;
   batch.DeleteRange(begin, end);
   batch.DeleteRange(IndexKey(begin), IndexKey(end));
-  if (db_->Write(delete_, &batch).ok()) return true;
+  if (db_->Write(drop_, &batch).ok()) return true;
   Untrusted();
   return false;
 }

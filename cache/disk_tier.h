@@ -27,9 +27,10 @@
 // flight), nor are deletions (each removes an entry the index counted).
 //
 // It is a cache: writes skip the WAL and are not synced, so a crash may lose
-// the latest puts (harmless); deletions go through the WAL (not synced), so
-// a crash of the process does not bring back a block dropped for a write
-// (DropFile) once it ran; a torn or altered value fails its checksum and is
+// the latest puts (harmless); deletions go through the WAL, so a crash of
+// the process does not bring back a block dropped for a write (DropFile)
+// once it ran, and DropFile's are synced, so neither does a crash of the
+// machine; a torn or altered value fails its checksum and is
 // a miss. A directory holding anything but a store of this format and
 // block size is rebuilt empty, never trusted.
 //
@@ -53,6 +54,10 @@
 #include "cache/lru_map.h"
 #include "rpc/status.h"
 
+namespace rocksdb {
+class Env;
+}
+
 namespace nfsedge {
 
 struct DiskTierOptions {
@@ -62,6 +67,7 @@ struct DiskTierOptions {
   uint32_t block_size = 128 << 10;  // a power of two; part of the store's format
   size_t max_queued = 256;          // puts waiting for the pool
   uint64_t max_queued_bytes = 32ull << 20;  // ... and their blocks' bytes (one always may)
+  rocksdb::Env* env = nullptr;  // RocksDB's environment (tests); null: the default
 };
 
 struct DiskTierStats {

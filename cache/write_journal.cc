@@ -105,7 +105,8 @@ bool DecodeRecord(uint64_t seq, std::string_view value, JournalRecord* r) {
   r->cred.body = in.Bytes();
   r->offset = in.U(8);
   r->data = in.Rest();
-  return in.ok() && !r->fh.empty();
+  // Bytes past the largest offset would wrap around to the file's start.
+  return in.ok() && !r->fh.empty() && r->offset <= UINT64_MAX - r->data.size();
 }
 
 // True iff `dir` holds nothing but a file system's lost+found (the root of

@@ -216,6 +216,21 @@ TEST_F(WriteJournalTest, UnreadableRecordStopsTheOpen) {
       << j.status().message();
 }
 
+// A record whose bytes would end past the largest offset (a crafted or
+// damaged store that still decodes) is unreadable too, not replayed at
+// an offset wrapped around to the file's start.
+TEST_F(WriteJournalTest, ARecordEndingPastTheLargestOffsetStopsTheOpen) {
+  Reopen();
+  AppendDurably(Record("ok", 0));
+  AppendDurably(Record("wraps", UINT64_MAX - 2));
+  journal_.reset();
+  RunLoop();
+  auto j = Open();
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("record 2 is unreadable"), std::string::npos)
+      << j.status().message();
+}
+
 // A journal on a disk of its own that is not mounted at a start: its
 // directory is an empty mount point. The marker beside it says a journal
 // was made there: the start stops (a new, empty journal would lose what
