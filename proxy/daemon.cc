@@ -391,6 +391,9 @@ Status Daemon::Start() {
   co.repeatable = [](uint32_t prog, uint32_t proc) {
     return prog != kNfsProgram || NfsProcSafeToRepeat(proc);
   };
+  co.resent_after_timeout = [](uint32_t prog, uint32_t proc) {
+    return prog != kNfsProgram || proc != NFSPROC3_COMMIT;
+  };
   if (u.tls) {
     TlsClientConfig tc{u.tls_ca_file, u.tls_server_name.empty() ? u.host : u.tls_server_name,
                        u.tls_cert_file, u.tls_key_file};

@@ -397,10 +397,14 @@ void UpstreamScheduler::OnReply(uint32_t proc, CongestionController::Ticket t, u
       // When an interactive call met the path's queue at about the moment
       // this call's last byte joined it, the rest of its round trip is the
       // server's: the least of those bounds the correction.
+      // None left (the queue drained between the two, or an outage held
+      // the interactive call): no server time to learn, not none.
       if (std::optional<Duration> queue = MetaQueueNear(sent)) {
-        Duration server = std::max(Duration::zero(), rtt - least - *queue);
+        const Duration server = rtt - least - *queue;
         Duration& known = proc_service_[proc];
-        if (known == Duration::zero() || server < known) known = std::max(server, Duration(1));
+        if (server > Duration::zero() && (known == Duration::zero() || server < known)) {
+          known = server;
+        }
       }
       if (proc_service_[proc] != Duration::zero()) {
         service = std::min(service, proc_service_[proc]);

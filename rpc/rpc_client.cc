@@ -409,12 +409,8 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_b
       it = pending_.erase(it);
       continue;
     }
-    if (!p.repeatable) {
-      p.home = i;
-      homed.push_back(it->first);
-    } else {
-      back.push_back(it->first);
-    }
+    if (!p.repeatable) p.home = i;
+    (p.repeatable ? back : homed).push_back(it->first);
     ++it;
   }
   auto by_age = [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; };
@@ -513,6 +509,8 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
   p.record = EncodeRecord(EncodeCallHeader(h), args);
   p.done = std::move(done);
   p.repeatable = !options_.repeatable || options_.repeatable(prog, proc);
+  p.resent_after_timeout = p.repeatable && (!options_.resent_after_timeout ||
+                                            options_.resent_after_timeout(prog, proc));
   if (options_.on_done) {
     p.done = [observe = options_.on_done, prog, proc, start = SteadyClock::now(),
               inner = std::move(p.done)](StatusOr<RpcReply> r) {
@@ -642,7 +640,7 @@ void RpcClient::PaceOut() {
 void RpcClient::RetransmitOverdue(SteadyClock::time_point now) {
   if (rto_ <= Duration::zero()) return;
   for (auto& [xid, p] : pending_) {
-    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || !p.repeatable ||
+    if (p.conn < 0 || p.sent_at == SteadyClock::time_point{} || !p.resent_after_timeout ||
         p.retransmits >= kMaxRetransmits) {
       continue;
     }

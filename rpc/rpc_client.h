@@ -116,6 +116,14 @@ struct ClientOptions {
   // A call not yet handed to a connection is failed at its deadline as any
   // other.
   std::function<bool(uint32_t prog, uint32_t proc)> repeatable;
+  // Of the repeatable calls, whether one is sent again on its connection
+  // after the retransmission timeout. Empty: every repeatable call is. One
+  // that is not (an NFS COMMIT, whose server time is the flush of all the
+  // file's unstable data, unbounded by the path's round trips: each copy
+  // would hold another server thread in another flush) waits for its reply,
+  // its deadline or a lost connection, after which it goes as a repeatable
+  // call does.
+  std::function<bool(uint32_t prog, uint32_t proc)> resent_after_timeout;
 };
 
 struct ClientStats {
@@ -187,6 +195,7 @@ class RpcClient : public RpcCaller {
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
     int retransmits = 0;
     bool repeatable = true;  // ClientOptions::repeatable
+    bool resent_after_timeout = true;  // ClientOptions::resent_after_timeout
     int home = -1;  // not repeatable: the connection it was lost with
     // Times written to a connection (timeouts and reconnects included),
     // for RpcReply::transmissions.

@@ -252,6 +252,37 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
   EXPECT_EQ(Wait(2), "released");
 }
 
+// A repeatable call that is not sent again after the timeout (procedure 21,
+// a COMMIT whose server time is a flush) is sent once while its connection
+// stays; another call is sent again meanwhile.
+TEST_F(RpcClientTest, ACallNotResentAfterTheTimeoutWaitsForItsReply) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(2000);
+  o.resent_after_timeout = [](uint32_t, uint32_t proc) { return proc != 21; };
+  StartClient(o);
+  loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
+  loop_.Start();
+  Send("hold", 1, 21);
+  Send("hold", 2, 1);
+  for (int i = 0; i < 180; ++i) {
+    size_t seen = 0;
+    loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
+    if (seen >= 2u + kMaxRetransmits) break;
+    usleep(10000);
+  }
+  usleep(50000);
+  loop_.RunSync([&] {
+    std::map<uint32_t, int> sends;
+    for (uint32_t xid : handler_.seen_xids) sends[xid]++;
+    ASSERT_EQ(sends.size(), 2u);
+    EXPECT_EQ(sends[handler_.seen_xids[0]], 1) << "the flush-like call was sent again";
+    EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
+  });
+  ReleaseAll();
+  EXPECT_EQ(Wait(1), "released");
+}
+
 TEST_F(RpcClientTest, PacedCallLeavesAtTheRateAndSaysWhen) {
   StartServer();
   StartClient(ClientOptions{});

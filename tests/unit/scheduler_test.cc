@@ -437,6 +437,33 @@ TEST_F(SchedulerTest, AStandingQueueEveryWriteMeetsIsNotTakenForServerTime) {
   EXPECT_EQ(c.last_rtt, Duration(std::chrono::milliseconds(70)));
 }
 
+// A WRITE answered sooner than the queue a GETATTR sent near it met (the
+// path's queue drained between them, or an outage held the GETATTR) gives
+// no server time to bound the correction with: taken for none, it would
+// count every later WRITE's sync as queue for as long as the proxy runs.
+TEST_F(SchedulerTest, AWriteFasterThanANearbyQueueLeavesItsServerTimeUnknown) {
+  Make(SchedulerOptions{});
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+    clock_.Advance(std::chrono::milliseconds(40));
+    meta_.Answer();
+  }
+  ASSERT_TRUE(Submit(CallClass::kInteractive, kGetattr, "g", "a", 100).ok());
+  clock_.Advance(std::chrono::milliseconds(28));
+  ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w", "a", 1000).ok());
+  clock_.Advance(std::chrono::milliseconds(42));
+  meta_.Answer();  // met 30 ms of queue
+  bulk_.Answer();  // 40 ms and 2 ms of sync: no queue
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(std::chrono::milliseconds(200));
+    ASSERT_TRUE(Submit(CallClass::kClientData, kWrite, "w", "a", 1000).ok());
+    clock_.Advance(std::chrono::milliseconds(42));
+    bulk_.Answer();
+  }
+  // The WRITE's 2 ms of sync are its own, not a queue.
+  EXPECT_EQ(scheduler_->stats().congestion.last_rtt, Duration(std::chrono::milliseconds(40)));
+}
+
 TEST_F(SchedulerTest, ShutdownFailsWaitingCallsAndRefusesNewOnes) {
   Make(OneAtATime());
   ASSERT_TRUE(Submit(CallClass::kClientData, kRead, "a", "a").ok());
