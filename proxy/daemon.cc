@@ -443,6 +443,7 @@ Status Daemon::Start() {
         po);
     UpstreamScheduler* scheduler = scheduler_.get();
     prefetcher_->SetBackgroundWaiting([scheduler] { return scheduler->background_waiting() > 0; });
+    prefetcher_->SetRulesVersion([this] { return exports_.updates(); });
     nfs_->SetPrefetcher(prefetcher_.get());
   }
   if (Status js = StartWritePath(no.max_transfer); !js.ok()) return js;

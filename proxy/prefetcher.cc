@@ -106,7 +106,7 @@ uint64_t Prefetcher::StartWalk(std::string_view root) {
     }
   }
   const uint64_t id = next_walk_++;
-  walks_[id].last = now;
+  walks_[id] = Walk{now, Rules()};
   stats_.walks++;
   NFSEDGE_LOG(kDebug) << "prefetch: walk " << id << " from a directory of " << root.size()
                       << "-byte handle";
@@ -117,7 +117,9 @@ bool Prefetcher::Active(uint64_t walk) {
   if (walk == 0) return true;
   auto it = walks_.find(walk);
   if (it == walks_.end()) return false;
-  if (clock_.MonoNow() - it->second.last <= options_.walk_idle) return true;
+  if (it->second.rules == Rules() && clock_.MonoNow() - it->second.last <= options_.walk_idle) {
+    return true;
+  }
   stats_.walks_stopped++;
   walks_.erase(it);
   return false;
@@ -180,6 +182,7 @@ std::string Prefetcher::SeenKey(const Job& job) {
 }
 
 void Prefetcher::Queue(Job job, bool front, bool again) {
+  if (job.rules == 0) job.rules = Rules();
   if (queue_.size() >= options_.max_queue) {
     // Room first from the work of walks that stopped: looked for at most
     // once per kPurgeEvery (a walk stops walk_idle after its last call), not
@@ -237,7 +240,7 @@ bool Prefetcher::AwaitListing(std::string_view dir, uint64_t cookie, const Opaqu
 }
 
 bool Prefetcher::Drop(const Job& job) {
-  if (Active(job.walk)) return false;
+  if (job.rules == Rules() && Active(job.walk)) return false;
   stats_.discarded++;
   if (job.kind != Kind::kList || job.cookie == 0) seen_.Erase(SeenKey(job));
   return true;
@@ -386,7 +389,7 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
           next.verf.assign(ok.cookieverf, NFS3_COOKIEVERFSIZE);
           Queue(std::move(next), /*front=*/true);
         }
-        OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
+        if (job.rules == Rules()) OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
       } else {
         stats_.errors++;
       }

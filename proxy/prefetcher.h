@@ -126,6 +126,14 @@ class Prefetcher {
   }
   bool AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
                     std::function<void()> then);
+  // `version`: the export rules' version (ExportTable::updates()). Work
+  // queued, and walks begun, under rules a reload has since changed stop:
+  // their credential was mapped by the old rules (a walk begun as root
+  // must not go on as root once root is squashed), and a reply to such a
+  // call queues nothing more.
+  void SetRulesVersion(std::function<uint64_t()> version) {
+    rules_version_ = std::move(version);
+  }
 
   // Queues work for the entries of a listing of `dir` (READDIRPLUS
   // results) `depth` levels below the walk's root, as part of `walk`
@@ -154,9 +162,11 @@ class Prefetcher {
     uint64_t offset = 0;  // kData: from where (a file larger than one read goes on from there)
     ChangeId version;     // kData, kLink
     uint64_t walk = 0;    // 0 = part of no walk
+    uint64_t rules = 0;   // Rules() when it was made (0: Queue stamps it)
   };
   struct Walk {
     MonoTime last;  // the client's latest call in it
+    uint64_t rules = 0;  // Rules() when it began
   };
   // Where a directory stands in a walk.
   struct WalkDir {
@@ -183,6 +193,8 @@ class Prefetcher {
   // Returns true iff `walk` goes on; ends it (and counts it) if the client
   // has been silent in it for walk_idle.
   bool Active(uint64_t walk);
+  // The export rules' version, never 0 (see SetRulesVersion).
+  uint64_t Rules() const { return rules_version_ ? rules_version_() + 1 : 1; }
   uint64_t StartWalk(std::string_view root);
   void Pump();
   void Send(Job job);
@@ -223,6 +235,7 @@ class Prefetcher {
   LruMap<MonoTime> listed_;    // credential + export + directory -> listed in full at
   PrefetchStats stats_;
   std::function<bool()> background_waiting_;  // empty: never
+  std::function<uint64_t()> rules_version_;   // empty: the rules never change
 };
 
 }  // namespace nfsedge

@@ -111,6 +111,29 @@ TEST_F(WalkTest, WalkStopsWhenTheClientStops) {
   EXPECT_EQ(pf_->walks(), 0u);
 }
 
+// A reload that changes the export rules (root squashed, say) stops a walk
+// begun under the old ones, though the client keeps calling in it: its
+// credential was mapped by the old rules. A walk begun after it goes on.
+TEST_F(WalkTest, AReloadOfTheRulesStopsTheWalksBegunBeforeIt) {
+  Make(Walking(1));
+  uint64_t rules = 0;
+  pf_->SetRulesVersion([&rules] { return rules; });
+  Walk(user_);
+  ASSERT_EQ(up_.calls.size(), 1u);
+  ASSERT_GT(pf_->queued(), 2u);
+  rules++;
+  pf_->OnClientCall("FH-SUB");
+  AnswerAll();
+  EXPECT_EQ(up_.calls.size(), 1u) << "the old walk's work was sent after the reload";
+  EXPECT_EQ(pf_->queued(), 0u);
+  EXPECT_EQ(pf_->stats().walks_stopped, 1u);
+  EXPECT_EQ(pf_->walks(), 0u);
+  ClientLists("FH-SUB", *sub_, user_);
+  EXPECT_EQ(pf_->stats().walks, 2u);
+  AnswerAll();
+  EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-A"}), 1u);
+}
+
 // A listing of thousands of entries arriving while the queue is full of
 // a walk still going does not search the whole queue for stopped walks'
 // work once per entry turned away (that held the event loop for seconds).
