@@ -382,9 +382,15 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
     std::filesystem::path n = std::filesystem::path(p).lexically_normal();
     return n.has_filename() || n == n.root_path() ? n : n.parent_path();  // "/a/b/" is "/a/b"
   };
+  // Named alike, or one directory under two names (a symbolic link, a bind
+  // mount) once both exist.
+  const auto same_place = [&](const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
+    std::error_code ec;
+    return dir(a) == dir(b) || std::filesystem::equivalent(dir(a), dir(b), ec);
+  };
   const auto same_dir = [&](const std::string& other) {
-    return !other.empty() && !c.write.journal_dir.empty() &&
-           dir(other) == dir(c.write.journal_dir);
+    return same_place(other, c.write.journal_dir);
   };
   if (same_dir(c.cache.disk_dir) || same_dir(c.server.handle_store)) {
     // At the journal_dir line, or (the default journal_dir) at the key
@@ -402,8 +408,7 @@ StatusOr<Config> ParseConfig(std::string_view text, const std::string& source) {
   // Two stores of their own: in one directory the handle store, opened
   // first, would take the data cache's for a foreign one and wipe it, and
   // the cache could not open at all.
-  if (!c.cache.disk_dir.empty() && !c.server.handle_store.empty() &&
-      dir(c.cache.disk_dir) == dir(c.server.handle_store)) {
+  if (same_place(c.cache.disk_dir, c.server.handle_store)) {
     const toml::node* at = root.at_path("server.handle_store").node();
     errors.push_back(source + (at ? ":" + std::to_string(at->source().begin.line) : "") +
                      ": [server] handle_store: must not be the directory of cache.disk_dir (" +

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace nfsedge {
@@ -162,6 +163,23 @@ TEST(Config, TheJournalHasADirectoryOfItsOwn) {
   StatusOr<Config> ok =
       ParseConfig(base + "[write]\njournal_dir = \"/var/lib/nfsedge/journal\"\n", "t.toml");
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+// One directory under two names (here a symbolic link; a bind mount is the
+// same) is one directory: the cache would rebuild the journal it found.
+TEST(Config, TheJournalUnderAnotherNameIsStillTheJournal) {
+  char tmpl[] = "/tmp/nfsedge-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::filesystem::path root = tmpl;
+  std::filesystem::create_directory(root / "journal");
+  std::filesystem::create_directory_symlink(root / "journal", root / "cache");
+  const std::string msg = ErrorOf(std::string(kMinimal) + "[cache]\ndisk_dir = \"" +
+                                  (root / "cache").string() + "\"\n[write]\njournal_dir = \"" +
+                                  (root / "journal").string() + "\"\n");
+  EXPECT_NE(msg.find("journal_dir: must not be the directory of cache.disk_dir"),
+            std::string::npos)
+      << msg;
+  std::filesystem::remove_all(root);
 }
 
 TEST(Config, TheHandleStoreAndTheDiskCacheHaveADirectoryEach) {
