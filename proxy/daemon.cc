@@ -489,17 +489,22 @@ Status Daemon::Start() {
       (s.rpcbind == RpcbindMode::kAuto && LocalRpcbindRunning())) {
     // An IPv6 listener ("::" takes IPv4 clients too) is registered for both.
     const bool ipv6 = listen->family() == AF_INET6;
-    Status r1 = RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_, ipv6);
+    // Every version is tried, whatever failed before it (an IPv4 client
+    // needs MOUNT v3 if tcp6 is refused); what was set goes at exit.
+    Status bad = Status::Ok();
+    auto note = [&](Status r) {
+      if (r.ok()) return;
+      if (s.rpcbind == RpcbindMode::kAuto) NFSEDGE_LOG(kWarn) << r.ToString();
+      if (bad.ok()) bad = std::move(r);
+    };
+    note(RpcbindRegister(kNfsProgram, kNfsVersion, nfs_port_, ipv6));
     // MOUNT 1 and 2 too: showmount(8) asks version 1 (mount_service.h).
-    Status r2 = Status::Ok();
-    for (uint32_t v = kMountMinVersion; v <= kMountVersion && r2.ok(); ++v) {
-      r2 = RpcbindRegister(kMountProgram, v, mount_port_, ipv6);
+    for (uint32_t v = kMountMinVersion; v <= kMountVersion; ++v) {
+      note(RpcbindRegister(kMountProgram, v, mount_port_, ipv6));
     }
-    registered_ = r1.ok() || r2.ok();
-    if (!r1.ok() || !r2.ok()) {
-      Status bad = r1.ok() ? r2 : r1;
+    registered_ = true;
+    if (!bad.ok()) {
       if (s.rpcbind == RpcbindMode::kYes) return bad;
-      NFSEDGE_LOG(kWarn) << bad.ToString();
     } else {
       NFSEDGE_LOG(kInfo) << "registered NFS v3 and MOUNT v1-v3 with the local rpcbind";
     }
@@ -568,8 +573,9 @@ void Daemon::BeginShutdown() {
     return;
   }
   shutting_down_ = true;
-  Status notified = NotifyServiceManager("STOPPING=1");
-  (void)notified.ok();
+  if (Status n = NotifyServiceManager("STOPPING=1"); !n.ok()) {
+    NFSEDGE_LOG(kWarn) << "service manager: " << n.message();
+  }
   server_->StopListening();
   // What is not read is not run: calls sent from now on go to the next
   // server (a write-behind WRITE taken now could only miss the flush).

@@ -577,8 +577,9 @@ void Daemon::ApplyLimits() {
 }
 
 Status Daemon::Reload(ReloadOutcome* outcome) {
-  Status ignored = NotifyServiceManager(ReloadingNotice());
-  (void)ignored.ok();
+  if (Status n = NotifyServiceManager(ReloadingNotice()); !n.ok()) {
+    NFSEDGE_LOG(kWarn) << "service manager: " << n.message();
+  }
   auto finish = [this](Status s) {
     if (s.ok()) {
       reloads_++;
@@ -587,8 +588,9 @@ Status Daemon::Reload(ReloadOutcome* outcome) {
       reload_failures_++;
       NFSEDGE_LOG(kError) << "config reload rejected, the config in force stays: " << s.message();
     }
-    Status n = NotifyServiceManager("READY=1");
-    (void)n.ok();
+    if (Status n = NotifyServiceManager("READY=1"); !n.ok()) {
+      NFSEDGE_LOG(kWarn) << "service manager: " << n.message();
+    }
     return s;
   };
   StatusOr<Config> next = LoadConfig(config_.source);

@@ -22,9 +22,11 @@ Status NotifySocket(const std::string& socket_path, const std::string& state) {
   std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
   if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + socket_path.size());
-  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  // Never waits (it runs on the event loop): a receiver whose queue is
+  // full (a service manager or relay that stopped reading) is an error.
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return IoError(std::string("notify: socket: ") + std::strerror(errno));
-  ssize_t n = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+  ssize_t n = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
                        reinterpret_cast<sockaddr*>(&addr), len);
   int e = errno;
   ::close(fd);

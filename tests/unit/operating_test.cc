@@ -268,6 +268,28 @@ TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
   EXPECT_FALSE(NotifySocket("relative", "READY=1").ok());
 }
 
+// A receiver that stopped reading (its queue full) makes a notification an
+// error at once: the daemon sends them from its event loop.
+TEST(ServiceNotify, AReceiverThatDoesNotReadIsAnErrorNotAWait) {
+  std::string path = "/tmp/nfsedge-notify-full-" + std::to_string(getpid());
+  unlink(path.c_str());
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int sent = 0;
+  Status s = Status::Ok();
+  while (s.ok() && sent < 100000) {
+    s = NotifySocket(path, "STATUS=serving");
+    if (s.ok()) sent++;
+  }
+  EXPECT_FALSE(s.ok()) << sent << " notifications queued, none refused";
+  EXPECT_GT(sent, 0);
+  close(fd);
+  unlink(path.c_str());
+}
+
 // sd_notify(3): RELOADING=1 comes with MONOTONIC_USEC=, the time of
 // CLOCK_MONOTONIC in microseconds.
 TEST(ServiceNotify, ReloadingCarriesTheMonotonicTime) {
