@@ -144,6 +144,11 @@ class NfsService : public RpcProgram {
   bool ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCall>& call,
                    const std::shared_ptr<XdrBox>& args, const Export& exp,
                    const OpaqueAuth& cred, uint64_t before);
+  // Returns true iff a handle in the call's arguments names a file whose
+  // writes (up to stamp `before`) are not upstream yet: `again` then runs
+  // once they are.
+  bool HoldNamed(const NfsProc& p, const std::shared_ptr<XdrBox>& args,
+                 const std::function<void()>& again, uint64_t before);
   // Returns true iff the successful `results` of a LOOKUP or READDIRPLUS
   // name a file whose writes (up to stamp `before`) the write path still
   // buffers: `retry` (which serves the call again, given the stamp it was

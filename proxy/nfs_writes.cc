@@ -207,7 +207,7 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       const auto* a = static_cast<const CREATE3args*>(args->get());
       if (!cache_ || a->how.mode != UNCHECKED ||
           !a->how.createhow3_u.obj_attributes.size.set_it) {
-        return false;
+        return HoldNamed(p, args, again, before);
       }
       const std::string child = cache_->KnownChild(a->where);
       if (child.empty()) return write_path_->HoldRecovered(again);
@@ -231,8 +231,23 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       return write_path_->Hold(HandleBytes(*fhs[0]), p.proc == NFSPROC3_SETATTR, again, before);
     }
     default:
-      return false;
+      return HoldNamed(p, args, again, before);
   }
+}
+
+bool NfsService::HoldNamed(const NfsProc& p, const std::shared_ptr<XdrBox>& args,
+                           const std::function<void()>& again, uint64_t before) {
+  // Any other call naming a file the proxy holds writes of carries that
+  // file's attributes in its reply (FSSTAT's, or a directory operation's
+  // on it refused NOTDIR, with its wcc data): it waits for them to be
+  // upstream too (DESIGN rule 4). For any other handle, nothing to wait for.
+  if (!p.arg_handles) return false;
+  std::vector<const nfs_fh3*> fhs;
+  p.arg_handles(args->get(), &fhs);
+  for (const nfs_fh3* fh : fhs) {
+    if (write_path_->Hold(HandleBytes(*fh), /*stable=*/false, again, before)) return true;
+  }
+  return false;
 }
 
 void NfsService::HideUnsentWrites(RpcReply* reply) {

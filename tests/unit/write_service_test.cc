@@ -351,6 +351,37 @@ TEST_F(WriteServiceTest, HeldGetattrIsNotHeldAgainBehindWritesThatCameAfterIt) {
   EXPECT_GE(attr->size, 4096u) << "the GETATTR shows the write that came before it";
 }
 
+// Calls other than GETATTR and READ whose replies carry a file's
+// attributes wait for its buffered writes too: FSSTAT (obj_attributes) and
+// a directory operation naming the file (refused NOTDIR, with the file's
+// attributes). Sent at once, their replies would show the file without
+// the write its client was told was done (DESIGN rule 4).
+TEST_F(WriteServiceTest, FsstatAndALookupInAFileWaitForItsBufferedWrites) {
+  LearnAccess(FileAttr(0, 1));
+  FSSTAT3args fs{};
+  fs.fsroot = Fh(file_);
+  LOOKUP3args lk{};
+  lk.what.dir = Fh(file_);
+  char name[] = "x";
+  lk.what.name = name;
+  const std::pair<uint32_t, std::string> calls[] = {
+      {NFSPROC3_FSSTAT, Xdr(Proc(xdr_FSSTAT3args), fs)},
+      {NFSPROC3_LOOKUP, Xdr(Proc(xdr_LOOKUP3args), lk)}};
+  uint64_t offset = 0;
+  for (const auto& [proc, args] : calls) {
+    const size_t w = WriteUnstable(offset, std::string(4096, 'w'));
+    ASSERT_TRUE(results_[w].has_value());
+    Send(proc, args);
+    EXPECT_EQ(Last(up_, proc), -1) << proc << ": sent before the buffered write";
+    const int sent = Last(up_, NFSPROC3_WRITE);
+    ASSERT_GE(sent, 0) << proc << ": the held call sends the write at once";
+    offset += 4096;
+    AnswerRecord(up_, static_cast<size_t>(sent),
+                 WriteOk(4096, UNSTABLE, kV1, FileAttr(offset, 2)));
+    EXPECT_GE(Last(up_, proc), 0) << proc << ": not sent once the write was upstream";
+  }
+}
+
 // A client's UNSTABLE write is buffered and acknowledged; the flush delay
 // sends it upstream in the background, and commits it there (the COMMIT's
 // reply shows size 4096, ctime 3). Then a SETATTR truncates the file to 0
