@@ -213,10 +213,20 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
       if (child.empty()) return write_path_->HoldRecovered(again);
       return write_path_->Hold(child, /*stable=*/true, again, before);
     }
-    case NFSPROC3_COMMIT:
-      write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, reply,
+    case NFSPROC3_COMMIT: {
+      // It may wait (for the file's data to be stable upstream): after a
+      // reload meanwhile it meets the rules now in force before it is
+      // answered (a client the export no longer admits, a read-only export).
+      auto answer = [this, &p, call, e, rules = exports_.updates()](std::string results) {
+        OpaqueAuth now;
+        if (exports_.updates() == rules || Readmit(p, call, *e, &now)) {
+          call->ReplySuccess(results);
+        }
+      };
+      write_path_->Commit(*static_cast<const COMMIT3args*>(args->get()), exp, cred, answer,
                           forward);
       return true;
+    }
     case NFSPROC3_READ:
     case NFSPROC3_GETATTR:
     case NFSPROC3_ACCESS:  // its post-op attributes

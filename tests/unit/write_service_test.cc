@@ -382,6 +382,34 @@ TEST_F(WriteServiceTest, FsstatAndALookupInAFileWaitForItsBufferedWrites) {
   }
 }
 
+// A client COMMIT that waited for the file's data to be stable upstream
+// meets the rules in force when it is answered: an export made read-only
+// by a reload meanwhile answers it NFS3ERR_ROFS, as it would a new one.
+TEST_F(WriteServiceTest, ACommitThatWaitedThroughAReloadMeetsTheRulesNow) {
+  LearnAccess(FileAttr(0, 1));
+  const size_t w = WriteUnstable(0, std::string(4096, 'w'));
+  ASSERT_TRUE(results_[w].has_value());
+  const size_t commit = CommitAll();
+  ASSERT_FALSE(results_[commit].has_value()) << "answered before the data is stable upstream";
+  ExportConfig ro = Exports()[0];
+  ro.read_only = true;
+  ASSERT_TRUE(exports_.Update({ro}).ok());
+  for (int round = 0; round < 10 && !results_[commit].has_value(); ++round) {
+    for (HeldUpstream* u : {&up_, &bg_}) {
+      const int i = u->Pending();
+      if (i < 0) continue;
+      const bool write = u->calls[static_cast<size_t>(i)].proc == NFSPROC3_WRITE;
+      u->Answer(static_cast<size_t>(i), write ? WriteOk(4096, UNSTABLE, kV1, FileAttr(4096, 2))
+                                              : CommitOk(kV1, FileAttr(4096, 3)));
+    }
+    Advance(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(results_[commit].has_value());
+  XdrValue<COMMIT3res> res(Proc(xdr_COMMIT3res));
+  ASSERT_TRUE(res.Decode(*results_[commit]));
+  EXPECT_EQ(res->status, NFS3ERR_ROFS);
+}
+
 // A client's UNSTABLE write is buffered and acknowledged; the flush delay
 // sends it upstream in the background, and commits it there (the COMMIT's
 // reply shows size 4096, ctime 3). Then a SETATTR truncates the file to 0
