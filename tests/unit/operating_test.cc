@@ -250,14 +250,20 @@ TEST(Log, SuppressedCountIsReportedWhenTheWindowReopens) {
   EXPECT_NE(out.find("burst (3 similar messages suppressed)"), std::string::npos) << out;
 }
 
-TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
-  std::string path = "/tmp/nfsedge-notify-" + std::to_string(getpid());
+// A datagram socket bound at `path` (made anew), as a service manager's.
+int BoundDatagramSocket(const std::string& path) {
   unlink(path.c_str());
   int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << path;
+  return fd;
+}
+
+TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
+  std::string path = "/tmp/nfsedge-notify-" + std::to_string(getpid());
+  int fd = BoundDatagramSocket(path);
   ASSERT_TRUE(NotifySocket(path, "READY=1\nSTATUS=serving").ok());
   char buf[256];
   ssize_t n = recv(fd, buf, sizeof(buf), 0);
@@ -272,12 +278,7 @@ TEST(ServiceNotify, SendsOneDatagramToTheSocket) {
 // error at once: the daemon sends them from its event loop.
 TEST(ServiceNotify, AReceiverThatDoesNotReadIsAnErrorNotAWait) {
   std::string path = "/tmp/nfsedge-notify-full-" + std::to_string(getpid());
-  unlink(path.c_str());
-  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = BoundDatagramSocket(path);
   int sent = 0;
   Status s = Status::Ok();
   while (s.ok() && sent < 100000) {

@@ -217,70 +217,52 @@ TEST_F(RpcClientTest, UnansweredCallIsRetransmittedWithTheSameXid) {
   });
 }
 
-TEST_F(RpcClientTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
-  StartServer();
-  ClientOptions o;
-  o.timeout = std::chrono::milliseconds(2000);
-  o.repeatable = [](uint32_t prog, uint32_t proc) { return !(prog == 1 && proc == 12); };
-  StartClient(o);
-  loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
-  loop_.Start();
-  Send("hold", 1, 12);
-  Send("hold", 2, 1);
-  // Sent at 0, 100, 300 and 700 ms (the one that may be), before the
-  // deadline.
-  for (int i = 0; i < 180; ++i) {
-    size_t seen = 0;
-    loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
-    if (seen >= 2u + kMaxRetransmits) break;
-    usleep(10000);
+// With `o` (a 100 ms retransmission timeout, a 2 s deadline), a held call
+// of `proc` and a held call of procedure 1: `proc`'s is sent once, the
+// other at 0, 100, 300 and 700 ms, before the deadline.
+class RetransmitTest : public RpcClientTest {
+ protected:
+  void SentOnceWhileAnotherIsSentAgain(ClientOptions o, uint32_t proc) {
+    StartServer();
+    o.timeout = std::chrono::milliseconds(2000);
+    StartClient(o);
+    loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
+    loop_.Start();
+    Send("hold", 1, proc);
+    Send("hold", 2, 1);
+    for (int i = 0; i < 180; ++i) {
+      size_t seen = 0;
+      loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
+      if (seen >= 2u + kMaxRetransmits) break;
+      usleep(10000);
+    }
+    usleep(50000);  // and no more
+    loop_.RunSync([&] {
+      std::map<uint32_t, int> sends;
+      for (uint32_t xid : handler_.seen_xids) sends[xid]++;
+      ASSERT_EQ(sends.size(), 2u);
+      EXPECT_EQ(sends[handler_.seen_xids[0]], 1) << "procedure " << proc << " was sent again";
+      EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
+    });
+    ReleaseAll();
+    EXPECT_EQ(Wait(1), "released");
+    EXPECT_EQ(Wait(2), "released");
   }
-  usleep(50000);  // and no more
-  loop_.RunSync([&] {
-    std::map<uint32_t, int> sends;
-    for (uint32_t xid : handler_.seen_xids) sends[xid]++;
-    ASSERT_EQ(sends.size(), 2u);
-    std::vector<int> counts;
-    for (auto& [xid, n] : sends) counts.push_back(n);
-    std::sort(counts.begin(), counts.end());
-    // The held REMOVE-like call once; the other at 0, 100, 300 and 700 ms.
-    EXPECT_EQ(counts, (std::vector<int>{1, 1 + kMaxRetransmits}));
-    EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
-  });
-  ReleaseAll();
-  EXPECT_EQ(Wait(1), "released");
-  EXPECT_EQ(Wait(2), "released");
+};
+
+TEST_F(RetransmitTest, ACallNotSafeToRepeatIsNeverRetransmittedOnItsConnection) {
+  ClientOptions o;
+  o.repeatable = [](uint32_t prog, uint32_t proc) { return !(prog == 1 && proc == 12); };
+  SentOnceWhileAnotherIsSentAgain(o, 12);
 }
 
 // A repeatable call that is not sent again after the timeout (procedure 21,
-// a COMMIT whose server time is a flush) is sent once while its connection
-// stays; another call is sent again meanwhile.
-TEST_F(RpcClientTest, ACallNotResentAfterTheTimeoutWaitsForItsReply) {
-  StartServer();
+// a COMMIT whose server time is a flush) waits for its reply while its
+// connection stays.
+TEST_F(RetransmitTest, ACallNotResentAfterTheTimeoutWaitsForItsReply) {
   ClientOptions o;
-  o.timeout = std::chrono::milliseconds(2000);
   o.resent_after_timeout = [](uint32_t, uint32_t proc) { return proc != 21; };
-  StartClient(o);
-  loop_.RunSync([&] { client_->SetRetransmitTimeout(std::chrono::milliseconds(100)); });
-  loop_.Start();
-  Send("hold", 1, 21);
-  Send("hold", 2, 1);
-  for (int i = 0; i < 180; ++i) {
-    size_t seen = 0;
-    loop_.RunSync([&] { seen = handler_.seen_xids.size(); });
-    if (seen >= 2u + kMaxRetransmits) break;
-    usleep(10000);
-  }
-  usleep(50000);
-  loop_.RunSync([&] {
-    std::map<uint32_t, int> sends;
-    for (uint32_t xid : handler_.seen_xids) sends[xid]++;
-    ASSERT_EQ(sends.size(), 2u);
-    EXPECT_EQ(sends[handler_.seen_xids[0]], 1) << "the flush-like call was sent again";
-    EXPECT_EQ(client_->stats().retransmits, static_cast<uint64_t>(kMaxRetransmits));
-  });
-  ReleaseAll();
-  EXPECT_EQ(Wait(1), "released");
+  SentOnceWhileAnotherIsSentAgain(o, 21);
 }
 
 TEST_F(RpcClientTest, PacedCallLeavesAtTheRateAndSaysWhen) {
