@@ -30,8 +30,9 @@ void AccessCache::Put(std::string_view handle, const CredKey& cred, uint32_t ask
     // A reply that tells of an older state (its object's ctime before the
     // entry's) came late: the newer answer stays (an ACL changed at the
     // server changes only the ctime; a grant from before must not replace
-    // the refusal after).
-    if (now < old->expires && fresh.ctime < old->ctime) return;
+    // the refusal after), expired or not: an expired entry still answers
+    // while the object's ctime is its own.
+    if (fresh.ctime < old->ctime) return;
     // Keep what the old entry knew about bits not asked now, but never let
     // them outlive the old entry's own expiry.
     if (now < old->expires && old->perm == fresh.perm && old->ctime == fresh.ctime &&

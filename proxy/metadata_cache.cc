@@ -435,6 +435,11 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (per_credential && ok && attr.attributes_follow && !AttrsOvertaken(Bytes(a->object)) &&
           !AccessOvertaken(Bytes(a->object), cred)) {
         const fattr3& f = attr.post_op_attr_u.attributes;
+        // A reply of an older state than the attributes show (an ACL changed
+        // at the server since; this credential's entry evicted or never
+        // made): not an answer for the object as it is.
+        const std::optional<NfsTime> newest = attrs_.NewestCtime(Bytes(a->object));
+        if (newest && NfsTime{f.ctime.seconds, f.ctime.nseconds} < *newest) return;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
                     LifetimeOf(Bytes(a->object), l, f.type));
       }

@@ -79,6 +79,21 @@ TEST_F(AccessCacheTest, AReplyOfAnOlderStateDoesNotReplaceANewerOne) {
   EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, PermId::FromFattr(later)), kRead);
 }
 
+// The same past the newer entry's lifetime: it still answers while the
+// object's ctime is its own (revalidated attributes show it), so a late
+// grant from before must not take its place.
+TEST_F(AccessCacheTest, AReplyOfAnOlderStateDoesNotReplaceAnExpiredNewerOne) {
+  fattr3 before = Dir();
+  fattr3 after = before;
+  after.ctime.seconds += 10;
+  cache_.Put("dir", alice_, kRead, 0, after, kDir);
+  clock_.Advance(seconds(61));
+  ASSERT_EQ(cache_.Lookup("dir", alice_, kRead, after), 0u) << "expired, ctime unchanged: kept";
+  cache_.Put("dir", alice_, kRead, kRead, before, kDir);
+  EXPECT_EQ(cache_.Lookup("dir", alice_, kRead, after), 0u)
+      << "the grant from before the change answers";
+}
+
 TEST_F(AccessCacheTest, AnswersSubsetsOfWhatWasAsked) {
   fattr3 d = Dir();
   PermId p = PermId::FromFattr(d);

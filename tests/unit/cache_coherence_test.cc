@@ -278,6 +278,27 @@ TEST_F(CoherenceTest, RenameInOneClockTickDoesNotLeaveTheNewNameNegative) {
       << "LOOKUP \"b\" answered NOENT after the proxy renamed \"a\" to \"b\"";
 }
 
+// An ACCESS reply of an older state than the attributes the cache holds
+// (an ACL changed at the server since: only the ctime moved, as another
+// user's ACCESS showed) is not kept for its credential, though that
+// credential has no entry it would replace: it answers for the object as it
+// was, and could grant what the server now refuses.
+TEST_F(CoherenceTest, AnAccessReplyOfAnOlderStateIsNotKept) {
+  const fattr3 before = FileAttr(5, kWall0 - 3600);
+  fattr3 after = before;
+  after.ctime.seconds += 10;
+  ACCESS3args args{Fh(file_), ACCESS3_READ};
+  ACCESS3res res{};
+  res.status = NFS3_OK;
+  res.ACCESS3res_u.resok.obj_attributes = PostOp(after);
+  res.ACCESS3res_u.resok.access = ACCESS3_READ;
+  meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
+              CredKey::FromIds(2000, 2000, {}));
+  MetaAccess(file_, before, ACCESS3_READ, ACCESS3_READ);  // the late grant
+  EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &args, exp_, Key()))
+      << "answered from a grant of the file as it was before the change";
+}
+
 // --- Attributes: the file a RENAME replaced ----------------------------------
 //
 // A RENAME onto an existing name drops a link of the file that name held (its
