@@ -33,6 +33,10 @@ void AttrCache::EvictToLimit() {
     auto* oldest = lru_.Oldest();
     Unindex(&oldest->value);
     Forgetting(oldest->key, oldest->value);
+    const Entry& e = oldest->value;
+    if (floor_evicted_ && (e.floor_only || e.conflicted || clock_.MonoNow() < e.floor_until)) {
+      floor_evicted_(oldest->key);
+    }
     forgot_seq_ = std::max(forgot_seq_, oldest->value.changed_seq);
     lru_.Erase(oldest->key);
     stats_.evictions++;

@@ -172,6 +172,11 @@ class AttrCache {
   // write path's replies) then knows they are not the newest.
   using ForgetObserver = std::function<void(std::string_view handle, NfsTime newest_ctime)>;
   void SetForgetObserver(ForgetObserver observer) { forgotten_ = std::move(observer); }
+  // Told of each entry evicted while it still keeps older replies out (a
+  // floor: InvalidateBefore's, or an overtaken reply's, or permissions
+  // unordered against a reply): its owner then keeps them out another way.
+  using FloorObserver = std::function<void(std::string_view handle)>;
+  void SetFloorEvictObserver(FloorObserver observer) { floor_evicted_ = std::move(observer); }
 
   // Drops every entry (nfsedge drop-cache).
   void Clear();
@@ -224,6 +229,7 @@ class AttrCache {
   uint64_t change_seq_ = 0;
   uint64_t forgot_seq_ = 0;  // the largest changed_seq of an entry erased or evicted
   ForgetObserver forgotten_;
+  FloorObserver floor_evicted_;
 };
 
 }  // namespace nfsedge

@@ -71,7 +71,11 @@ MetadataCache::MetadataCache(const Clock& clock, const CacheConfig& config)
       names_(NameCacheOptions{config.max_name_entries, 255}),
       dirs_(clock, DirCacheOptions{config.max_dir_bytes}),
       links_(config.max_link_bytes),
-      max_children_(config.max_name_entries) {}
+      max_children_(config.max_name_entries) {
+  // An evicted floor goes on as a change mark: a reply older than it, still
+  // on its way, is not learned as fresh once the entry is gone.
+  attrs_.SetFloorEvictObserver([this](std::string_view fh) { attr_changes_.Note(fh); });
+}
 
 std::unordered_map<std::string, std::pair<std::string, std::string>> MetadataCache::ParentsOf(
     const std::unordered_set<std::string>& children) const {
@@ -686,6 +690,7 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
   NoteDirChange(child);  // a moved directory's ".." changed
   if (dir_wcc != nullptr && dir_wcc->after.attributes_follow) {
     attrs_.InvalidateBefore(child, NfsTime::From(dir_wcc->after.post_op_attr_u.attributes.ctime));
+    attr_changes_.Note(child);  // kept if the floor's entry is evicted
     if (mutated_) mutated_(child);
   } else {
     ForgetMutated(child);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "test_attrs.h"
 
 namespace nfsedge {
@@ -139,6 +142,25 @@ TEST_F(AttrCacheTest, AReplyOvertakenByAWriteIsNotServedAfterTheWritesLifetime) 
   EXPECT_EQ(cache_.Put("fh", written, kReg), PostOpResult::kChanged);
   ASSERT_TRUE(cache_.Get("fh"));
   EXPECT_EQ(cache_.Get("fh")->size, 200u);
+}
+
+// An entry evicted while it keeps older replies out (InvalidateBefore's
+// floor, an overtaken reply's floor) is told of: its owner keeps the guard
+// as a change mark. An entry with no floor is not (a full cache evicts
+// thousands a second: marks for them would overflow to a floor for all).
+TEST_F(AttrCacheTest, AnEvictedFloorIsToldOf) {
+  AttrCache small(clock_, AttrCacheOptions{2});
+  std::vector<std::string> told;
+  small.SetFloorEvictObserver([&](std::string_view fh) { told.emplace_back(fh); });
+  small.Put("plain", FileChanged(seconds(1000), 1), kReg);
+  small.InvalidateBefore("floor", NfsTime::From(FileChanged(seconds(10)).ctime));
+  small.Put("overtaken", FileChanged(seconds(1000), 100), kReg);
+  small.Put("overtaken", FileChanged(seconds(0), 200), kReg);
+  clock_.Advance(seconds(4));  // past the newer attributes' lifetime
+  small.Put("overtaken", FileChanged(seconds(1000), 100), kReg);  // a late reply: a floor
+  small.Put("a", FileChanged(seconds(1000), 1), kReg);
+  small.Put("b", FileChanged(seconds(1000), 1), kReg);
+  EXPECT_EQ(told, (std::vector<std::string>{"floor", "overtaken"}));
 }
 
 // Two replies with one ctime (the server's clock did not tick between two
