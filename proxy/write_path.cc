@@ -240,9 +240,16 @@ void WritePath::OnJournaled(const std::string& fh, const Export& exp, uint64_t j
       reply(WriteError(NFS3ERR_STALE));
       return;
     }
-    stats_.stable_writes++;
-    reply(JournaledReply(verf, count, true, false));
-    return;
+    if (it == files_.end()) {
+      // Stable upstream, but older records of its range may not be
+      // removed on disk yet: a restart would replay them over it. It has
+      // no record of its own to replay after them.
+      stats_.stable_writes++;
+      std::function<void()> send = [reply = std::move(reply),
+                                    r = JournaledReply(verf, count, true, false)] { reply(r); };
+      if (!AfterRemovals(fh, Before(stamp), send)) send();
+      return;
+    }
   }
   File& f = *it->second;
   // In its place among the stable writes waiting (arrival order, rule 3):

@@ -434,7 +434,16 @@ void WritePath::Failed(File& f, nfsstat3 status, const std::vector<std::string>&
     // at once, and the file's state need not be kept for them.
     constexpr size_t kMaxStale = 4096;
     stale_.Put(f.fh, true);
-    while (stale_.size() > kMaxStale) stale_.Erase(stale_.Oldest()->key);
+    while (stale_.size() > kMaxStale) {
+      // Forgotten, the handle's next COMMIT would be answered with the
+      // verifier its dropped bytes were acknowledged under, as stable: the
+      // verifiers change (as at a restart), so that its writers send them
+      // again and meet the STALE themselves.
+      stale_.Erase(stale_.Oldest()->key);
+      verifier_ = RandomVerifier();
+      if (options_.journal) options_.journal->ChangeVerifier();
+      stats_.verifier_changes++;
+    }
     NFSEDGE_LOG(kDebug) << "write path: buffered writes of a removed file (NFS3ERR_STALE)";
     return;
   }

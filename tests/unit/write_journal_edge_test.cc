@@ -361,6 +361,34 @@ TEST_F(JournalEdgeTest, SecondCommitOfAStaleWriteBackFileIsStale) {
   EXPECT_EQ(ReplyOf(4)->status, NFS3ERR_STALE);  // WRITE does check stale_
 }
 
+// More files gone stale under acknowledged writes than the proxy remembers
+// (a volume restored at the head office gives every file a new handle):
+// the first one forgotten would answer its next COMMIT with the verifier
+// its lost bytes were acknowledged under. The verifiers change instead, so
+// its writer sends them again and meets the STALE itself.
+TEST_F(JournalEdgeTest, AStaleFileTheProxyForgetsDoesNotCommitWithTheOldVerifier) {
+  constexpr int kFiles = 4097;  // one more than the proxy keeps
+  for (int i = 0; i < kFiles; ++i) {
+    fh_ = "gone-" + std::to_string(i);
+    WriteBack(1 + i, 0, "aaaa", UNSTABLE);
+    journal_.Complete();
+    Advance(options_.flush_delay);
+    const int sent = bg_.Pending();
+    ASSERT_GE(sent, 0) << i;
+    bg_.Answer(static_cast<size_t>(sent), WriteFail(NFS3ERR_STALE));
+    journal_.Complete();
+  }
+  ASSERT_NE(ReplyOf(1), nullptr);
+  const auto acknowledged = ReplyOf(1)->verf;
+  fh_ = "gone-0";
+  CommitBack(kFiles + 1);
+  journal_.Complete();
+  const ClientReply* commit = ReplyOf(kFiles + 1);
+  ASSERT_NE(commit, nullptr);
+  EXPECT_TRUE(commit->status != NFS3_OK || commit->verf != acknowledged)
+      << "COMMIT OK with the verifier the dropped bytes were acknowledged under";
+}
+
 // CHECK (expected to pass): stable writes without evidence on a write_back
 // export still gather: one upstream FILE_SYNC WRITE for the batch.
 TEST_F(JournalEdgeTest, UnevidencedStableWritesStillGather) {

@@ -277,6 +277,14 @@ class FakeJournal : public JournalSink {
       done(s);
     }
   }
+  // The disk answers the oldest pending append or sync only, with `s`.
+  void CompleteFirst(const Status& s) {
+    if (pending_.empty()) return;
+    auto [seq, done] = std::move(pending_.front());
+    pending_.erase(pending_.begin());
+    if (seq != 0) events.push_back((s.ok() ? "ok" : "fail") + std::to_string(seq));
+    done(s);
+  }
   std::vector<JournalRecord> records;
   std::vector<uint64_t> removed;
   // In order: "+N" record N appended (queued), "okN" / "failN" the disk

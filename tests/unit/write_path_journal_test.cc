@@ -35,6 +35,28 @@ TEST_F(JournalTest, ARecordOverwrittenByAWriteTheJournalRefusedStaysUntilThatWri
   EXPECT_EQ(wp_->stats().journal_failed, 1u);
 }
 
+// The same when the disk refuses the newer write's record only after its
+// bytes are stable upstream (a slow disk; the flush went meanwhile) and
+// record 1's removal is queued: the write is answered once that removal is
+// on disk, not at once (a restart would replay record 1 over it; the
+// newer write has no record of its own to replay after it).
+TEST_F(JournalTest, AWriteWhoseRecordFailsAfterItsBytesAreStableWaitsForTheOlderRemoval) {
+  WriteBack(1, 0, std::string(1000, 'a'), FILE_SYNC);  // record 1
+  journal_.Complete();
+  ASSERT_EQ(Tags(), (std::vector<int>{1}));
+  WriteBack(2, 0, std::string(1000, 'b'), FILE_SYNC);  // record 2, on its way to disk
+  for (int i = 0; i < 5 && journal_.removed.empty(); ++i) {
+    FlushAndAnswer();
+    AnswerAll(up_);
+  }
+  ASSERT_EQ(journal_.removed, (std::vector<uint64_t>{1, 2})) << "2's bytes are stable upstream";
+  journal_.CompleteFirst(kDiskError);  // record 2's append
+  EXPECT_EQ(Tags(), (std::vector<int>{1}))
+      << "answered before record 1's removal is on disk: a restart would replay it over 2";
+  journal_.Complete();
+  EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
+}
+
 TEST_F(JournalTest, ARecordOverwrittenByAJournaledWriteIsRemovedOnlyOnceThatOneIsOnDisk) {
   WriteBack(1, 0, std::string(1000, 'a'), UNSTABLE);
   journal_.Complete();
