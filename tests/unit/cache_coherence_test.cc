@@ -41,14 +41,16 @@ class CoherenceTest : public ReadPathTest {
  protected:
   CredKey Key() const { return CredKeyOf(user_); }
 
-  void MetaAccess(const std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted) {
+  // An ACCESS reply learned for `key` (null: the user's).
+  void MetaAccess(const std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted,
+                  const CredKey* key = nullptr) {
     ACCESS3args args{Fh(fh), asked};
     ACCESS3res res{};
     res.status = NFS3_OK;
     res.ACCESS3res_u.resok.obj_attributes = PostOp(a);
     res.ACCESS3res_u.resok.access = granted;
     meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
-                Key());
+                key ? *key : Key());
   }
   // A LOOKUP reply: `child` null means NFS3ERR_NOENT.
   void MetaLookup(const std::string& dir, const char* name, const fattr3& dir_attr,
@@ -287,14 +289,10 @@ TEST_F(CoherenceTest, AnAccessReplyOfAnOlderStateIsNotKept) {
   const fattr3 before = FileAttr(5, kWall0 - 3600);
   fattr3 after = before;
   after.ctime.seconds += 10;
-  ACCESS3args args{Fh(file_), ACCESS3_READ};
-  ACCESS3res res{};
-  res.status = NFS3_OK;
-  res.ACCESS3res_u.resok.obj_attributes = PostOp(after);
-  res.ACCESS3res_u.resok.access = ACCESS3_READ;
-  meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
-              CredKey::FromIds(2000, 2000, {}));
+  const CredKey other = CredKey::FromIds(2000, 2000, {});
+  MetaAccess(file_, after, ACCESS3_READ, ACCESS3_READ, &other);
   MetaAccess(file_, before, ACCESS3_READ, ACCESS3_READ);  // the late grant
+  ACCESS3args args{Fh(file_), ACCESS3_READ};
   EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &args, exp_, Key()))
       << "answered from a grant of the file as it was before the change";
 }
