@@ -98,7 +98,7 @@ void WakeWaiting(OrphanedCalls& orphaned) {
   std::vector<std::weak_ptr<ServerConnection>> waiting = std::move(orphaned.waiting);
   orphaned.waiting.clear();
   for (auto& w : waiting) {
-    if (auto c = w.lock()) c->MaybeResume();  // waits again if still held
+    if (auto c = w.lock()) c->Woken();  // waits again if still held
   }
 }
 
@@ -182,11 +182,11 @@ bool ServerConnection::OverHeldBytes() const {
 }
 
 void ServerConnection::WaitForOrphans() {
-  std::vector<std::weak_ptr<ServerConnection>>& waiting = client_->all->waiting;
-  for (const auto& w : waiting) {
-    if (w.lock().get() == this) return;
-  }
-  waiting.push_back(weak_from_this());
+  // Once: a scan of the list for itself, by each of many connections
+  // waiting again after every wake, cost the loop the square of their number.
+  if (waiting_) return;
+  waiting_ = true;
+  client_->all->waiting.push_back(weak_from_this());
 }
 
 void ServerConnection::CheckIdle() {

@@ -31,6 +31,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool closed() const { return closed_; }
   // Reads again iff it was paused and is no longer backlogged.
   void MaybeResume();
+  // Taken from OrphanedCalls::waiting (WakeWaiting): MaybeResume, which
+  // waits again if still held.
+  void Woken() {
+    waiting_ = false;
+    MaybeResume();
+  }
   // Stops reading iff it is backlogged (RpcServer::StopReading).
   void Pause();
   // The idle timeout changed (a reload): the next check is due within the
@@ -78,6 +84,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   size_t out_held_ = 0;  // replies in the output, counted in client_->all->held_bytes
   evbuffer_cb_entry* out_cb_ = nullptr;
   bool paused_ = false;
+  bool waiting_ = false;  // in client_->all->waiting (WaitForOrphans)
   bool processing_ = false;
   bool closed_ = false;
   bool tls_ = false;            // STARTTLS answered: records flow inside TLS

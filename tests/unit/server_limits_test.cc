@@ -289,6 +289,50 @@ TEST_F(ServerLimitsTest, HeldCallBytesAreBoundedOverAllConnections) {
   EXPECT_LT(bytes, 2 * big.size());
 }
 
+// A connection waiting for the bound that is woken while still over it
+// (another client's orphaned call answered) waits again, and is read once
+// other connections' calls go and the held bytes pass under the bound.
+TEST_F(ServerLimitsTest, AConnectionWokenWhileStillOverTheBoundWaitsAgain) {
+  ServerOptions so;
+  so.max_held_call_bytes = 250000;
+  StartServer(so);
+  const std::string big(100000, 'x');
+  auto held_of = [&](uint32_t lo, uint32_t hi) {
+    size_t n = 0;
+    loop_.RunSync([&] {
+      for (auto& call : handler_.held) n += call->xid() >= lo && call->xid() <= hi;
+    });
+    return n;
+  };
+  BlockingClient b(port_);
+  for (uint32_t xid = 10; xid <= 11; ++xid) b.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, big));
+  for (int i = 0; i < 500 && Held() < 2; ++i) usleep(10000);
+  BlockingClient a(port_);
+  for (uint32_t xid = 1; xid <= 8; ++xid) a.SendRecord(MakeCall(xid, kNfsProgram, 3, 1, big));
+  for (int i = 0; i < 500 && Held() < 3; ++i) usleep(10000);
+  usleep(100000);
+  ASSERT_EQ(held_of(1, 8), 1u) << "one call of a, then over the bound";
+  {
+    BlockingClient c(port_);  // no call in flight: read, then gone
+    c.SendRecord(MakeCall(30, kNfsProgram, 3, 1, big));
+    for (int i = 0; i < 500 && held_of(30, 30) == 0; ++i) usleep(10000);
+    ASSERT_EQ(held_of(30, 30), 1u);
+  }
+  usleep(100000);  // c's close seen: its call is orphaned
+  loop_.RunSync([&] {
+    for (auto& call : handler_.held) {
+      if (call->xid() == 30) call->ReplySuccess("");  // wakes a, still over the bound
+    }
+  });
+  usleep(100000);
+  EXPECT_EQ(held_of(1, 8), 1u);
+  loop_.RunSync([&] {  // b's and c's calls go: under the bound
+    std::erase_if(handler_.held, [](const auto& call) { return call->xid() >= 10; });
+  });
+  for (int i = 0; i < 500 && held_of(1, 8) < 2; ++i) usleep(10000);
+  EXPECT_GE(held_of(1, 8), 2u) << "the connection woken while over the bound was never read again";
+}
+
 // The room kept for the replies of the calls held counts: calls whose
 // replies would pass max_held_call_bytes are not read (a burst of small
 // READs of 1 MiB each must not be let in by their small records).
