@@ -443,7 +443,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
         // at the server since; this credential's entry evicted or never
         // made): not an answer for the object as it is.
         const std::optional<NfsTime> newest = attrs_.NewestCtime(Bytes(a->object));
-        if (newest && NfsTime{f.ctime.seconds, f.ctime.nseconds} < *newest) return;
+        if (newest && NfsTime::From(f.ctime) < *newest) return;
         access_.Put(Bytes(a->object), cred, a->access, r->ACCESS3res_u.resok.access, f,
                     LifetimeOf(Bytes(a->object), l, f.type));
       }

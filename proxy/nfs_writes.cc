@@ -227,18 +227,11 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
                           forward);
       return true;
     }
-    case NFSPROC3_READ:
-    case NFSPROC3_GETATTR:
-    case NFSPROC3_ACCESS:  // its post-op attributes
-    case NFSPROC3_FSINFO:  // the same
-    case NFSPROC3_PATHCONF:
-    case NFSPROC3_LINK:    // the file's post-op attributes
     case NFSPROC3_SETATTR: {
-      std::vector<const nfs_fh3*> fhs;
-      p.arg_handles(args->get(), &fhs);
-      // SETATTR waits until the data is stable upstream: a size change or a
+      // It waits until the data is stable upstream: a size change or a
       // time set must not be undone by data sent after it.
-      return write_path_->Hold(HandleBytes(*fhs[0]), p.proc == NFSPROC3_SETATTR, again, before);
+      const auto* a = static_cast<const SETATTR3args*>(args->get());
+      return write_path_->Hold(HandleBytes(a->object), /*stable=*/true, again, before);
     }
     default:
       return HoldNamed(p, args, again, before);
@@ -247,10 +240,12 @@ bool NfsService::ServeWrites(const NfsProc& p, const std::shared_ptr<IncomingCal
 
 bool NfsService::HoldNamed(const NfsProc& p, const std::shared_ptr<XdrBox>& args,
                            const std::function<void()>& again, uint64_t before) {
-  // Any other call naming a file the proxy holds writes of carries that
-  // file's attributes in its reply (FSSTAT's, or a directory operation's
-  // on it refused NOTDIR, with its wcc data): it waits for them to be
-  // upstream too (DESIGN rule 4). For any other handle, nothing to wait for.
+  // A call naming a file the proxy holds writes of shows that file: READ
+  // its data, and every reply its attributes (GETATTR's, ACCESS's, FSINFO's
+  // and PATHCONF's post-op ones, LINK's of the file, FSSTAT's, or a
+  // directory operation's on it refused NOTDIR, with its wcc data): it
+  // waits for them to be upstream (DESIGN rule 4). For any other handle,
+  // nothing to wait for.
   if (!p.arg_handles) return false;
   std::vector<const nfs_fh3*> fhs;
   p.arg_handles(args->get(), &fhs);
