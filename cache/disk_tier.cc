@@ -10,31 +10,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "cache/cache_key.h"
+#include "cache/shard_pool.h"
 #include "cache/store_guard.h"
 #include "rpc/log.h"
-
-// Clang thread-safety annotations (STYLE habit 7); nothing under other compilers.
-#if defined(__clang__)
-#define NFSEDGE_TSA(x) __attribute__((x))
-#else
-#define NFSEDGE_TSA(x)
-#endif
-#define NFSEDGE_CAPABILITY(x) NFSEDGE_TSA(capability(x))
-#define NFSEDGE_SCOPED_CAPABILITY NFSEDGE_TSA(scoped_lockable)
-#define NFSEDGE_GUARDED_BY(x) NFSEDGE_TSA(guarded_by(x))
-#define NFSEDGE_ACQUIRE(...) NFSEDGE_TSA(acquire_capability(__VA_ARGS__))
-#define NFSEDGE_RELEASE(...) NFSEDGE_TSA(release_capability(__VA_ARGS__))
 
 namespace nfsedge {
 namespace {
@@ -186,28 +173,6 @@ rocksdb::Options StoreOptions(rocksdb::Env* env) {
   return o;
 }
 
-// ---- An annotated mutex for the pool ----
-
-class NFSEDGE_CAPABILITY("mutex") Mutex {
- public:
-  void lock() NFSEDGE_ACQUIRE() { mu_.lock(); }
-  void unlock() NFSEDGE_RELEASE() { mu_.unlock(); }
-
- private:
-  std::mutex mu_;
-};
-
-class NFSEDGE_SCOPED_CAPABILITY MutexLock {
- public:
-  explicit MutexLock(Mutex* mu) NFSEDGE_ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
-  ~MutexLock() NFSEDGE_RELEASE() { mu_->unlock(); }
-  MutexLock(const MutexLock&) = delete;
-  MutexLock& operator=(const MutexLock&) = delete;
-
- private:
-  Mutex* const mu_;
-};
-
 }  // namespace
 
 // ---- The store: what the pool threads do (rocksdb::DB is thread-safe) ----
@@ -233,6 +198,8 @@ class DiskTier::Store {
   bool Write(const std::string& key, const Block& b, uint64_t seq);
   bool Delete(const std::string& key);
   bool DeleteFile(std::string_view handle);
+  // Times the store was opened again (any thread).
+  uint64_t reopened() const { return reopened_.load(std::memory_order_relaxed); }
 
   // A marker left in the directory when a deletion failed: the store may
   // hold blocks the index no longer counts (over disk_bytes) and that a
@@ -242,15 +209,32 @@ class DiskTier::Store {
   static constexpr const char* kRebuildMarker = "NFSEDGE-REBUILD";
 
  private:
-  Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir,
-        rocksdb::Env* env);
+  Store(std::unique_ptr<rocksdb::DB> db, const DiskTierOptions& o);
   // A deletion failed (any thread): the marker, and the rebuild at close.
   void Untrusted();
+  // Writes the batch; returns true iff the store took it. After a failed
+  // write RocksDB refuses every later one (a failed log write is not
+  // cleared by Resume(); a failed flush stops the store too): the store is
+  // marked broken, and the next write resumes it or else closes it and
+  // opens it again (never made anew; read-only for reads while that fails),
+  // at most once per reopen_delay. Blocks written without the log since the
+  // last flush are lost by a close: their reads are misses.
+  bool Apply(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch);
+  // Returns true iff the store is usable for a write: not broken, or opened
+  // again now.
+  bool Reopen();
   // Each returns why the store cannot be used as is, or "" iff it can.
   static std::string CheckMeta(rocksdb::DB* db, uint32_t block_size);
   static std::string ScanIndex(rocksdb::DB* db, uint32_t block_size, std::vector<Record>* records);
 
-  std::unique_ptr<rocksdb::DB> db_;
+  // Shared by reads and writes; held alone to close and open the store.
+  SharedMutex mu_;
+  std::unique_ptr<rocksdb::DB> db_ NFSEDGE_GUARDED_BY(mu_);  // null: an opening failed
+  bool broken_ NFSEDGE_GUARDED_BY(mu_) = false;  // a write failed: open it again first
+  bool read_only_ NFSEDGE_GUARDED_BY(mu_) = false;  // db_ opened read-only (broken_ too)
+  std::chrono::steady_clock::time_point retry_at_ NFSEDGE_GUARDED_BY(mu_);
+  const std::chrono::milliseconds reopen_delay_;
+  std::atomic<uint64_t> reopened_{0};
   const uint32_t block_size_;
   const std::string dir_;
   rocksdb::Env* const env_;
@@ -269,9 +253,12 @@ class DiskTier::Store {
   rocksdb::ReadOptions read_;
 };
 
-DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std::string dir,
-                       rocksdb::Env* env)
-    : db_(std::move(db)), block_size_(block_size), dir_(std::move(dir)), env_(env) {
+DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, const DiskTierOptions& o)
+    : db_(std::move(db)),
+      reopen_delay_(o.reopen_delay),
+      block_size_(o.block_size),
+      dir_(o.dir),
+      env_(o.env) {
   write_.disableWAL = true;  // a cache: a crash may lose the latest writes
   delete_.disableWAL = false;
   drop_.disableWAL = false;
@@ -280,13 +267,16 @@ DiskTier::Store::Store(std::unique_ptr<rocksdb::DB> db, uint32_t block_size, std
 }
 
 DiskTier::Store::~Store() {
-  rocksdb::Status s = db_->Flush(rocksdb::FlushOptions());
-  if (s.ok()) s = db_->Close();
-  if (!s.ok()) NFSEDGE_LOG(kWarn) << "disk tier: closing the store: " << s.ToString();
+  WriterLock l(&mu_);
+  if (db_ && !broken_) {
+    rocksdb::Status s = db_->Flush(rocksdb::FlushOptions());
+    if (s.ok()) s = db_->Close();
+    if (!s.ok()) NFSEDGE_LOG(kWarn) << "disk tier: closing the store: " << s.ToString();
+  }
   if (!untrusted_.load()) return;
   db_.reset();
   // Deleting files works on a full disk, where the failed deletions did not.
-  s = rocksdb::DestroyDB(dir_, StoreOptions(env_));
+  const rocksdb::Status s = rocksdb::DestroyDB(dir_, StoreOptions(env_));
   std::error_code ec;
   if (s.ok()) std::filesystem::remove(std::filesystem::path(dir_) / kRebuildMarker, ec);
   NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": emptied at close after a failed deletion"
@@ -408,13 +398,18 @@ StatusOr<std::unique_ptr<DiskTier::Store>> DiskTier::Store::Open(const DiskTierO
     s = db->Put(durable, kMetaKey, EncodeMeta(o.block_size));
     if (!s.ok()) return IoError("cannot write the metadata in " + o.dir + ": " + s.ToString());
   }
-  return std::unique_ptr<Store>(new Store(std::move(db), o.block_size, o.dir, o.env));
+  return std::unique_ptr<Store>(new Store(std::move(db), o));
 }
 
 DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeId& version,
                                            uint64_t touch_seq, std::optional<Block>* out) {
   std::string value;
-  rocksdb::Status s = db_->Get(read_, key, &value);
+  rocksdb::Status s;
+  {
+    ReaderLock l(&mu_);
+    if (!db_) return ReadResult::kError;
+    s = db_->Get(read_, key, &value);
+  }
   if (s.IsNotFound()) return ReadResult::kAbsent;
   if (!s.ok() && !s.IsCorruption()) return ReadResult::kError;
   Block b;
@@ -427,10 +422,79 @@ DiskTier::ReadResult DiskTier::Store::Read(const std::string& key, const ChangeI
     return ReadResult::kStale;
   }
   // The new LRU stamp, for the order after a restart; losing it is harmless.
-  db_->Put(write_, IndexKey(key), EncodeRecord(touch_seq, value.size(), b.version))
-      .PermitUncheckedError();
+  {
+    ReaderLock l(&mu_);
+    if (db_ && !broken_) {
+      db_->Put(write_, IndexKey(key), EncodeRecord(touch_seq, value.size(), b.version))
+          .PermitUncheckedError();
+    }
+  }
   *out = std::move(b);
   return ReadResult::kHit;
+}
+
+bool DiskTier::Store::Reopen() {
+  WriterLock l(&mu_);
+  if (!broken_) return true;  // another thread did
+  const auto now = std::chrono::steady_clock::now();
+  if (now < retry_at_) return false;
+  retry_at_ = now + reopen_delay_;
+  if (db_ && !read_only_ && db_->Resume().ok()) {  // a failed flush, the disk better now
+    broken_ = false;
+    reopened_.fetch_add(1, std::memory_order_relaxed);
+    NFSEDGE_LOG(kInfo) << "disk tier: " << dir_ << ": writing again after a failed write";
+    return true;
+  }
+  if (db_) {
+    db_->Close().PermitUncheckedError();  // refused writes are why it closes
+    db_.reset();
+  }
+  rocksdb::Options o = StoreOptions(env_);
+  o.create_if_missing = false;
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status s = rocksdb::DB::Open(o, dir_, &raw);
+  if (!s.ok()) {
+    // Reads go on from a read-only opening (a full disk cannot take the
+    // new log and manifest); writes wait for the next try.
+    raw = nullptr;
+    const bool ro = rocksdb::DB::OpenForReadOnly(o, dir_, &raw).ok();
+    db_.reset(ro ? raw : nullptr);
+    read_only_ = ro;
+    NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": cannot open the store again ("
+                       << s.ToString() << "); "
+                       << (ro ? "reads go on, read-only," : "reads miss") << " until it opens";
+    return false;
+  }
+  db_.reset(raw);
+  read_only_ = false;
+  broken_ = false;
+  reopened_.fetch_add(1, std::memory_order_relaxed);
+  NFSEDGE_LOG(kInfo) << "disk tier: " << dir_ << ": opened again after a failed write";
+  return true;
+}
+
+bool DiskTier::Store::Apply(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
+  rocksdb::Status s;
+  for (;;) {
+    {
+      ReaderLock l(&mu_);
+      if (!broken_) {
+        if (!db_) return false;
+        s = db_->Write(wo, batch);
+        if (s.ok()) return true;
+        break;
+      }
+    }
+    if (!Reopen()) return false;
+  }
+  WriterLock l(&mu_);
+  if (!broken_) {
+    // A full or failing disk: reads go on from memory and the upstream.
+    NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": a write failed (" << s.ToString()
+                       << "); the store is opened again for the next";
+  }
+  broken_ = true;
+  return false;
 }
 
 bool DiskTier::Store::Write(const std::string& key, const Block& b, uint64_t seq) {
@@ -438,20 +502,14 @@ bool DiskTier::Store::Write(const std::string& key, const Block& b, uint64_t seq
   rocksdb::WriteBatch batch;
   batch.Put(key, value);
   batch.Put(IndexKey(key), EncodeRecord(seq, value.size(), b.version));
-  const rocksdb::Status s = db_->Write(write_, &batch);
-  if (!s.ok()) {
-    // A full or failing disk: reads go on from memory and the upstream.
-    NFSEDGE_LOG(kWarn) << "disk tier: cannot write a block (" << s.ToString()
-                       << "); the block is not kept on disk";
-  }
-  return s.ok();
+  return Apply(write_, &batch);
 }
 
 bool DiskTier::Store::Delete(const std::string& key) {
   rocksdb::WriteBatch batch;
   batch.Delete(key);
   batch.Delete(IndexKey(key));
-  if (db_->Write(delete_, &batch).ok()) return true;
+  if (Apply(delete_, &batch)) return true;
   Untrusted();
   return false;
 }
@@ -463,66 +521,10 @@ bool DiskTier::Store::DeleteFile(std::string_view handle) {
   rocksdb::WriteBatch batch;
   batch.DeleteRange(begin, end);
   batch.DeleteRange(IndexKey(begin), IndexKey(end));
-  if (db_->Write(drop_, &batch).ok()) return true;
+  if (Apply(drop_, &batch)) return true;
   Untrusted();
   return false;
 }
-
-// ---- The pool: one thread and one FIFO queue per shard ----
-
-class DiskTier::Pool {
- public:
-  explicit Pool(int threads) {
-    for (int i = 0; i < threads; i++) workers_.push_back(std::make_unique<Worker>());
-    for (auto& w : workers_) w->thread = std::thread([w = w.get()] { Run(w); });
-  }
-
-  // Runs what is queued, then stops the threads.
-  ~Pool() {
-    for (auto& w : workers_) {
-      {
-        MutexLock l(&w->mu);
-        w->stop = true;
-      }
-      w->cv.notify_all();
-    }
-    for (auto& w : workers_) w->thread.join();
-  }
-
-  void Submit(size_t shard, std::function<void()> work) {
-    Worker& w = *workers_[shard % workers_.size()];
-    {
-      MutexLock l(&w.mu);
-      w.queue.push_back(std::move(work));
-    }
-    w.cv.notify_one();
-  }
-
- private:
-  struct Worker {
-    Mutex mu;
-    std::condition_variable_any cv;
-    std::deque<std::function<void()>> queue NFSEDGE_GUARDED_BY(mu);
-    bool stop NFSEDGE_GUARDED_BY(mu) = false;
-    std::thread thread;
-  };
-
-  static void Run(Worker* w) {
-    for (;;) {
-      std::function<void()> work;
-      {
-        MutexLock l(&w->mu);
-        while (w->queue.empty() && !w->stop) w->cv.wait(w->mu);
-        if (w->queue.empty()) return;  // stopping, and drained
-        work = std::move(w->queue.front());
-        w->queue.pop_front();
-      }
-      work();
-    }
-  }
-
-  std::vector<std::unique_ptr<Worker>> workers_;  // constant after construction
-};
 
 // ---- DiskTier: the index, on the loop thread ----
 
@@ -559,7 +561,7 @@ DiskTier::DiskTier(const DiskTierOptions& options, PostFunction post, std::uniqu
     : options_(options),
       post_(std::move(post)),
       store_(std::move(store)),
-      pool_(std::make_unique<Pool>(options.threads)),
+      pool_(std::make_unique<ShardPool>(options.threads)),
       max_bytes_(options.max_bytes),
       self_(std::make_shared<DiskTier*>(this)) {}
 
@@ -571,6 +573,12 @@ DiskTier::~DiskTier() {
 
 void DiskTier::Submit(std::string_view handle, std::function<void()> work) {
   pool_->Submit(std::hash<std::string_view>{}(handle), std::move(work));
+}
+
+DiskTierStats DiskTier::stats() const {
+  DiskTierStats s = stats_;
+  s.reopened = store_->reopened();
+  return s;
 }
 
 void DiskTier::UpdateGauges() {

@@ -32,7 +32,9 @@
 // once it ran, and DropFile's are synced, so neither does a crash of the
 // machine; a torn or altered value fails its checksum and is
 // a miss. A directory holding anything but a store of this format and
-// block size is rebuilt empty, never trusted.
+// block size is rebuilt empty, never trusted. After a failed write (a full
+// or failing disk) the store is resumed or opened again by a later write,
+// so the tier recovers with the disk, without a restart.
 //
 // Thread-safety: every method, including the destructor, runs on the
 // owner's event loop thread. The pool threads touch only the store.
@@ -40,6 +42,7 @@
 #define NFSEDGE_CACHE_DISK_TIER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,6 +63,8 @@ class Env;
 
 namespace nfsedge {
 
+class ShardPool;
+
 struct DiskTierOptions {
   std::string dir;  // dedicated to the store
   uint64_t max_bytes = 4ull << 30;
@@ -68,6 +73,10 @@ struct DiskTierOptions {
   size_t max_queued = 256;          // puts waiting for the pool
   uint64_t max_queued_bytes = 32ull << 20;  // ... and their blocks' bytes (one always may)
   rocksdb::Env* env = nullptr;  // RocksDB's environment (tests); null: the default
+  // After a failed write RocksDB refuses every later one: the next write
+  // resumes the store or closes and opens it again, at most once per this
+  // delay (docs/cache-format.md).
+  std::chrono::milliseconds reopen_delay{1000};
 };
 
 struct DiskTierStats {
@@ -81,6 +90,7 @@ struct DiskTierStats {
   uint64_t dropped_puts = 0;  // puts dropped because max_queued (or max_queued_bytes) waited
   uint64_t evictions = 0;
   uint64_t errors = 0;   // RocksDB reads or writes that failed
+  uint64_t reopened = 0;  // times the store took writes again after a failed one
   uint64_t rebuilt = 0;  // 1 iff Open() found the directory unusable and rebuilt it
   uint64_t bytes = 0;    // current, as the index counts them
   uint64_t entries = 0;  // current number of blocks
@@ -145,11 +155,10 @@ class DiskTier {
   void SetMaxBytes(uint64_t max_bytes);
 
   uint32_t block_size() const { return options_.block_size; }
-  const DiskTierStats& stats() const { return stats_; }
+  DiskTierStats stats() const;
 
  private:
   class Store;  // the RocksDB database and the work the pool does on it
-  class Pool;   // the threads, one FIFO queue each
   struct Entry {
     ChangeId version;
     uint64_t put_id;  // tells a later Put() of the same block apart
@@ -181,7 +190,7 @@ class DiskTier {
   const DiskTierOptions options_;
   const PostFunction post_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<Pool> pool_;
+  std::unique_ptr<ShardPool> pool_;  // its threads, one FIFO queue each
   std::atomic<size_t> queued_puts_{0};    // puts queued and not yet started
   std::atomic<uint64_t> queued_bytes_{0};  // ... their blocks' bytes
 

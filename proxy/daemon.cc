@@ -202,7 +202,7 @@ void Daemon::LogDataStats() {
        << " stale=" << b.stale << " evictions=" << b.evictions
        << " readahead_used=" << b.readahead_used << " readahead_wasted=" << b.readahead_wasted;
   if (disk_) {
-    const DiskTierStats& d = disk_->stats();
+    const DiskTierStats d = disk_->stats();
     line << "; disk_reads=" << r.disk_reads << " disk_hits=" << r.disk_hits << " bytes=" << d.bytes
          << " entries=" << d.entries << " puts=" << d.puts << " dropped_puts=" << d.dropped_puts
          << " evictions=" << d.evictions << " errors=" << d.errors;

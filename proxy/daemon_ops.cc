@@ -250,7 +250,7 @@ void Daemon::AddCollectors() {
               "Bytes of read-ahead advised (before what was cached or in flight is taken off).",
               {}, static_cast<double>(ra.advised_bytes));
     if (disk_) {
-      const DiskTierStats& d = disk_->stats();
+      const DiskTierStats d = disk_->stats();
       CountEach(w, kLookups, kLookupsHelp, {{"cache", "data"}, {"tier", "disk"}}, "result",
                 {{"hit", r.disk_hits},
                  {"miss", r.disk_misses}});
@@ -261,8 +261,13 @@ void Daemon::AddCollectors() {
       w.Counter(kEvictions, kEvictionsHelp, {{"cache", "data"}, {"tier", "disk"}},
                 static_cast<double>(d.evictions));
       CountEach(w, "nfsedge_disk_tier_events_total",
-                "Disk tier: blocks written, writes dropped (queue full), I/O errors.", {}, "event",
-                {{"put", d.puts}, {"dropped_put", d.dropped_puts}, {"error", d.errors}});
+                "Disk tier: blocks written, writes dropped (queue full), I/O errors, the store "
+                "opened again after a failed write.",
+                {}, "event",
+                {{"put", d.puts},
+                 {"dropped_put", d.dropped_puts},
+                 {"error", d.errors},
+                 {"reopen", d.reopened}});
     }
     const std::optional<Duration> rtt = path_->min_rtt();
     if (rtt) {

@@ -468,6 +468,38 @@ TEST_F(DiskTierTest, AStoreMarkedAfterAFailedDeletionIsRebuilt) {
   EXPECT_TRUE(tier_->MayContain("fh", 1));
 }
 
+// After a failed write RocksDB refuses every later one. The tier opens the
+// store again at the next write (here while the disk still fails, then
+// once it works), and keeps blocks again without a restart.
+TEST_F(DiskTierTest, AStoreThatRefusedAWriteIsOpenedAgainByTheNextWrite) {
+  auto fs = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  DiskTierOptions o = Options();
+  o.env = env.get();
+  o.threads = 1;  // the work below in call order
+  o.reopen_delay = std::chrono::milliseconds(0);
+  Open(o);
+  tier_->Put("a", 0, Full(kV1, 'a'));
+  ASSERT_TRUE(Get("a", 0, kV1));
+  fs->failing = true;
+  tier_->DropFile("a");  // its log write fails
+  fs->failing_open = true;
+  tier_->Put("b", 0, Full(kV1, 'b'));  // cannot open the store again yet
+  EXPECT_FALSE(Get("b", 0, kV1));
+  EXPECT_GT(fs->refused_opens.load(), 0);
+  EXPECT_EQ(tier_->stats().reopened, 0u);
+  EXPECT_GT(tier_->stats().errors, 0u);
+  fs->failing_open = false;
+  fs->failing = false;
+  tier_->Put("c", 0, Full(kV1, 'c'));
+  std::optional<Block> c = Get("c", 0, kV1);
+  ASSERT_TRUE(c) << "the store refuses writes until a restart";
+  EXPECT_EQ(c->data, std::string(kBlockSize, 'c'));
+  EXPECT_EQ(tier_->stats().reopened, 1u);
+  EXPECT_FALSE(Get("a", 0, kV1)) << "the dropped file came back";
+  Close();  // before `env` goes
+}
+
 TEST_F(DiskTierTest, AlteredValueIsAMissAndIsDeleted) {
   Open();
   tier_->Put("fh", 0, Full(kV1, 'a'));

@@ -96,7 +96,7 @@ TEST_F(FaultTest, ProxyKilledDuringWritesClientsResendAndTheDiskCacheReopens) {
   EXPECT_EQ(Counter(log, "stats data ", "errors"), 0);
 }
 
-TEST_F(FaultTest, FullDiskTierKeepsReadsCorrectAndCountsErrors) {
+TEST_F(FaultTest, FullDiskTierKeepsReadsCorrectAndRecoversWhenTheDiskHasRoom) {
   char small[] = "/tmp/nfsedge-full-XXXXXX";
   ASSERT_NE(mkdtemp(small), nullptr);
   ASSERT_EQ(mount("tmpfs", small, "tmpfs", 0, "size=4m"), 0) << std::strerror(errno);
@@ -120,7 +120,7 @@ TEST_F(FaultTest, FullDiskTierKeepsReadsCorrectAndCountsErrors) {
   ASSERT_TRUE(m.ok());
   OpenAndRead(*c, m.fh, "big", big);
   // Keep reading (correctly) until the failed flush shows in the log.
-  const std::string line = "disk tier: cannot write a block";
+  const std::string line = std::string("disk tier: ") + small + "/cache: a write failed";
   bool logged = false;
   for (int round = 0; round < 30 && !logged && !HasFailure(); ++round) {
     OpenAndRead(*c, m.fh, round % 2 ? "other" : "big", round % 2 ? other : big);
@@ -131,6 +131,25 @@ TEST_F(FaultTest, FullDiskTierKeepsReadsCorrectAndCountsErrors) {
   const std::string log = WaitForCounter("stats data ", "errors", 1);
   std::printf("proxy: %s\n", LastLine(log, "stats data ").c_str());
   EXPECT_GT(Counter(log, "stats data ", "errors"), 0) << "the failed writes are counted";
+  // The disk gets room: the tier takes writes again without a restart (a
+  // store RocksDB stopped would refuse them for good). A file first read
+  // now is served from disk once the memory tier has let it go.
+  ASSERT_EQ(mount(nullptr, small, nullptr, MS_REMOUNT, "size=256m"), 0) << std::strerror(errno);
+  const std::string late = Content(5, 4 << 20);
+  ASSERT_TRUE(WriteFile(Disk() + "/late", late).ok());
+  for (int round = 0; round < 3 && !HasFailure(); ++round) {
+    OpenAndRead(*c, m.fh, "other", other);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a pending reopen
+  }
+  OpenAndRead(*c, m.fh, "late", late);
+  OpenAndRead(*c, m.fh, "big", big);  // late's blocks leave memory
+  const int64_t hits = Counter(WaitForCounter("stats data ", "disk_hits", 0), "stats data ",
+                               "disk_hits");
+  OpenAndRead(*c, m.fh, "late", late);
+  const std::string after = WaitForCounter("stats data ", "disk_hits", hits + 1);
+  std::printf("proxy: %s\n", LastLine(after, "stats data ").c_str());
+  EXPECT_GT(Counter(after, "stats data ", "disk_hits"), hits)
+      << "blocks kept after the disk got room are not served";
   ASSERT_TRUE(proxy_->IsRunning());
   ExitStatus e = proxy_->Stop();
   EXPECT_TRUE(e.success()) << e.ToString();
