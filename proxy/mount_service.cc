@@ -298,6 +298,9 @@ void MountService::Descend(const std::shared_ptr<Walk>& w, const std::string& fh
     ReplyMountError(*w->call, MNT3ERR_NOTDIR);
     return;
   }
+  // A directory of the export on the way down: its ".." (the directory
+  // before it) is the export's too (NfsService::RefuseWayOut).
+  handles_.Add(fh, w->export_id);
   w->fh = fh;
   w->next++;
   WalkNext(w);

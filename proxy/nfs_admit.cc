@@ -1,10 +1,13 @@
 // NfsService::Admit: which export's rules a call is under, and whether the
 // handles it carries let it through at all (docs/security.md).
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "proxy/nfs_service.h"
 #include "rpc/log.h"
+#include "rpc/xdr_codec.h"
 
 namespace nfsedge {
 
@@ -57,6 +60,36 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
     }
   }
   return ExportRules(p, call, **exp);
+}
+
+// Every directory of an export below its root was handed out for it on the
+// way down (LOOKUP, READDIRPLUS, the MNT walk), so the parent of one is
+// known as the export's too, unless the directory was moved out of the
+// export's tree since: its ".." is then outside, and would lead on from
+// there to the whole upstream file system (rule 3's check at the root
+// does not see it). A parent the registry forgot (server.max_handles) is
+// refused the same way; the client looks its path up again.
+bool NfsService::RefuseWayOut(const NfsProc& p, const void* args, RpcReply* reply,
+                              const Export& exp) {
+  if (p.proc != NFSPROC3_LOOKUP) return false;
+  const char* name = static_cast<const LOOKUP3args*>(args)->what.name;
+  if (name == nullptr || std::string_view(name) != "..") return false;
+  const std::string_view results = reply->results();
+  if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return false;
+  XdrValue<LOOKUP3res> res(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3res));
+  if (res.Decode(results)) {
+    std::optional<ExportSet> set = handles_.Peek(HandleBytes(res->LOOKUP3res_u.resok.object));
+    if (set && set->Has(exp.id())) return false;
+  }
+  NFSEDGE_LOG(kWarn) << "NFS3 LOOKUP \"..\" answered with a directory not known as export "
+                     << exp.config().path << "'s (moved out of it?): refused";
+  // LOOKUP3resfail: the status, no directory attributes.
+  std::string record = reply->record.substr(0, reply->header.results_offset);
+  XdrWriter w(&record);
+  w.WriteU32(NFS3ERR_ACCES);
+  w.WriteU32(0);
+  reply->record = std::move(record);
+  return true;
 }
 
 nfsstat3 NfsService::ExportRules(const NfsProc& p, const IncomingCall& call, const Export& exp) {

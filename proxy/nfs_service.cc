@@ -549,6 +549,7 @@ void NfsService::NoteDataChange(const NfsProc& p, const void* args) {
 void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
                             const Export& exp, const OpaqueAuth& cred,
                             const std::optional<ChangeId>& read_version) {
+  if (RefuseWayOut(p, args, reply, exp)) return;
   // ACCESS results and symlink targets are kept per credential: none for a
   // credential never answered from cache, whose key may be another's
   // (duplicate groups). What else the reply tells is learned all the same.

@@ -204,6 +204,11 @@ class NfsService : public RpcProgram {
   // (READ count, READDIR count, READDIRPLUS dircount/maxcount) and were
   // lowered to it: the server may always return less than asked.
   bool ClampTransfer(const NfsProc& p, void* args) const;
+  // Returns true iff `reply` answers a LOOKUP ".." with a directory not
+  // handed out for `exp` (a directory moved out of the export, its parent
+  // outside): the reply is then rewritten as NFS3ERR_ACCES, registers
+  // nothing and teaches nothing.
+  bool RefuseWayOut(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp);
   // Registers handles in a successful reply, clamps FSINFO, and removes the
   // write bits from ACCESS on a read-only export; may rewrite reply->record.
   void PostProcess(const NfsProc& p, const Export& exp, RpcReply* reply);

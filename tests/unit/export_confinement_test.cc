@@ -263,5 +263,42 @@ TEST_F(ExportConfinementTest, MountBelowTheExportAsksTheTypeALookupDidNotTell) {
   EXPECT_EQ(fh, kSub);
 }
 
+// A directory handed out for the export and then moved out of its tree (at
+// the head office, or through an enclosing export) keeps its handle: its
+// ".." is then outside the export, and each ".." after it would lead on to
+// the whole upstream file system. Such a parent is not the export's.
+TEST_F(ExportConfinementTest, DotDotOfADirectoryMovedOutOfTheExportIsRefused) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  lookups_[{kSub, ".."}] = {kParent, DirAttr(9)};  // /srv/data/sub is now /srv/sub
+  BlockingClient c(port_);
+  ASSERT_EQ(Mount(c, 1, "/data").first, static_cast<uint32_t>(MNT3_OK));
+  ASSERT_EQ(Lookup(c, 2, kRoot, "sub").second, kSub);
+  auto [st, fh] = Lookup(c, 3, kSub, "..");
+  EXPECT_EQ(st, static_cast<uint32_t>(NFS3ERR_ACCES))
+      << "LOOKUP \"..\" of the moved directory answered with handle " << fh;
+  EXPECT_NE(Getattr(c, 4, kParent), static_cast<uint32_t>(NFS3_OK))
+      << "the directory outside the export is usable through it";
+  EXPECT_EQ(Getattr(c, 5, kSub), static_cast<uint32_t>(NFS3_OK));
+}
+
+// A client that mounted a directory below the export may look up its
+// mount point's "..": the MNT walk went through it, inside the export.
+TEST_F(ExportConfinementTest, DotDotOfAMountPointBelowTheExportIsTheExports) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  lookups_[{kSub, "deep"}] = {"DEEP-DIR-IN-SUB-01", DirAttr(3)};
+  lookups_[{"DEEP-DIR-IN-SUB-01", ".."}] = {kSub, DirAttr(2)};
+  BlockingClient c(port_);
+  auto [mst, deep] = Mount(c, 1, "/data/sub/deep");
+  ASSERT_EQ(mst, static_cast<uint32_t>(MNT3_OK));
+  auto [st, fh] = Lookup(c, 2, deep, "..");
+  EXPECT_EQ(st, static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(fh, kSub);
+  EXPECT_EQ(Getattr(c, 3, kSub), static_cast<uint32_t>(NFS3_OK));
+}
+
 }  // namespace
 }  // namespace nfsedge
