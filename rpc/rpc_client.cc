@@ -585,7 +585,7 @@ void RpcClient::WriteCall(int i, uint32_t xid, Pending& p) {
   p.sent_at = {};
   if (pacing_rate_ <= 0 && paced_.empty()) {
     bufferevent_write(conns_[i].bev.get(), p.record.data(), p.record.size());
-    p.sent_at = SteadyClock::now();
+    p.Sent(SteadyClock::now(), options_.timeout);
     return;
   }
   paced_.push_back(PacedWrite{i, xid, p.record});
@@ -626,7 +626,7 @@ void RpcClient::PaceOut() {
     w.written += n;
     if (w.written < w.bytes.size()) continue;
     auto it = pending_.find(w.xid);
-    if (it != pending_.end() && it->second.conn == w.conn) it->second.sent_at = now;
+    if (it != pending_.end() && it->second.conn == w.conn) it->second.Sent(now, options_.timeout);
     paced_.pop_front();
   }
   if (!paced_.empty()) {

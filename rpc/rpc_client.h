@@ -193,6 +193,14 @@ class RpcClient : public RpcCaller {
     int conn = -1;  // connection it was sent on; -1 = waiting in queue_
     int losses = 0;  // connections lost while this call was on them
     SteadyClock::time_point sent_at{};  // last byte written; epoch while unsent
+    // Its last byte handed to the connection at `now`. One that may not run
+    // twice waits a whole `timeout` for its reply from then, however long
+    // it waited to go (its deadline only says when its connection is opened
+    // again to send it again).
+    void Sent(SteadyClock::time_point now, Duration timeout) {
+      sent_at = now;
+      if (!repeatable) deadline = std::max(deadline, now + timeout);
+    }
     int retransmits = 0;
     bool repeatable = true;  // ClientOptions::repeatable
     bool resent_after_timeout = true;  // ClientOptions::resent_after_timeout

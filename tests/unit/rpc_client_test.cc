@@ -415,6 +415,34 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
   EXPECT_NE(Wait(2).find("timeout"), std::string::npos);
 }
 
+// A call that may not run twice, kept in the queue most of its deadline
+// (calls in flight at the bound), waits a whole deadline for its reply
+// once sent: its connection is not opened again, and it not sent again, a
+// moment after it left.
+TEST_F(RpcClientTest, ACallNotSafeToRepeatWaitsADeadlineFromWhenItIsSent) {
+  StartServer();
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(1000);
+  o.max_in_flight = 1;
+  o.repeatable = [](uint32_t, uint32_t proc) { return proc != 12; };
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1);
+  WaitHeld(1);
+  Send("hold", 2, 12);  // queued behind the first
+  usleep(650000);
+  ReleaseAll();  // the first answered: the second leaves at about 700 ms
+  EXPECT_EQ(Wait(1), "released");
+  usleep(600000);  // past its deadline counted from the Call(), at 1000 ms
+  loop_.RunSync([&] {
+    ASSERT_EQ(handler_.seen_xids.size(), 2u) << "the call was sent again";
+    EXPECT_EQ(client_->stats().reconnects, 0u);
+    EXPECT_EQ(results_.count(2), 0u);
+  });
+  ReleaseUntilAnswered(2);
+  EXPECT_EQ(Wait(2), "released");
+}
+
 // Calls that may not run twice, sent at different times on one connection
 // to a server that holds them: the connection opened again at the first
 // one's deadline sends both again, and both deadlines start over then, so
