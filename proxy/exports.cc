@@ -1,6 +1,7 @@
 #include "proxy/exports.h"
 
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "rpc/auth_sys.h"
@@ -65,16 +66,20 @@ ExportTable::ExportTable(const std::vector<ExportConfig>& exports) {
   for (const auto& e : exports) exports_.emplace_back(id++, e);
 }
 
-const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool* port_refused) const {
+const Export* ExportTable::Choose(uint64_t ids, const SockAddr& peer, bool tls,
+                                  bool* port_refused) const {
   const Export* best = nullptr;
   *port_refused = false;
   for (const Export& e : exports_) {
     if (e.id() >= 64 || ((ids >> e.id()) & 1) == 0 || !e.AllowsClient(peer)) continue;
     // The deepest: the export whose upstream directory is nested deepest
     // (the handle lies in the trees of all its exports), whatever the paths
-    // clients mount it by; for the same upstream directory, the longer path.
-    const auto depth = [](const Export& x) {
-      return std::make_pair(x.config().upstream_path.size(), x.config().path.size());
+    // clients mount it by. For the same upstream directory, one whose
+    // `secure` and `tls` admit the caller (it could mount that one: its
+    // rules are no escalation), then the longer path.
+    const auto depth = [&](const Export& x) {
+      return std::make_tuple(x.config().upstream_path.size(),
+                             x.AllowsPort(peer) && x.AllowsTransport(tls), x.config().path.size());
     };
     if (!best || depth(e) > depth(*best)) best = &e;
   }

@@ -70,11 +70,13 @@ class ExportTable {
   const Export* FindByPath(const std::string& path, std::string* upstream_path,
                            const SockAddr* peer = nullptr) const;
   // Returns the export among `ids` (a bit set of export ids) that admits a
-  // client at `peer` (its networks and `secure`), the deepest one (longest
-  // path) if several do, as nested exports' rules apply inside them; nullptr
-  // iff none does. Sets *port_refused iff some export allowed the client's
-  // network but not its source port.
-  const Export* Choose(uint64_t ids, const SockAddr& peer, bool* port_refused) const;
+  // client at `peer` (its networks and `secure`), the deepest one (upstream
+  // directory, then path) if several do, as nested exports' rules apply
+  // inside them; of exports of the same upstream directory, one whose
+  // `secure` and `tls` admit a caller at `peer` (over TLS iff `tls`) first.
+  // nullptr iff none does. Sets *port_refused iff the deepest allowed the
+  // client's network but not its source port.
+  const Export* Choose(uint64_t ids, const SockAddr& peer, bool tls, bool* port_refused) const;
   // REQUIRES: id came from an Export of this table.
   const Export& Get(uint32_t id) const { return exports_[id]; }
   const std::vector<Export>& all() const { return exports_; }

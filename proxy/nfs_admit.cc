@@ -41,7 +41,7 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
     return NFS3ERR_XDEV;
   }
   bool port_refused = false;
-  *exp = exports_.Choose(common, call.peer(), &port_refused);
+  *exp = exports_.Choose(common, call.peer(), call.tls(), &port_refused);
   if (!*exp) {
     if (port_refused) {
       NFSEDGE_LOG(kInfo) << "NFS3 " << p.name << " from " << call.peer().ToString()
@@ -56,7 +56,7 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
   // a server does.
   if (each.size() > 1) {
     for (uint64_t set : each) {
-      if (exports_.Choose(set, call.peer(), &port_refused) != *exp) return NFS3ERR_XDEV;
+      if (exports_.Choose(set, call.peer(), call.tls(), &port_refused) != *exp) return NFS3ERR_XDEV;
     }
   }
   return ExportRules(p, call, **exp);

@@ -89,25 +89,25 @@ TEST(ExportSecurity, ChooseTakesTheDeepestExportThatAdmitsTheClient) {
   bool port_refused = false;
   const uint64_t both = 0b011;
   // In both networks: the nested export's rules apply.
-  const Export* e = t.Choose(both, Addr("10.1.2.3", 40000), &port_refused);
+  const Export* e = t.Choose(both, Addr("10.1.2.3", 40000), false, &port_refused);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->config().path, "/data/proj");
   // Only in the outer network.
-  e = t.Choose(both, Addr("10.2.0.1", 40000), &port_refused);
+  e = t.Choose(both, Addr("10.2.0.1", 40000), false, &port_refused);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->config().path, "/data");
   // Only in the inner network, handle handed out for the outer only: refused.
   ExportConfig inner_only_net = MakeExport("/data", {"10.9.0.0/16"});
   ExportTable t2({inner_only_net, inner});
-  EXPECT_EQ(t2.Choose(0b01, Addr("10.1.2.3", 40000), &port_refused), nullptr);
+  EXPECT_EQ(t2.Choose(0b01, Addr("10.1.2.3", 40000), false, &port_refused), nullptr);
   EXPECT_FALSE(port_refused);
   // A handle of no export the client may use.
-  EXPECT_EQ(t.Choose(both, Addr("192.168.0.1", 40000), &port_refused), nullptr);
+  EXPECT_EQ(t.Choose(both, Addr("192.168.0.1", 40000), false, &port_refused), nullptr);
   EXPECT_FALSE(port_refused);
   // The secure export from an unprivileged port.
-  EXPECT_EQ(t.Choose(0b100, Addr("192.168.0.1", 40000), &port_refused), nullptr);
+  EXPECT_EQ(t.Choose(0b100, Addr("192.168.0.1", 40000), false, &port_refused), nullptr);
   EXPECT_TRUE(port_refused);
-  EXPECT_NE(t.Choose(0b100, Addr("192.168.0.1", 800), &port_refused), nullptr);
+  EXPECT_NE(t.Choose(0b100, Addr("192.168.0.1", 800), false, &port_refused), nullptr);
   EXPECT_FALSE(port_refused);
   // A secure nested export (root squashed inside it) is not left for the
   // export around it (root not squashed) by a caller from an unprivileged
@@ -117,12 +117,12 @@ TEST(ExportSecurity, ChooseTakesTheDeepestExportThatAdmitsTheClient) {
   ExportConfig secure_inner = MakeExport("/data/proj", {"10.0.0.0/8"});
   secure_inner.secure = true;
   ExportTable guarded({open_outer, secure_inner});
-  EXPECT_EQ(guarded.Choose(0b11, Addr("10.1.2.3", 40000), &port_refused), nullptr);
+  EXPECT_EQ(guarded.Choose(0b11, Addr("10.1.2.3", 40000), false, &port_refused), nullptr);
   EXPECT_TRUE(port_refused);
-  e = guarded.Choose(0b11, Addr("10.1.2.3", 800), &port_refused);
+  e = guarded.Choose(0b11, Addr("10.1.2.3", 800), false, &port_refused);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->config().path, "/data/proj");
-  e = guarded.Choose(0b01, Addr("10.1.2.3", 40000), &port_refused);
+  e = guarded.Choose(0b01, Addr("10.1.2.3", 40000), false, &port_refused);
   ASSERT_NE(e, nullptr) << "a handle of the outer export alone is the outer export's";
   EXPECT_EQ(e->config().path, "/data");
   // Nesting is the upstream's: an export of /srv/data/private mounted as
@@ -134,9 +134,42 @@ TEST(ExportSecurity, ChooseTakesTheDeepestExportThatAdmitsTheClient) {
   priv.upstream_path = "/srv/data/private";
   priv.read_only = true;
   ExportTable nested({data, priv});
-  e = nested.Choose(0b11, Addr("10.1.2.3", 40000), &port_refused);
+  e = nested.Choose(0b11, Addr("10.1.2.3", 40000), false, &port_refused);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->config().path, "/p") << "the outer export's rules applied inside the inner one";
+}
+
+// Two exports of one upstream directory, one `secure` (or `tls =
+// "required"`): a handle both handed out takes, for a caller the stricter
+// one refuses, the other's rules (it could mount that one), not a refusal
+// that depends on what other clients mounted.
+TEST(ExportSecurity, OfTwoExportsOfOneDirectoryTheOneThatAdmitsTheCallerApplies) {
+  ExportConfig plain = MakeExport("/data", {"10.0.0.0/8"});
+  plain.upstream_path = "/srv/data";
+  ExportConfig admin = MakeExport("/data-admin", {"10.0.0.0/8"});
+  admin.upstream_path = "/srv/data";
+  admin.secure = true;
+  ExportConfig sealed = MakeExport("/data-sealed", {"10.0.0.0/8"});
+  sealed.upstream_path = "/srv/data";
+  sealed.tls = ExportTls::kRequired;
+  ExportTable t({plain, admin, sealed});
+  bool port_refused = true;
+  const Export* e = t.Choose(0b011, Addr("10.1.2.3", 40000), false, &port_refused);
+  ASSERT_NE(e, nullptr) << "refused by the secure sibling's rules";
+  EXPECT_EQ(e->config().path, "/data");
+  EXPECT_FALSE(port_refused);
+  e = t.Choose(0b011, Addr("10.1.2.3", 800), false, &port_refused);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config().path, "/data-admin") << "both admit it: the longer path";
+  e = t.Choose(0b101, Addr("10.1.2.3", 40000), false, &port_refused);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config().path, "/data") << "plaintext given the TLS-only sibling's rules";
+  e = t.Choose(0b101, Addr("10.1.2.3", 40000), true, &port_refused);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->config().path, "/data-sealed");
+  // The secure one alone still refuses the unprivileged port.
+  EXPECT_EQ(t.Choose(0b010, Addr("10.1.2.3", 40000), false, &port_refused), nullptr);
+  EXPECT_TRUE(port_refused);
 }
 
 TEST(ExportSecurity, ConfigKeys) {
