@@ -54,6 +54,7 @@ struct MountService::Walk {
   OpaqueAuth cred;                      // mapped
   std::string fh;                       // where the walk is
   std::string full_args;                // MNT of the whole path, upstream
+  uint64_t rules = 0;                   // ExportTable::updates() when it began
 };
 
 MountService::MountService(const ExportTable& exports, HandleRegistry& handles,
@@ -190,7 +191,11 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
   Status s = upstream_.Call(
       kMountProgram, kMountVersion, kMnt, cred, args,
       [this, call, export_id, path, cred, below = std::move(below),
-       full_args = std::move(full_args)](StatusOr<RpcReply> r) {
+       full_args = std::move(full_args), rules = exports_.updates()](StatusOr<RpcReply> r) {
+        if (exports_.updates() != rules) {
+          Mnt(call);  // a reload meanwhile: under the rules in force now
+          return;
+        }
         if (!r.ok()) {
           NFSEDGE_LOG(kWarn) << "MNT " << path << ": upstream: " << r.status().ToString();
           if (!below.empty() || !MountKnownRoot(*call, export_id, path)) {
@@ -214,6 +219,7 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
               w->cred = cred;
               w->fh = root;
               w->full_args = full_args;
+              w->rules = rules;
               WalkNext(w);
               return;
             }
@@ -247,6 +253,12 @@ bool MountService::MountKnownRoot(IncomingCall& call, uint32_t export_id,
 }
 
 void MountService::WalkNext(const std::shared_ptr<Walk>& w) {
+  // A reload since the walk began (clients, `secure`, squashing): the mount
+  // starts over under the rules in force now, with the credential they map.
+  if (exports_.updates() != w->rules) {
+    Mnt(w->call);
+    return;
+  }
   if (w->next == w->components.size()) {
     MountDone(w);
     return;

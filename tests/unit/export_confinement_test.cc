@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,7 @@ class ExportConfinementTest : public ProgramsBed {
 
   // The upstream NFS server: LOOKUPs from lookups_, GETATTR of any handle.
   std::optional<std::string> NfsRespond(const FakeUpstream::Seen& s) {
+    if (s.proc == NFSPROC3_LOOKUP && during_lookup_) std::exchange(during_lookup_, nullptr)();
     if (s.proc == NFSPROC3_LOOKUP) {
       XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));
       EXPECT_TRUE(a.Decode(s.args));
@@ -155,6 +157,7 @@ class ExportConfinementTest : public ProgramsBed {
   std::map<std::string, std::string> mounts_;  // upstream path -> root handle
   std::map<std::pair<std::string, std::string>, std::pair<std::string, fattr3>> lookups_;
   std::set<std::string> without_attributes_;  // LOOKUPs of these answer no attributes
+  std::function<void()> during_lookup_;  // run (once) as the next LOOKUP reaches the upstream
 };
 
 // docs/security.md: "The way out of an export, "..", is closed: a LOOKUP of
@@ -298,6 +301,23 @@ TEST_F(ExportConfinementTest, DotDotOfAMountPointBelowTheExportIsTheExports) {
   EXPECT_EQ(st, static_cast<uint32_t>(NFS3_OK));
   EXPECT_EQ(fh, kSub);
   EXPECT_EQ(Getattr(c, 3, kSub), static_cast<uint32_t>(NFS3_OK));
+}
+
+// A reload while a MNT is on its way (here during the walk below the
+// export) that takes the client's network out of the export: the mount is
+// refused under the rules in force when it is answered.
+TEST_F(ExportConfinementTest, AMountAnsweredAfterAReloadMeetsTheNewRules) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  during_lookup_ = [this] {
+    ExportConfig e = exports_->Get(0).config();
+    e.clients = {*Network::Parse("10.9.0.0/16")};
+    ASSERT_TRUE(exports_->Update({e}).ok());
+  };
+  BlockingClient c(port_);
+  auto [st, fh] = Mount(c, 1, "/data/sub");
+  EXPECT_EQ(st, static_cast<uint32_t>(MNT3ERR_ACCES)) << "mounted, handle " << fh;
 }
 
 }  // namespace
