@@ -142,21 +142,21 @@ void BlockCache::DropAll() {
 }
 
 void BlockCache::DropOtherVersions(std::string_view handle, const ChangeId& version) {
-  DropIf(handle, [&version](const ChangeId& v) { return !(v == version); });
+  DropIf(handle, [&version](const Block& b) { return !(b.version == version); });
 }
 
-void BlockCache::DropVersion(std::string_view handle, const ChangeId& version) {
-  DropIf(handle, [&version](const ChangeId& v) { return v == version; });
+void BlockCache::DropUnconfirmed(std::string_view handle, const ChangeId& version) {
+  DropIf(handle, [&version](const Block& b) { return b.unconfirmed && b.version == version; });
 }
 
-void BlockCache::DropIf(std::string_view handle, const std::function<bool(const ChangeId&)>& drop) {
+void BlockCache::DropIf(std::string_view handle, const std::function<bool(const Block&)>& drop) {
   auto f = files_.find(handle);
   if (f == files_.end()) return;
   std::unordered_set<uint64_t>& indexes = f->second;
   for (auto it = indexes.begin(); it != indexes.end();) {
     const std::string key = BlockKey(handle, *it);
     const Block* b = lru_.Peek(key);
-    if (b != nullptr && !drop(b->version)) {
+    if (b != nullptr && !drop(*b)) {
       ++it;
       continue;
     }

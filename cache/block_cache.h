@@ -129,8 +129,9 @@ class BlockCache {
 
   // Drops every block of the file whose version is not `version`.
   void DropOtherVersions(std::string_view handle, const ChangeId& version);
-  // Drops every block of the file whose version is `version`.
-  void DropVersion(std::string_view handle, const ChangeId& version);
+  // Drops every block of the file whose version is `version` and that is
+  // Block::unconfirmed (confirmed blocks of that version stay).
+  void DropUnconfirmed(std::string_view handle, const ChangeId& version);
 
   // Sets the byte bound (config reload): a lower one evicts the least
   // recently used blocks down to it at once, through the eviction handler
@@ -149,8 +150,8 @@ class BlockCache {
 
   // Removes the block under `key` (present) from the LRU and the file index.
   void Erase(std::string_view handle, uint64_t index, const std::string& key);
-  // Drops every block of the file whose version `drop` selects.
-  void DropIf(std::string_view handle, const std::function<bool(const ChangeId&)>& drop);
+  // Drops every block of the file that `drop` selects.
+  void DropIf(std::string_view handle, const std::function<bool(const Block&)>& drop);
   // Counts a prefetched block leaving without a hit.
   void CountLeaving(const Block& b);
   void UpdateGauges();

@@ -339,20 +339,21 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
                             uint64_t offset, PrefetchPart* part) {
   constexpr uint64_t kMaxSkipped = 4096;  // blocks looked at for the first one missing
   const uint64_t end = (size + block_size_ - 1) / block_size_;
+  // In memory, on its way (a client's READ of the file may have started a
+  // fetch of it) or on disk: not fetched.
+  const auto have = [&](uint64_t index) {
+    return blocks_.Contains(fh, index, version) || Pending(fh, index) ||
+           (disk_ && disk_->MayContain(fh, index, version));
+  };
   uint64_t first = offset / block_size_;
-  for (uint64_t skipped = 0; first < end; ++first, ++skipped) {
+  for (uint64_t skipped = 0; first < end && have(first); ++first, ++skipped) {
     if (skipped == kMaxSkipped) return false;
-    if (!blocks_.Contains(fh, first, version) && !Pending(fh, first) &&
-        !(disk_ && disk_->MayContain(fh, first, version))) {
-      break;
-    }
   }
   if (first >= end) return false;
   uint64_t blocks = std::min<uint64_t>(end - first, read_size_ / block_size_);
-  // Up to the first block already here or on its way (a client's READ of
-  // the file may have started a fetch of it): not fetched twice.
+  // Up to the first block it has.
   for (uint64_t i = 1; i < blocks; ++i) {
-    if (blocks_.Contains(fh, first + i, version) || Pending(fh, first + i)) blocks = i;
+    if (have(first + i)) blocks = i;
   }
   if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done))) return false;
   if (part) part->first_end = (first + 1) * block_size_;
@@ -474,7 +475,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   if (unconfirmed) delivering_ = Delivering{fh, expected, got_attr};
   for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
   delivering_ = std::move(outer);
-  if (unconfirmed) blocks_.DropVersion(fh, *unconfirmed);  // the waiters had them
+  if (unconfirmed) blocks_.DropUnconfirmed(fh, *unconfirmed);  // the waiters had them
 }
 
 void ReadPath::ReadDisk(const std::string& fh, uint64_t index, const ChangeId& version) {
@@ -514,6 +515,12 @@ uint64_t ReadPath::Store(const std::string& fh, uint64_t first, std::string_view
     b.eof = block_eof;
     b.prefetched = prefetch;
     b.unconfirmed = !keep;
+    // Not over a block of its version another fetch confirmed: that one
+    // answers the waiters as well, and stays.
+    if (!keep && blocks_.Contains(fh, i, version, /*confirmed_only=*/true)) {
+      ++stored;
+      continue;
+    }
     if (keep && disk_ && options_.disk_write_through) disk_->Put(fh, i, b);
     blocks_.Put(fh, i, std::move(b));
     ++stored;

@@ -511,6 +511,25 @@ TEST_F(ReadPathTest, PrefetchFileDoesNotFetchBlocksOnTheirWay) {
   ExpectData(out, 2 * kBlock, 100);
 }
 
+// A file prefetch fetches the blocks it lacks up to the first one the disk
+// tier holds (after a restart, say), not that one and the rest again.
+TEST_F(ReadPathTest, PrefetchFileDoesNotFetchBlocksOnDisk) {
+  SetFile(Content(8 * kBlock, 5), kWall0 - 3600);
+  WithDiskTier([&](DiskTier& disk, PostQueue& posted) {
+    LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+    ExpectData(ReadNow(2 * kBlock, 6 * kBlock), 2 * kBlock, 6 * kBlock);
+    ASSERT_TRUE(posted.RunUntil([&] { return disk.MayContain(file_, 7); }, [&] { Drain(); }));
+    blocks_.DropFile(file_);  // blocks 2 to 7 on disk only; 0 and 1 nowhere
+    const size_t reads = Reads().size();
+    ASSERT_TRUE(rp_->PrefetchFile(file_, file().data.size(), ChangeId::FromFattr(file().attr),
+                                  exp_, user_, [] {}));
+    Drain();
+    ASSERT_EQ(Reads().size(), reads + 1);
+    EXPECT_EQ(Reads().back().offset, 0u);
+    EXPECT_EQ(Reads().back().count, 2 * kBlock) << "blocks the disk tier holds fetched again";
+  });
+}
+
 // With a disk tier, blocks written through to disk answer a READ after the
 // memory tier lost them, without the upstream.
 TEST_F(ReadPathTest, DiskTierAnswersAfterMemoryLostTheBlocks) {

@@ -288,6 +288,39 @@ TEST_F(ReadPathTest, AFetchShowingAnotherVersionAnswersItsWaitersAndIsNotKept) {
   EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u) << "the old bytes were kept under the new version";
 }
 
+// Such a reply drops only what it brought: blocks of the version it shows
+// that another fetch confirmed meanwhile stay (each late read-ahead reply
+// of a changed file wiped them all, to be fetched again).
+TEST_F(ReadPathTest, AFetchShowingANewerVersionKeepsThatVersionsConfirmedBlocks) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  Outcome first;
+  Read(0, 100, &first);  // a fetch of block 0 expecting the old version
+  Drain();
+  ASSERT_EQ(CallsOf(NFSPROC3_READ), 1u);
+  SetFile(Content(file().data.size(), 8), file().attr.mtime.seconds + 10);
+  LearnGetattr(exp_);
+  const ChangeId now = ChangeId::FromFattr(file().attr);
+  Outcome second;
+  Read(2 * kBlock, 100, &second);  // a fetch of block 2 under the new one
+  Drain();
+  ASSERT_EQ(CallsOf(NFSPROC3_READ), 2u);
+  up_.Answer(1, Respond(up_.calls[1]));
+  Drain();
+  ASSERT_EQ(second.replies, 1);
+  ASSERT_TRUE(blocks_.Contains(file_, 2, now, /*confirmed_only=*/true));
+  up_.Answer(0, Respond(up_.calls[0]));  // shows the new version: unconfirmed
+  hold_ = false;
+  Drain();
+  ASSERT_EQ(first.replies, 1);
+  EXPECT_EQ(rp_->stats().unconfirmed, 1u);
+  EXPECT_TRUE(blocks_.Contains(file_, 2, now, /*confirmed_only=*/true))
+      << "the confirmed block was dropped with the unconfirmed ones";
+  EXPECT_FALSE(blocks_.Contains(file_, 0, now)) << "the unconfirmed block was kept";
+  ExpectData(ReadNow(2 * kBlock, 100), 2 * kBlock, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u) << "block 2 fetched again";
+}
+
 // The same for a READ forwarded as is.
 TEST_F(ReadPathTest, AForwardedReplyShowingAnotherVersionIsNotKept) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
