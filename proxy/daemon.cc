@@ -197,7 +197,7 @@ void Daemon::LogDataStats() {
        << " no_evidence=" << r.no_evidence << " revalidations=" << r.revalidations
        << " fetches=" << r.fetches << " fetch_bytes=" << r.fetch_bytes
        << " readahead_fetches=" << r.readahead_fetches << " readahead_bytes=" << r.readahead_bytes
-       << " fetch_errors=" << r.fetch_errors << " read_size=" << read_path_->read_size()
+       << " fetch_errors=" << r.fetch_errors << " read_size=" << read_path_->read_size(0)
        << "; memory bytes=" << b.bytes << " hits=" << b.hits << " misses=" << b.misses
        << " stale=" << b.stale << " evictions=" << b.evictions
        << " readahead_used=" << b.readahead_used << " readahead_wasted=" << b.readahead_wasted;

@@ -209,7 +209,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
     const auto* a = static_cast<const READ3args*>(args->get());
     // Without ACCESS evidence the read path forwards; the next READ finds it.
     SpeculateAccess(HandleBytes(a->file), *exp, cred);
-    AskFsinfo(HandleBytes(a->file), cred);
+    AskFsinfo(HandleBytes(a->file), *exp, cred);
     // The read path may wait (a revalidation, a fetch): after a reload
     // meanwhile, the READ meets its export's rules again (client networks,
     // squashing) before it is answered or forwarded.
@@ -515,26 +515,28 @@ void NfsService::PrefetchBelow(const void* args, std::string_view results, const
   }
 }
 
-void NfsService::AskFsinfo(std::string_view fh, const OpaqueAuth& cred) {
+void NfsService::AskFsinfo(std::string_view fh, const Export& exp, const OpaqueAuth& cred) {
   // Clients that mounted before a restart do not send FSINFO again: the
   // proxy asks on the first file read, lest the data cache fetch more than
   // the upstream reads at once (every fetch short, its blocks lost). Not
   // answered: asked again at a READ after kFsinfoRetry.
-  if (read_path_->fsinfo_known() || fsinfo_asked_ || SteadyClock::now() < fsinfo_next_ask_) {
+  const uint32_t id = exp.id();
+  if (id >= kMaxExports || read_path_->fsinfo_known(id) || fsinfo_asked_[id] ||
+      SteadyClock::now() < fsinfo_next_ask_[id]) {
     return;
   }
   std::string wire;
   XdrWriter(&wire).WriteOpaque(fh);
-  fsinfo_asked_ = true;
-  fsinfo_next_ask_ = SteadyClock::now() + kFsinfoRetry;
+  fsinfo_asked_[id] = true;
+  fsinfo_next_ask_[id] = SteadyClock::now() + kFsinfoRetry;
   Status s = upstream_.Call(kNfsProgram, kNfsVersion, NFSPROC3_FSINFO, cred, wire,
-                            [this](StatusOr<RpcReply> r) {
-                              fsinfo_asked_ = false;
+                            [this, id](StatusOr<RpcReply> r) {
+                              fsinfo_asked_[id] = false;
                               if (!Succeeded(r)) return;
-                              read_path_->LearnFsinfo(r->results());
+                              read_path_->LearnFsinfo(r->results(), id);
                               if (write_path_) write_path_->LearnFsinfo(r->results());
                             });
-  if (!s.ok()) fsinfo_asked_ = false;
+  if (!s.ok()) fsinfo_asked_[id] = false;
 }
 
 void NfsService::NoteDataChange(const NfsProc& p, const void* args) {
@@ -563,7 +565,7 @@ void NfsService::LearnReply(const NfsProc& p, const void* args, RpcReply* reply,
   } else if (p.proc == NFSPROC3_WRITE || p.proc == NFSPROC3_SETATTR) {
     NoteDataChange(p, args);
   } else if (read_path_ && p.proc == NFSPROC3_FSINFO) {
-    read_path_->LearnFsinfo(reply->results());
+    read_path_->LearnFsinfo(reply->results(), exp.id());
   }
   if (write_path_ && p.proc == NFSPROC3_FSINFO) write_path_->LearnFsinfo(reply->results());
   if (write_path_ && (p.flags & kMutating) != 0) {

@@ -161,9 +161,10 @@ class NfsService : public RpcProgram {
   // AUTH_SYS within RFC 5531's limits (at most 16 groups). Other credentials
   // always go upstream, which decides.
   static bool IsCacheableCred(const OpaqueAuth& cred);
-  // Asks the upstream's FSINFO (on `fh`, for `cred`) for the read path, if
-  // it knows none yet (a proxy restarted under mounted clients).
-  void AskFsinfo(std::string_view fh, const OpaqueAuth& cred);
+  // Asks the upstream's FSINFO (on `fh` of `exp`, for `cred`) for the read
+  // path, if it knows none of that export yet (a proxy restarted under
+  // mounted clients).
+  void AskFsinfo(std::string_view fh, const Export& exp, const OpaqueAuth& cred);
   // A WRITE or SETATTR `p` with `args` the upstream answered, or may have
   // carried out (its reply lost): the data cache drops the file's blocks
   // (ReadPath::NoteWrite). Nothing for another procedure.
@@ -256,10 +257,10 @@ class NfsService : public RpcProgram {
   const NfsServiceOptions options_;
   MetadataCache* cache_;
   ReadPath* read_path_;
-  // AskFsinfo: one on its way; the earliest time for the next.
+  // AskFsinfo, by export id: one on its way; the earliest time for the next.
   static constexpr Duration kFsinfoRetry = std::chrono::seconds(30);
-  bool fsinfo_asked_ = false;
-  SteadyClock::time_point fsinfo_next_ask_{};
+  std::array<bool, kMaxExports> fsinfo_asked_{};
+  std::array<SteadyClock::time_point, kMaxExports> fsinfo_next_ask_{};
   Prefetcher* prefetcher_ = nullptr;
   WritePath* write_path_ = nullptr;
   // A client call (ACCESS, or a WRITE that could be buffered with the

@@ -72,7 +72,7 @@ ReadPath::ReadPath(const Clock& clock, MetadataCache& meta, BlockCache& blocks, 
       block_size_(blocks.block_size()) {
   uint32_t rs = options.read_size ? options.read_size : (1u << 20);
   rs = std::min(rs, options.max_transfer);
-  read_size_ = std::max(block_size_, rs / block_size_ * block_size_);
+  for (ServerReads& r : sizes_) r.read_size = std::max(block_size_, rs / block_size_ * block_size_);
   if (block_size_ > options.max_transfer) {
     NFSEDGE_LOG(kWarn) << "data cache: cache.block_size (" << block_size_
                        << ") is more than one READ carries within server.max_record_size ("
@@ -183,7 +183,7 @@ void ReadPath::Attempt(const OpPtr& op) {
   }
   // Missing blocks go upstream in runs of consecutive blocks, each at most
   // one upstream READ.
-  const uint64_t per_fetch = read_size_ / block_size_;
+  const uint64_t per_fetch = read_size(op->exp->id()) / block_size_;
   for (size_t k = 0; k < missing.size();) {
     size_t n = 1;
     while (k + n < missing.size() && n < per_fetch && missing[k + n] == missing[k] + n) ++n;
@@ -301,13 +301,14 @@ void ReadPath::Forward(const OpPtr& op) {
 
 void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   if (options_.readahead_max == 0) return;
-  uint64_t limit = std::max<uint64_t>(2 * path_.bdp(), 2ull * read_size_);
+  const uint32_t rs = read_size(op->exp->id());
+  uint64_t limit = std::max<uint64_t>(2 * path_.bdp(), 2ull * rs);
   limit = std::min(limit, options_.readahead_max);
   ReadaheadAdvice advice = readahead_.OnRead(op->fh, op->offset, op->count, limit);
   const uint64_t end = std::min<uint64_t>(advice.offset + advice.length, attr.size);
   if (advice.length == 0 || advice.offset >= end) return;
   const ChangeId version = ChangeId::FromFattr(attr);
-  const uint64_t per_fetch = read_size_ / block_size_;
+  const uint64_t per_fetch = rs / block_size_;
   uint64_t run_start = 0, run_len = 0;
   auto flush = [&]() {
     bool ok = run_len == 0 || (background_ < options_.max_background &&
@@ -350,7 +351,7 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
     if (skipped == kMaxSkipped) return false;
   }
   if (first >= end) return false;
-  uint64_t blocks = std::min<uint64_t>(end - first, read_size_ / block_size_);
+  uint64_t blocks = std::min<uint64_t>(end - first, read_size(exp.id()) / block_size_);
   // Up to the first block it has.
   for (uint64_t i = 1; i < blocks; ++i) {
     if (have(first + i)) blocks = i;
@@ -367,7 +368,8 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   // A server that reads less than a block at a time answers every fetch
   // short: nothing could be stored, and the client's READ would pay a
   // second round trip.
-  if (server_rtmax_ != 0 && server_rtmax_ < block_size_) return false;
+  const uint32_t rtmax = Sizes(exp.id()).rtmax;
+  if (rtmax != 0 && rtmax < block_size_) return false;
   // Nor one whose reply would not fit the records the proxy takes.
   if (block_size_ > options_.max_transfer) return false;
   READ3args a{};
@@ -573,18 +575,20 @@ void ReadPath::NoteDropAll() {
   if (disk_) disk_->DropAll();
 }
 
-void ReadPath::LearnFsinfo(std::string_view results) {
+void ReadPath::LearnFsinfo(std::string_view results, uint32_t export_id) {
   XdrValue<FSINFO3res> res(reinterpret_cast<xdrproc_t>(xdr_FSINFO3res));
-  if (!res.Decode(results) || res->status != NFS3_OK) return;
+  if (export_id >= kMaxExports || !res.Decode(results) || res->status != NFS3_OK) return;
   const FSINFO3resok& ok = res->FSINFO3res_u.resok;
-  if (ok.rtmax != 0 && ok.rtmax != server_rtmax_) {
-    server_rtmax_ = ok.rtmax;
-    if (server_rtmax_ < block_size_) {
-      NFSEDGE_LOG(kWarn) << "data cache: the upstream reads at most " << server_rtmax_
-                         << " bytes at a time (FSINFO rtmax), less than cache.block_size ("
-                         << block_size_ << "): READs go upstream as they are; set "
+  ServerReads& sizes = sizes_[export_id];
+  if (ok.rtmax != 0 && ok.rtmax != sizes.rtmax) {
+    sizes.rtmax = ok.rtmax;
+    if (sizes.rtmax < block_size_) {
+      NFSEDGE_LOG(kWarn) << "data cache: the upstream reads at most " << sizes.rtmax
+                         << " bytes at a time (FSINFO rtmax) on one export, less than "
+                            "cache.block_size ("
+                         << block_size_ << "): its READs go upstream as they are; set "
                             "cache.block_size to at most "
-                         << server_rtmax_;
+                         << sizes.rtmax;
     }
   }
   // The configured size, else the server's preferred one; never more than
@@ -593,7 +597,7 @@ void ReadPath::LearnFsinfo(std::string_view results) {
   if (ok.rtmax) rs = std::min<uint64_t>(rs, ok.rtmax);
   rs = std::min<uint64_t>(rs, options_.max_transfer);
   if (rs == 0) return;
-  read_size_ =
+  sizes.read_size =
       static_cast<uint32_t>(std::max<uint64_t>(block_size_, rs / block_size_ * block_size_));
 }
 

@@ -40,6 +40,7 @@
 
 #include <rpc/xdr/nfs3.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -55,6 +56,7 @@
 #include "cache/change_marks.h"
 #include "cache/clock.h"
 #include "cache/disk_tier.h"
+#include "cache/handle_registry.h"
 #include "cache/path_estimator.h"
 #include "cache/readahead.h"
 #include "proxy/exports.h"
@@ -163,13 +165,15 @@ class ReadPath {
   // The same for every file (`nfsedge drop-cache`): drops every block and
   // refuses the data of every READ sent before now.
   void NoteDropAll();
-  // Learns the server's preferred read size from an FSINFO reply.
-  void LearnFsinfo(std::string_view results);
+  // Learns the server's largest and preferred read sizes for export
+  // `export_id` from an FSINFO reply of it. Per export: a server may read
+  // less at once on one export than on another (nfs-ganesha's MaxRead).
+  void LearnFsinfo(std::string_view results, uint32_t export_id);
 
-  // Whether an FSINFO reply told the upstream's largest read.
-  bool fsinfo_known() const { return server_rtmax_ != 0; }
-  // Upstream READ size now in use.
-  uint32_t read_size() const { return read_size_; }
+  // Whether an FSINFO reply told the upstream's largest read on the export.
+  bool fsinfo_known(uint32_t export_id) const { return Sizes(export_id).rtmax != 0; }
+  // Upstream READ size now in use on the export.
+  uint32_t read_size(uint32_t export_id) const { return Sizes(export_id).read_size; }
   const ReadPathStats& stats() const { return stats_; }
 
  private:
@@ -225,8 +229,14 @@ class ReadPath {
   RpcCaller& upstream_;
   const ReadPathOptions options_;
   const uint32_t block_size_;
-  uint32_t read_size_;
-  uint32_t server_rtmax_ = 0;  // FSINFO rtmax; 0 = not known yet
+  struct ServerReads {
+    uint32_t read_size = 0;  // upstream READ size in use
+    uint32_t rtmax = 0;      // FSINFO rtmax; 0 = not known yet
+  };
+  const ServerReads& Sizes(uint32_t export_id) const {
+    return sizes_[export_id < kMaxExports ? export_id : 0];
+  }
+  std::array<ServerReads, kMaxExports> sizes_;  // by export id
   uint32_t background_ = 0;  // read-ahead fetches in flight
   // While a fetch whose reply showed another version than the one expected
   // wakes the READs waiting on it: that reply's attributes, which the READs

@@ -154,7 +154,7 @@ using RestartedReadSizeTest = ForwardedReadTest;
 
 TEST_F(RestartedReadSizeTest, TheFirstReadAsksTheUpstreamsReadSizeOnce) {
   server_rtmax_ = 2 * kBlock;
-  ASSERT_GT(rp_->read_size(), server_rtmax_);
+  ASSERT_GT(rp_->read_size(0), server_rtmax_);
   // Every bit asked: no speculative ACCESS.
   LearnAccess(user_, ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND |
                          ACCESS3_DELETE | ACCESS3_EXECUTE,
@@ -166,7 +166,7 @@ TEST_F(RestartedReadSizeTest, TheFirstReadAsksTheUpstreamsReadSizeOnce) {
     ASSERT_TRUE(results.has_value());
   }
   EXPECT_EQ(fsinfo_asked_, 1);
-  EXPECT_EQ(rp_->read_size(), server_rtmax_);
+  EXPECT_EQ(rp_->read_size(0), server_rtmax_);
 }
 
 // --- A READ that waits in the read path across a reload ----------------------

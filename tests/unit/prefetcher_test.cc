@@ -16,7 +16,7 @@ using ProcFh = std::pair<uint32_t, std::string>;
 // as one file.
 TEST_F(PrefetcherTest, AFileLargerThanOneReadIsReadWhole) {
   PrefetchOptions o = Options();
-  const uint64_t rs = rp_->read_size();
+  const uint64_t rs = rp_->read_size(exp_.id());
   ASSERT_GE(rs, kBlock);
   o.small_file_bytes = 8 * rs;
   Make(o);
@@ -44,7 +44,7 @@ TEST_F(PrefetcherTest, AFileLargerThanOneReadIsReadWhole) {
 // it left out, and the file is read whole all the same.
 TEST_F(PrefetcherTest, ShortRepliesLeaveNoHoles) {
   PrefetchOptions o = Options();
-  const uint64_t rs = rp_->read_size();
+  const uint64_t rs = rp_->read_size(exp_.id());
   ASSERT_GE(rs, 4 * kBlock);
   o.small_file_bytes = 8 * rs;
   Make(o);

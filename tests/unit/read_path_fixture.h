@@ -329,13 +329,14 @@ class ReadPathTest : public ::testing::Test {
     meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), exp,
                 CredKeyOf(user_));
   }
-  void LearnFsinfo(uint32_t rtmax, uint32_t rtpref) {
+  // An FSINFO reply of export `exp` (default exp_).
+  void LearnFsinfo(uint32_t rtmax, uint32_t rtpref, const Export* exp = nullptr) {
     FSINFO3res res{};
     res.status = NFS3_OK;
     res.FSINFO3res_u.resok.rtmax = rtmax;
     res.FSINFO3res_u.resok.rtpref = rtpref;
     res.FSINFO3res_u.resok.rtmult = kBlock;
-    rp_->LearnFsinfo(Xdr(Proc(xdr_FSINFO3res), res));
+    rp_->LearnFsinfo(Xdr(Proc(xdr_FSINFO3res), res), (exp ? exp : &exp_)->id());
   }
 
   void Read(uint64_t offset, uint32_t count, Outcome* out) { Read(offset, count, user_, out); }

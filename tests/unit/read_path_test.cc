@@ -209,16 +209,16 @@ TEST_F(ReadPathTest, AConfiguredReadSizeIsHeldToTheServersMaximum) {
   ReadPathOptions o;
   o.read_size = 8 * kBlock;
   MakeReadPath(o);
-  EXPECT_EQ(rp_->read_size(), 8 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 8 * kBlock);
   LearnFsinfo(2 * kBlock + 100, 2 * kBlock);  // rtmax, rtpref
-  EXPECT_EQ(rp_->read_size(), 2 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 2 * kBlock);
   LearnFsinfo(64 * kBlock, 2 * kBlock);
-  EXPECT_EQ(rp_->read_size(), 8 * kBlock) << "the configured size, within the maximum";
+  EXPECT_EQ(rp_->read_size(exp_.id()), 8 * kBlock) << "the configured size, within the maximum";
 }
 
 TEST_F(ReadPathTest, FetchesUseTheServersPreferredSize) {
   LearnFsinfo(64 << 10, 4 * kBlock + 100);  // rtpref, rounded down to blocks
-  EXPECT_EQ(rp_->read_size(), 4 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 4 * kBlock);
   SetFile(Content(100000, 3), kWall0 - 3600);
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
 
@@ -244,16 +244,16 @@ TEST_F(ReadPathTest, FetchesUseTheServersPreferredSize) {
   o.read_size = 2 * kBlock + 1;
   MakeReadPath(o);
   LearnFsinfo(64 << 10, 8 * kBlock);
-  EXPECT_EQ(rp_->read_size(), 2 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 2 * kBlock);
   // And it is clamped to max_transfer.
   o.read_size = 0;
   o.max_transfer = 3 * kBlock;
   MakeReadPath(o);
-  EXPECT_EQ(rp_->read_size(), 3 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 3 * kBlock);
   LearnFsinfo(1 << 20, 1 << 20);
-  EXPECT_EQ(rp_->read_size(), 3 * kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 3 * kBlock);
   LearnFsinfo(1 << 20, kBlock / 2);  // below one block: one block
-  EXPECT_EQ(rp_->read_size(), kBlock);
+  EXPECT_EQ(rp_->read_size(exp_.id()), kBlock);
 }
 
 // 5b. Reads at, after and across the end of the file.
@@ -362,6 +362,28 @@ TEST_F(ReadPathTest, AServerReadingLessThanABlockIsNotFetchedFrom) {
   ExpectData(ReadNow(0, 100), 0, 100);
 }
 
+// The same server may read less at once on one export than on another
+// (nfs-ganesha's MaxRead per export): each export keeps its own sizes, so
+// one export's small limit does not turn the cache off for the others, nor
+// another's FSINFO make fetches on it too large to come back whole.
+TEST_F(ReadPathTest, EachExportKeepsTheUpstreamsReadSizesOfItsOwn) {
+  LearnFsinfo(kBlock / 2, kBlock / 2, &zero_);  // the other export reads little
+  LearnFsinfo(kBlock * 4, kBlock * 4);
+  EXPECT_EQ(rp_->read_size(exp_.id()), 4 * kBlock);
+  EXPECT_TRUE(rp_->fsinfo_known(zero_.id()));
+  EXPECT_FALSE(rp_->fsinfo_known(7));
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  ExpectData(ReadNow(0, 100), 0, 100);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u) << "exp_'s READ not served from a fetch";
+  blocks_.DropFile(file_);
+  LearnGetattr(zero_);
+  Outcome out;
+  Read(0, 100, user_, &out, &zero_);
+  Drain();
+  EXPECT_EQ(out.forwards, 1) << "fetched on the export that reads less than a block";
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 1u);
+}
+
 // 6b. A failed revalidation forwards too.
 TEST_F(ReadPathTest, FailedRevalidationForwards) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
@@ -421,7 +443,7 @@ TEST_F(ReadPathTest, SequentialReadsReadAhead) {
   EXPECT_EQ(rp_->stats().memory_hits, 1u) << "answered without waiting";
   // ... and read-ahead goes on, deeper, in the server's preferred size at most.
   EXPECT_GT(up_.calls.size(), calls_before);
-  for (const SentRead& r : Reads()) EXPECT_LE(r.count, rp_->read_size());
+  for (const SentRead& r : Reads()) EXPECT_LE(r.count, rp_->read_size(exp_.id()));
 }
 
 // A tree walk's file prefetches do not take read-ahead's budget
