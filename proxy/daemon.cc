@@ -131,7 +131,8 @@ void Daemon::LogStats() {
                        << " links=" << p.links
                        << " errors=" << p.errors << " walks=" << p.walks
                        << " walks_stopped=" << p.walks_stopped << " discarded=" << p.discarded
-                       << " relists=" << p.relists << " awaited=" << p.awaited;
+                       << " relists=" << p.relists << " awaited=" << p.awaited
+                       << " deferred=" << p.deferred;
   }
 }
 

@@ -286,7 +286,7 @@ void Daemon::AddCollectors() {
               "Tree-walk prefetch: jobs queued and dropped (queue full), listings, ACCESS calls, "
               "small files read, symlink targets read, failed calls, walks started and stopped, jobs of stopped walks "
               "discarded, listings asked again (no longer fresh), client listings that waited "
-              "for the prefetcher's.",
+              "for the prefetcher's, calls kept for later (the upstream's queue full).",
               {}, "event",
               {{"queued", p.queued},
                {"dropped", p.dropped},
@@ -299,7 +299,8 @@ void Daemon::AddCollectors() {
                {"walk_stopped", p.walks_stopped},
                {"discarded", p.discarded},
                {"relist", p.relists},
-               {"awaited", p.awaited}});
+               {"awaited", p.awaited},
+               {"deferred", p.deferred}});
     w.Gauge("nfsedge_prefetch_queue", "Prefetch jobs waiting.", {},
             static_cast<double>(prefetcher_->queued()));
     w.Gauge("nfsedge_prefetch_in_flight", "Prefetch calls in flight.", {},

@@ -363,13 +363,17 @@ void Operations::WarmFrom(Resolved r, const fattr3& attr, std::shared_ptr<Contro
   const ControlConfig& c = deps_.config->control;
   PrefetchOptions po;
   po.max_in_flight = c.warm_in_flight;
-  po.max_queue = 1 << 20;
+  po.max_queue = 1 << 20;  // docs/config.md, [control]: a warm's queue
+  po.data_through_own_caller = true;  // the background class
   po.max_depth = c.warm_depth;
   po.small_file_bytes = c.warm_file_bytes;
   auto warm = std::make_unique<Warm>();
   warm->prefetcher =
       std::make_unique<Prefetcher>(*deps_.clock, *deps_.meta, deps_.read_path, *deps_.background,
                                    deps_.learn, po);
+  // A reload that changes the rules (squashing) stops the walk: its
+  // credential was mapped by the old ones.
+  warm->prefetcher->SetRulesVersion([exports = deps_.exports] { return exports->updates(); });
   warm->reply = reply;
   warm->start = SteadyClock::now();
   // The starting object as the one entry of a listing: the prefetcher then
@@ -393,6 +397,7 @@ void Operations::WarmFrom(Resolved r, const fattr3& attr, std::shared_ptr<Contro
 void Operations::PollWarms() {
   for (size_t i = 0; i < warms_.size();) {
     Warm& w = *warms_[i];
+    w.prefetcher->Resume();  // work the upstream's full queue refused
     const PrefetchStats& st = w.prefetcher->stats();
     const uint64_t pending = w.prefetcher->queued() + w.prefetcher->in_flight();
     const uint64_t done = st.queued > pending ? st.queued - pending : 0;

@@ -251,28 +251,33 @@ void Prefetcher::Pump() {
     Job job = std::move(queue_.front());
     queue_.pop_front();
     if (Drop(job)) continue;
-    Send(std::move(job));
+    if (!Send(job)) {
+      // The upstream's queue is full (scheduler.max_queued): the job waits
+      // at the head, and the rest behind it, for a call to finish (or
+      // Resume()), instead of each being refused in turn and lost.
+      queue_.push_front(std::move(job));
+      stats_.deferred++;
+      return;
+    }
   }
 }
 
-void Prefetcher::Send(Job job) {
+bool Prefetcher::Send(const Job& job) {
   switch (job.kind) {
     case Kind::kAccess:
-      if (!meta_.HasAccess(job.fh, CredKeyOf(job.cred), kAllAccessBits)) SendAccess(job);
-      return;
+      return meta_.HasAccess(job.fh, CredKeyOf(job.cred), kAllAccessBits) || SendAccess(job);
     case Kind::kList:
-      SendList(job);
-      return;
+      return SendList(job);
     case Kind::kData:
-      SendData(std::move(job));
-      return;
+      SendData(job);
+      return true;
     case Kind::kLink:
-      if (!meta_.HasLink(job.fh, job.version, CredKeyOf(job.cred))) SendLink(job);
-      return;
+      return meta_.HasLink(job.fh, job.version, CredKeyOf(job.cred)) || SendLink(job);
   }
+  return true;
 }
 
-void Prefetcher::SendData(Job job) {
+void Prefetcher::SendData(const Job& job) {
   // A file larger than one upstream read (a warm reads files up to
   // control.warm_file_bytes) is read whole, one read at a time, each from
   // the first block after the last fetch's first that is not cached yet:
@@ -290,7 +295,7 @@ void Prefetcher::SendData(Job job) {
         }
         Finished();
       },
-      job.offset, &part);
+      job.offset, &part, options_.data_through_own_caller ? &upstream_ : nullptr);
   if (!sent) {
     in_flight_--;
     return;
@@ -299,7 +304,7 @@ void Prefetcher::SendData(Job job) {
   next->offset = part.first_end;  // the block after the first one fetched
 }
 
-void Prefetcher::SendAccess(const Job& job) {
+bool Prefetcher::SendAccess(const Job& job) {
   ACCESS3args tmp{};
   tmp.object = FhView(job.fh);
   tmp.access = kAllAccessBits;
@@ -307,22 +312,26 @@ void Prefetcher::SendAccess(const Job& job) {
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), &tmp, &wire);
   auto box =
       std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_ACCESS3args), sizeof(ACCESS3args));
-  if (!box->Decode(wire)) return;
-  if (Call(job, NFSPROC3_ACCESS, std::move(wire), box)) stats_.access++;
+  if (!box->Decode(wire)) return true;
+  if (!Call(job, NFSPROC3_ACCESS, std::move(wire), box)) return false;
+  stats_.access++;
+  return true;
 }
 
-void Prefetcher::SendLink(const Job& job) {
+bool Prefetcher::SendLink(const Job& job) {
   READLINK3args tmp{};
   tmp.symlink = FhView(job.fh);
   std::string wire;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READLINK3args), &tmp, &wire);
   auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READLINK3args),
                                       sizeof(READLINK3args));
-  if (!box->Decode(wire)) return;
-  if (Call(job, NFSPROC3_READLINK, std::move(wire), box)) stats_.links++;
+  if (!box->Decode(wire)) return true;
+  if (!Call(job, NFSPROC3_READLINK, std::move(wire), box)) return false;
+  stats_.links++;
+  return true;
 }
 
-void Prefetcher::SendList(const Job& job) {
+bool Prefetcher::SendList(const Job& job) {
   READDIRPLUS3args tmp{};
   tmp.dir = FhView(job.fh);
   tmp.cookie = job.cookie;
@@ -335,7 +344,7 @@ void Prefetcher::SendList(const Job& job) {
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args), &tmp, &wire);
   auto box = std::make_shared<XdrBox>(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3args),
                                       sizeof(READDIRPLUS3args));
-  if (!box->Decode(wire)) return;
+  if (!box->Decode(wire)) return true;
   // Counted in flight at what the page is expected to bring, not maxcount
   // (256 KiB: a walk's listings would fill the window many times over): the
   // page stored for it, else twice the walk's listings so far.
@@ -345,7 +354,9 @@ void Prefetcher::SendList(const Job& job) {
       list_bytes_avg_ == 0 ? kListingMaxcount
                            : std::min<uint64_t>(kListingMaxcount, 2 * list_bytes_avg_);
   const uint64_t expected = meta_.ListingReplyHint(job.fh, job.cookie, verf, otherwise);
-  if (Call(job, NFSPROC3_READDIRPLUS, std::move(wire), box, expected)) stats_.lists++;
+  if (!Call(job, NFSPROC3_READDIRPLUS, std::move(wire), box, expected)) return false;
+  stats_.lists++;
+  return true;
 }
 
 bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,

@@ -75,6 +75,10 @@ struct PrefetchOptions {
   size_t max_seen = 200000;
   // A walk without a client call in it for this long has stopped.
   Duration walk_idle = std::chrono::seconds(5);
+  // File data fetched through the prefetcher's own caller (`nfsedge warm`:
+  // no client waits for it, so the background class), not the read path's
+  // (client data: a client walking now reads the files next, as read-ahead).
+  bool data_through_own_caller = false;
 };
 
 struct PrefetchStats {
@@ -90,6 +94,7 @@ struct PrefetchStats {
   uint64_t discarded = 0;      // queued jobs of stopped walks dropped
   uint64_t relists = 0;        // listings asked again: the cached one was no longer fresh
   uint64_t awaited = 0;        // client listings that waited for the prefetcher's
+  uint64_t deferred = 0;       // calls the upstream's full queue refused: kept, sent later
 };
 
 class Prefetcher {
@@ -140,6 +145,10 @@ class Prefetcher {
   // (0 = work that never stops: tests and callers that manage it).
   void OnListing(std::string_view dir, const READDIRPLUS3resok& ok, const Export& exp,
                  const OpaqueAuth& cred, uint32_t depth, uint64_t walk = 0);
+
+  // Sends queued work again after the upstream refused it (its queue was
+  // full) with nothing in flight to resume it.
+  void Resume() { Pump(); }
 
   size_t queued() const { return queue_.size(); }
   uint32_t in_flight() const { return in_flight_; }
@@ -197,13 +206,15 @@ class Prefetcher {
   uint64_t Rules() const { return rules_version_ ? rules_version_() + 1 : 1; }
   uint64_t StartWalk(std::string_view root);
   void Pump();
-  void Send(Job job);
+  // Returns false iff the upstream refused the call now (its queue full).
+  bool Send(const Job& job);
   // Fetches the part of a file from `job.offset` on that is not cached yet,
   // one upstream read; when it ends, the rest goes at the queue's front.
-  void SendData(Job job);
-  void SendList(const Job& job);
-  void SendAccess(const Job& job);
-  void SendLink(const Job& job);
+  void SendData(const Job& job);
+  // Each returns false iff the upstream refused the call now.
+  bool SendList(const Job& job);
+  bool SendAccess(const Job& job);
+  bool SendLink(const Job& job);
   // Returns false iff the call could not be queued upstream. A nonzero
   // `expected_reply`: the bytes its reply is expected to bring (see
   // RpcCaller::CallExpecting).

@@ -337,7 +337,7 @@ bool ReadPath::HasBlockAt(const std::string& fh, uint64_t offset,
 
 bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
                             const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
-                            uint64_t offset, PrefetchPart* part) {
+                            uint64_t offset, PrefetchPart* part, RpcCaller* via) {
   constexpr uint64_t kMaxSkipped = 4096;  // blocks looked at for the first one missing
   const uint64_t end = (size + block_size_ - 1) / block_size_;
   // In memory, on its way (a client's READ of the file may have started a
@@ -356,7 +356,9 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
   for (uint64_t i = 1; i < blocks; ++i) {
     if (have(first + i)) blocks = i;
   }
-  if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done))) return false;
+  if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done), via)) {
+    return false;
+  }
   if (part) part->first_end = (first + 1) * block_size_;
   stats_.tree_fetches++;
   return true;
@@ -364,7 +366,7 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
 
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
                      const ChangeId& expected, const Export& exp, const OpaqueAuth& cred,
-                     bool prefetch, std::function<void()> done) {
+                     bool prefetch, std::function<void()> done, RpcCaller* via) {
   // A server that reads less than a block at a time answers every fetch
   // short: nothing could be stored, and the client's READ would pay a
   // second round trip.
@@ -389,7 +391,7 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
   // (with `done`) against the prefetcher's bound, not read-ahead's: a walk
   // would otherwise leave a sequential reader of another file none.
   const bool readahead = prefetch && !done;
-  Status s = upstream_.CallExpecting(
+  Status s = (via ? *via : upstream_).CallExpecting(
       kNfsProgram, kNfsVersion, NFSPROC3_READ, cred, wire, bytes,
       [this, fh, first, count, expected, e, cred, prefetch, readahead, sent, seq,
        done](StatusOr<RpcReply> r) {

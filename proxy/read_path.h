@@ -132,10 +132,11 @@ class ReadPath {
   // at most) from the first block at or after `offset` that is neither
   // cached nor on its way (looked for over 4096 blocks at most). Returns
   // true iff a fetch was sent (*part then says what); `done` then runs when
-  // it ends.
+  // it ends. Sent through `via` if given (`nfsedge warm`: the background
+  // class), else the read path's own caller (client data).
   bool PrefetchFile(const std::string& fh, uint64_t size, const ChangeId& version,
                     const Export& exp, const OpaqueAuth& cred, std::function<void()> done,
-                    uint64_t offset = 0, PrefetchPart* part = nullptr);
+                    uint64_t offset = 0, PrefetchPart* part = nullptr, RpcCaller* via = nullptr);
   // Returns true iff the block holding byte `offset` of `fh` is cached in
   // memory under `version`.
   bool HasBlockAt(const std::string& fh, uint64_t offset, const ChangeId& version) const;
@@ -194,9 +195,10 @@ class ReadPath {
   // be queued.
   // `expected`: the version the proxy knows the file at; the blocks are
   // kept only if the reply shows it (OnFetched).
+  // `via`: the caller to send it through (null: upstream_).
   bool Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
              const ChangeId& expected, const Export& exp, const OpaqueAuth& cred, bool prefetch,
-             std::function<void()> done = {});
+             std::function<void()> done = {}, RpcCaller* via = nullptr);
   void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const ChangeId& expected,
                  const Export& exp, const OpaqueAuth& cred, bool prefetch, MonoTime sent,
                  uint64_t write_seq, StatusOr<RpcReply> reply);

@@ -115,6 +115,52 @@ TEST_F(PrefetcherTest, ListingQueuesAccessListAndSmallFileData) {
   EXPECT_EQ(up_.calls.size(), 5u) << "served from the prefetched block";
 }
 
+// The upstream's queue full (scheduler.max_queued) refuses a call: the job
+// waits at the head of the queue, with the rest behind it, and goes once
+// the prefetcher resumes. (Each job was popped, refused and lost in turn:
+// one refusal emptied the whole queue, and the walk's marks kept the jobs
+// from being queued again.)
+TEST_F(PrefetcherTest, ACallTheUpstreamsFullQueueRefusesIsSentLater) {
+  Make(Options());
+  std::unique_ptr<Page> root = RootPage();
+  up_.set_refuse_with(ResourceExhausted("queue full"));
+  List(*root, user_);
+  Drain();
+  EXPECT_EQ(up_.calls.size(), 0u);
+  EXPECT_EQ(pf_->queued(), 5u) << "the ACCESS, list and data jobs were lost";
+  EXPECT_GT(pf_->stats().deferred, 0u);
+  up_.set_refuse_with(std::nullopt);
+  pf_->Resume();
+  Drain();
+  std::multiset<ProcFh> want = {
+      {NFSPROC3_ACCESS, "FH-SUB"}, {NFSPROC3_READDIRPLUS, "FH-SUB"}, {NFSPROC3_ACCESS, "FH-SMALL"},
+      {NFSPROC3_READ, "FH-SMALL"}, {NFSPROC3_ACCESS, "FH-BIG"},
+  };
+  EXPECT_EQ(Asked(), want);
+  AnswerAll();
+  EXPECT_EQ(pf_->queued(), 0u);
+}
+
+// `nfsedge warm` (data_through_own_caller): file data goes through the
+// prefetcher's own caller (the background class) like its listings, not the
+// read path's (client data): no client waits for it.
+TEST_F(PrefetcherTest, AWarmsFileDataGoesThroughItsOwnCaller) {
+  FakeUpstream background(base_.get());
+  PrefetchOptions o = Options();
+  o.data_through_own_caller = true;
+  pf_ = std::make_unique<Prefetcher>(
+      prefetch_clock_, meta_, rp_.get(), background,
+      [](const NfsProc&, const void*, RpcReply*, const Export&, const OpaqueAuth&) {}, o);
+  std::unique_ptr<Page> root = RootPage();
+  List(*root, user_);
+  Drain();
+  size_t reads = 0;
+  for (const FakeUpstream::Seen& c : background.calls) reads += c.proc == NFSPROC3_READ;
+  EXPECT_EQ(reads, 1u) << "the small file's data was not sent through the warm's caller";
+  EXPECT_EQ(up_.calls.size(), 0u) << "sent as client data";
+  pf_.reset();  // before `background`, which holds its callbacks
+}
+
 // A symlink in a listing: its target is read with the lister's credential,
 // once per credential, and then answers that credential's READLINK.
 TEST_F(PrefetcherTest, ASymlinksTargetIsReadForTheListersCredential) {
