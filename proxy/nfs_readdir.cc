@@ -13,7 +13,7 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
                                       const std::shared_ptr<XdrBox>& args, const Export& exp,
                                       const OpaqueAuth& cred) {
   const NfsProc& readdir = *FindNfsProc(NFSPROC3_READDIR);
-  if (upstream_lacks_plus_) {
+  if (upstream_lacks_plus_ || (exp.id() < 64 && ((exports_lacking_plus_ >> exp.id()) & 1))) {
     Forward(readdir, call, args, exp, cred);
     return;
   }
@@ -60,7 +60,7 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
     } else if (r->header.reply_stat == kMsgAccepted &&
                (r->header.accept_stat == kProcUnavail || r->header.accept_stat == kGarbageArgs)) {
       // An upstream that does not know READDIRPLUS: the READDIRs as they are.
-      LackingPlus();
+      LackingPlus(nullptr);
       for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
       return;
     } else if (r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
@@ -78,8 +78,9 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
         NFSEDGE_LOG(kWarn) << "NFS3 READDIRPLUS: upstream results do not decode";
         results = EncodeNfsError(readdir, NFS3ERR_SERVERFAULT);
       } else if (res->status == NFS3ERR_NOTSUPP) {
-        // An upstream without READDIRPLUS: the READDIRs as they are.
-        LackingPlus();
+        // An export without READDIRPLUS (Linux's `nordirplus`): its
+        // READDIRs as they are.
+        LackingPlus(e);
         for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
         return;
       } else {
@@ -98,11 +99,19 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
   }
 }
 
-void NfsService::LackingPlus() {
-  if (upstream_lacks_plus_) return;
-  upstream_lacks_plus_ = true;
-  NFSEDGE_LOG(kWarn) << "the upstream does not answer READDIRPLUS: client READDIRs go to it as "
-                        "they are from now on (no listings from cache)";
+void NfsService::LackingPlus(const Export* exp) {
+  if (exp == nullptr) {
+    if (upstream_lacks_plus_) return;
+    upstream_lacks_plus_ = true;
+    NFSEDGE_LOG(kWarn) << "the upstream does not answer READDIRPLUS: client READDIRs go to it "
+                          "as they are from now on (no listings from cache)";
+    return;
+  }
+  const uint64_t bit = exp->id() < 64 ? uint64_t{1} << exp->id() : 0;
+  if (bit == 0 || (exports_lacking_plus_ & bit) != 0) return;
+  exports_lacking_plus_ |= bit;
+  NFSEDGE_LOG(kWarn) << "the upstream answers READDIRPLUS NOTSUPP on export " << exp->config().path
+                     << ": its client READDIRs go as they are from now on (no listings from cache)";
 }
 
 uint64_t NfsService::ExpectedListing(const READDIRPLUS3args& a) const {

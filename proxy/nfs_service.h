@@ -182,8 +182,10 @@ class NfsService : public RpcProgram {
   void ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
                             const std::shared_ptr<XdrBox>& args, const Export& exp,
                             const OpaqueAuth& cred);
-  // The upstream refused a READDIRPLUS as unknown: READDIRs go as they are.
-  void LackingPlus();
+  // The upstream refused a READDIRPLUS as unknown (`exp` null: the whole
+  // upstream, PROC_UNAVAIL) or not supported on export `exp` (NOTSUPP, as
+  // Linux's `nordirplus` answers per export): READDIRs go as they are.
+  void LackingPlus(const Export* exp);
   // After a successful upstream reply to `p`: LearnReply, then speculation
   // and tree-walk prefetch for what the client will ask next.
   void LearnAndSpeculate(const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,
@@ -299,6 +301,7 @@ class NfsService : public RpcProgram {
   bool Joinable(const Flight& f, const NfsProc& p, const void* args) const;
   std::unordered_map<std::string, Flight> joined_;
   bool upstream_lacks_plus_ = false;  // READDIRs go as they are
+  uint64_t exports_lacking_plus_ = 0;  // ... on these exports (bits by id)
   // Replies sent to mutating calls (shared with their reply hooks, which
   // may outlive this).
   std::shared_ptr<uint64_t> mutations_answered_ = std::make_shared<uint64_t>(0);

@@ -157,6 +157,11 @@ class CachedHandoutTest : public ProgramsBed {
       case NFSPROC3_READDIRPLUS: {
         XdrValue<READDIRPLUS3args> a(Proc(xdr_READDIRPLUS3args));
         EXPECT_TRUE(a.Decode(s.args));
+        if (root_lacks_plus_ && Bytes(a->dir) == kRoot) {
+          READDIRPLUS3res res{};
+          res.status = NFS3ERR_NOTSUPP;
+          return Xdr(Proc(xdr_READDIRPLUS3res), res);
+        }
         EXPECT_EQ(Bytes(a->dir), kProj);
         const std::string proj = kProj, f = kF, g = kG;
         entryplus3 e[4]{};
@@ -274,6 +279,7 @@ class CachedHandoutTest : public ProgramsBed {
   std::unique_ptr<MetadataCache> cache_;
   uint32_t xid_ = 0;
   std::map<std::string, fattr3> attrs_;  // the upstream's attributes, by handle
+  bool root_lacks_plus_ = false;  // READDIRPLUS of kRoot answered NOTSUPP (nordirplus)
   std::map<std::pair<std::string, std::string>, std::string> lookups_;
 };
 
@@ -354,6 +360,32 @@ TEST_F(CachedHandoutTest, AnUpstreamWithoutReaddirplusGetsTheClientsReaddirsAsTh
   }
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 1u) << "asked again after PROC_UNAVAIL";
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 2u);
+}
+
+// NOTSUPP is an export's answer (Linux's `nordirplus` export option): the
+// READDIRs of that export go as they are, those of the others still as
+// READDIRPLUS, from which their listings are cached.
+TEST_F(CachedHandoutTest, OneExportsReaddirplusRefusalLeavesTheOthersTheirs) {
+  root_lacks_plus_ = true;
+  ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
+  const std::string root = kRoot, proj = kProj;
+  READDIR3args a{};
+  a.dir = Fh(root);
+  a.count = 8192;
+  std::string r = Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+  ASSERT_GE(r.size(), 4u);
+  EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 1u);
+  ASSERT_EQ(Mount(kProjHost, "/data/proj"), kProj);
+  ASSERT_EQ(Access(kProjHost, kProj), static_cast<uint32_t>(NFS3_OK));
+  const size_t plus = UpstreamCalls(NFSPROC3_READDIRPLUS);
+  a.dir = Fh(proj);
+  r = Call(kProjHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+  ASSERT_GE(r.size(), 4u);
+  EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK));
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), plus + 1)
+      << "another export's READDIR not sent as READDIRPLUS";
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 1u);
 }
 
 TEST_F(CachedHandoutTest, HandleFromACachedListingIsUsableThroughTheExportThatAnswered) {
