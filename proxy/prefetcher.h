@@ -177,6 +177,10 @@ class Prefetcher {
     MonoTime last;  // the client's latest call in it
     uint64_t rules = 0;  // Rules() when it began
   };
+  struct SeenAt {
+    MonoTime at;    // queued at
+    uint64_t walk;  // by this walk (0: none)
+  };
   // Where a directory stands in a walk.
   struct WalkDir {
     uint64_t walk = 0;
@@ -195,7 +199,7 @@ class Prefetcher {
   // The key of a listing page in flight: credential, cookie, directory.
   static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);
   // Whether a listing seen before is to be asked again (see above).
-  bool Relist(const Job& job, const MonoTime& seen_at);
+  bool Relist(const Job& job, const SeenAt& seen);
   // Returns true iff `job` belongs to a walk that stopped: it is counted
   // and forgotten (a later walk may queue it again).
   bool Drop(const Job& job);
@@ -234,7 +238,7 @@ class Prefetcher {
   std::deque<Job> queue_;
   uint32_t in_flight_ = 0;
   uint64_t list_bytes_avg_ = 0;  // the size of listing replies, moving average
-  LruMap<MonoTime> seen_;  // kind + credential + handle -> queued at
+  LruMap<SeenAt> seen_;  // kind + credential + handle -> when and by which walk
   // When a full queue was last searched for the work of stopped walks.
   static constexpr Duration kPurgeEvery = std::chrono::milliseconds(250);
   MonoTime last_purge_{};

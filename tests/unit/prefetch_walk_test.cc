@@ -211,6 +211,28 @@ TEST_F(WalkTest, ASecondWalkListsItsRootAgain) {
   EXPECT_GE(pf_->stats().relists, 2u);
 }
 
+// Within one walk a directory is listed again at most once: met again as
+// the client lists the directory above it (the walk's own listing of it no
+// longer fresh), it is not listed anew, or every directory would be listed
+// once per level above it.
+TEST_F(WalkTest, AWalkListsADirectoryItListedOnlyOnce) {
+  Make(Walking());
+  pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(
+      std::vector<Entry>{EntryOf("big", "FH-DEEP-BIG", NF3REG, 1 << 20)}, true);
+  Walk(user_);
+  AnswerAll();
+  auto lists = [&](const char* fh) { return Asked().count({NFSPROC3_READDIRPLUS, fh}); };
+  ASSERT_EQ(lists("FH-DEEP"), 1u);
+  clock_.Advance(std::chrono::seconds(2));  // the walk goes on (walk_idle 5 s)
+  meta_.Forget("FH-DEEP-BIG");              // its listing no longer fresh
+  ASSERT_FALSE(meta_.ListingFresh("FH-DEEP"));
+  ClientLists("FH-SUB", *sub_, user_);  // the client, in the directory above it
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().walks, 1u);
+  EXPECT_EQ(lists("FH-DEEP"), 1u) << "listed again within the walk that listed it";
+  EXPECT_EQ(pf_->stats().relists, 0u);
+}
+
 // Queue room for a new walk is taken from the work of stopped walks first.
 TEST_F(WalkTest, StoppedWalksGiveTheirQueueRoomToANewOne) {
   PrefetchOptions o = Walking(1);
