@@ -507,7 +507,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
     case NFSPROC3_RMDIR: {
       const auto* r = static_cast<const RMDIR3res*>(res);
       LearnRemove(static_cast<const RMDIR3args*>(args)->object, ok,
-                  NFSEDGE_ARM(RMDIR3res, r, dir_wcc), l);
+                  NFSEDGE_ARM(RMDIR3res, r, dir_wcc), l, /*rmdir=*/true);
       return;
     }
     case NFSPROC3_RENAME: {
@@ -703,11 +703,15 @@ void MetadataCache::ForgetChild(const diropargs3& d, const wcc_data* dir_wcc) {
 
 void MetadataCache::ForgetMovedAway(const RENAME3args& a, const wcc_data* from_wcc) {
   if (Bytes(a.from.dir) == Bytes(a.to.dir)) return;  // ".." stays
+  ForgetChildrenOf(a.from.dir, from_wcc);
+}
+
+void MetadataCache::ForgetChildrenOf(const nfs_fh3& dir, const wcc_data* wcc) {
   std::optional<uint64_t> fileid;
-  if (from_wcc != nullptr && from_wcc->after.attributes_follow) {
-    fileid = from_wcc->after.post_op_attr_u.attributes.fileid;
+  if (wcc != nullptr && wcc->after.attributes_follow) {
+    fileid = wcc->after.post_op_attr_u.attributes.fileid;
   } else {
-    fileid = attrs_.FileId(Bytes(a.from.dir));
+    fileid = attrs_.FileId(Bytes(dir));
   }
   // Listings in flight (sent before now) that name the source as ".." are
   // not kept either when they come back.
@@ -775,8 +779,9 @@ void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
 }
 
 void MetadataCache::LearnRemove(const diropargs3& what, bool ok, const wcc_data& w,
-                                const ExportLifetimes& l) {
+                                const ExportLifetimes& l, bool rmdir) {
   NoteDirChange(Bytes(what.dir));
+  if (ok && rmdir && KnownChild(what).empty()) ForgetChildrenOf(what.dir, &w);
   if (ok) ForgetChild(what, &w);  // gone, or its link count changed
   Wcc(what.dir, w, l);
   if (ok) names_.OnRemove(Bytes(what.dir), what.name, DirChange::FromWcc(w));

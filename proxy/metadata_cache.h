@@ -321,7 +321,10 @@ class MetadataCache {
                     const CredKey& cred, bool per_credential);
   void LearnCreate(const diropargs3& where, const post_op_fh3* obj, const post_op_attr* obj_attr,
                    const wcc_data& w, const ExportLifetimes& l);
-  void LearnRemove(const diropargs3& what, bool ok, const wcc_data& w, const ExportLifetimes& l);
+  // `rmdir`: an RMDIR (a directory whose object the proxy does not know
+  // has its listing dropped through ForgetChildrenOf).
+  void LearnRemove(const diropargs3& what, bool ok, const wcc_data& w, const ExportLifetimes& l,
+                   bool rmdir = false);
   // Remembers that `name` in `dir` was `child`, whatever happens to the
   // directory's name cache entries, so that a REMOVE, RMDIR or RENAME
   // through the proxy can forget the child's attributes.
@@ -339,6 +342,11 @@ class MetadataCache {
   // source (`from_wcc`'s fileid or the cached one; every listing with a
   // ".." when neither is known) go.
   void ForgetMovedAway(const RENAME3args& a, const wcc_data* from_wcc);
+  // The listing pages of every directory whose ".." is `dir` (`wcc`'s
+  // fileid or the cached one; every listing with a ".." when neither is
+  // known) go, and listings in flight naming it as ".." are not kept: a
+  // child directory the proxy does not know was moved away or removed.
+  void ForgetChildrenOf(const nfs_fh3& dir, const wcc_data* wcc);
   static std::string FileIdKey(uint64_t fileid);
   // Whether the listing being learned (learning_), whose ".." is
   // `parent_fileid`, may predate a ForgetMovedAway of that parent.

@@ -276,7 +276,7 @@ void NfsService::Serve(const NfsProc& p, const std::shared_ptr<IncomingCall>& ca
       const auto* a = static_cast<READDIRPLUS3args*>(args->get());
       // The prefetcher is fetching this very page: its reply answers this.
       if (prefetcher_ &&
-          prefetcher_->AwaitListing(HandleBytes(a->dir), a->cookie, cred,
+          prefetcher_->AwaitListing(HandleBytes(a->dir), a->cookie, cred, *exp,
                                     [this, &p, call, args, exp, before] {
                                       ServeAgain(p, call, args, *exp, before);
                                     })) {

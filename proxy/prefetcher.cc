@@ -232,7 +232,8 @@ bool Prefetcher::Relist(const Job& job, const SeenAt& seen) {
 }
 
 bool Prefetcher::AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
-                              std::function<void()> then) {
+                              const Export& exp, std::function<void()> then) {
+  if (LifetimesOf(exp).dir.max <= Duration(0)) return false;
   auto it = pages_in_flight_.find(PageKey(dir, cookie, cred));
   if (it == pages_in_flight_.end()) return false;
   // It may wait in the scheduler behind bulk data: the client's own call

@@ -124,13 +124,15 @@ class Prefetcher {
   // SetBackgroundWaiting: a client listing must not wait behind bulk data
   // at background priority), `then` runs once its reply has been learned
   // (or the call failed) and true is returned; else false, and `then` is
-  // not kept.
+  // not kept. Not on an export `exp` that keeps no listings (acdirmax 0):
+  // the reply would be learned but not stored, and the client's call would
+  // go upstream after it anyway.
   // `waiting`: whether background calls wait in the scheduler now.
   void SetBackgroundWaiting(std::function<bool()> waiting) {
     background_waiting_ = std::move(waiting);
   }
   bool AwaitListing(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred,
-                    std::function<void()> then);
+                    const Export& exp, std::function<void()> then);
   // `version`: the export rules' version (ExportTable::updates()). Work
   // queued, and walks begun, under rules a reload has since changed stop:
   // their credential was mapped by the old rules (a walk begun as root

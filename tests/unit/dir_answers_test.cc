@@ -675,6 +675,23 @@ TEST_F(MovedUnknownDirectoryTest, ARenameLeftUnansweredDropsItToo) {
   EXPECT_EQ(CachedDotDot(), std::nullopt);
 }
 
+// The same for an RMDIR of a directory the proxy does not know by its name:
+// a client still holding its handle is not answered its listing (".",
+// "..") as if it still existed.
+TEST_F(MovedUnknownDirectoryTest, AnRmdirOfItDropsItsListing) {
+  fattr3 p1_after = attrs_[p1_];
+  p1_after.mtime.seconds = p1_after.ctime.seconds = kWall0 - 1;
+  RMDIR3args rm{};
+  rm.object.dir = Fh(p1_);
+  rm.object.name = const_cast<char*>("x");
+  RMDIR3res rr{};
+  rr.status = NFS3_OK;
+  rr.RMDIR3res_u.resok.dir_wcc = test_xdr::Wcc(attrs_[p1_], p1_after);
+  Learn(NFSPROC3_RMDIR, rm, Xdr(Proc(xdr_RMDIR3res), rr));
+  LearnGetattr(x_, attrs_[x_]);  // a GETATTR answered before the RMDIR, say
+  EXPECT_EQ(CachedDotDot(), std::nullopt) << "the removed directory's listing was answered";
+}
+
 // A listing of x sent before the RENAME and answered after it (a client's,
 // the prefetcher's, the refresher's) is not kept either: its ".." is the
 // source. One sent after it is.

@@ -499,11 +499,17 @@ TEST_F(PrefetcherTest, AClientListingWaitsForThePageOnItsWay) {
   List(*root, user_);
   Drain();
   int served = 0;
-  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
-  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
-  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, other_, [&] { served += 100; }));
-  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 7, user_, [&] { served += 100; }));
-  EXPECT_FALSE(pf_->AwaitListing("FH-ROOT", 0, user_, [&] { served += 100; }));
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, exp_, [&] { served++; }));
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, exp_, [&] { served++; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, other_, exp_, [&] { served += 100; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 7, user_, exp_, [&] { served += 100; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-ROOT", 0, user_, exp_, [&] { served += 100; }));
+  // Nor through an export that keeps no listings: the page would not be
+  // stored, and the client's call would go upstream after it anyway.
+  ExportConfig no_listings = MakeExportConfig();
+  no_listings.acdirmin = no_listings.acdirmax = 0;
+  const Export uncached(5, no_listings);
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, uncached, [&] { served += 100; }));
   EXPECT_EQ(pf_->stats().awaited, 2u);
   EXPECT_EQ(served, 0) << "not before the reply";
   for (size_t i = 0; i < up_.calls.size(); ++i) {
@@ -515,7 +521,7 @@ TEST_F(PrefetcherTest, AClientListingWaitsForThePageOnItsWay) {
   }
   Drain();
   EXPECT_EQ(served, 2);
-  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served += 100; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, exp_, [&] { served += 100; }));
   AnswerAll();
   EXPECT_EQ(served, 2);
 }
@@ -529,10 +535,10 @@ TEST_F(PrefetcherTest, AClientListingDoesNotWaitForAPageStillQueued) {
   std::unique_ptr<Page> root = RootPage();
   List(*root, user_);
   Drain();
-  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, [] { ADD_FAILURE() << "kept"; }));
+  EXPECT_FALSE(pf_->AwaitListing("FH-SUB", 0, user_, exp_, [] { ADD_FAILURE() << "kept"; }));
   queued = false;  // it left
   int served = 0;
-  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, [&] { served++; }));
+  EXPECT_TRUE(pf_->AwaitListing("FH-SUB", 0, user_, exp_, [&] { served++; }));
   AnswerAll();
   EXPECT_EQ(served, 1);
 }
