@@ -232,6 +232,7 @@ class DiskTier::Store {
   std::unique_ptr<rocksdb::DB> db_ NFSEDGE_GUARDED_BY(mu_);  // null: an opening failed
   bool broken_ NFSEDGE_GUARDED_BY(mu_) = false;  // a write failed: open it again first
   bool read_only_ NFSEDGE_GUARDED_BY(mu_) = false;  // db_ opened read-only (broken_ too)
+  uint64_t generation_ NFSEDGE_GUARDED_BY(mu_) = 0;  // times broken_ was cleared
   std::chrono::steady_clock::time_point retry_at_ NFSEDGE_GUARDED_BY(mu_);
   const std::chrono::milliseconds reopen_delay_;
   std::atomic<uint64_t> reopened_{0};
@@ -441,6 +442,7 @@ bool DiskTier::Store::Reopen() {
   retry_at_ = now + reopen_delay_;
   if (db_ && !read_only_ && db_->Resume().ok()) {  // a failed flush, the disk better now
     broken_ = false;
+    generation_++;
     reopened_.fetch_add(1, std::memory_order_relaxed);
     NFSEDGE_LOG(kInfo) << "disk tier: " << dir_ << ": writing again after a failed write";
     return true;
@@ -468,6 +470,7 @@ bool DiskTier::Store::Reopen() {
   db_.reset(raw);
   read_only_ = false;
   broken_ = false;
+  generation_++;
   reopened_.fetch_add(1, std::memory_order_relaxed);
   NFSEDGE_LOG(kInfo) << "disk tier: " << dir_ << ": opened again after a failed write";
   return true;
@@ -475,6 +478,7 @@ bool DiskTier::Store::Reopen() {
 
 bool DiskTier::Store::Apply(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch* batch) {
   rocksdb::Status s;
+  uint64_t generation = 0;  // of the store the write failed on
   for (;;) {
     {
       ReaderLock l(&mu_);
@@ -482,12 +486,16 @@ bool DiskTier::Store::Apply(const rocksdb::WriteOptions& wo, rocksdb::WriteBatch
         if (!db_) return false;
         s = db_->Write(wo, batch);
         if (s.ok()) return true;
+        generation = generation_;
         break;
       }
     }
     if (!Reopen()) return false;
   }
   WriterLock l(&mu_);
+  // Opened again by another thread since: that store is not the one that
+  // failed (this write is lost, as any failed one).
+  if (generation_ != generation) return false;
   if (!broken_) {
     // A full or failing disk: reads go on from memory and the upstream.
     NFSEDGE_LOG(kWarn) << "disk tier: " << dir_ << ": a write failed (" << s.ToString()

@@ -749,9 +749,12 @@ void MetadataCache::ForgetUnanswered(const NfsProc& p, const void* args) {
     case NFSPROC3_REMOVE:
       ForgetChild(static_cast<const REMOVE3args*>(args)->object);
       break;
-    case NFSPROC3_RMDIR:
-      ForgetChild(static_cast<const RMDIR3args*>(args)->object);
+    case NFSPROC3_RMDIR: {
+      const diropargs3& d = static_cast<const RMDIR3args*>(args)->object;
+      if (KnownChild(d).empty()) ForgetChildrenOf(d.dir, nullptr);
+      ForgetChild(d);
       break;
+    }
     case NFSPROC3_RENAME: {
       const auto* a = static_cast<const RENAME3args*>(args);
       if (KnownChild(a->from).empty()) ForgetMovedAway(*a, nullptr);

@@ -68,7 +68,8 @@ nfsstat3 NfsService::Admit(const NfsProc& p, const void* args, const IncomingCal
 // export's tree since: its ".." is then outside, and would lead on from
 // there to the whole upstream file system (rule 3's check at the root
 // does not see it). A parent the registry forgot (server.max_handles) is
-// refused the same way; the client looks its path up again.
+// refused the same way (NFS3ERR_ACCES; its path from the root still
+// works).
 bool NfsService::RefuseWayOut(const NfsProc& p, const void* args, RpcReply* reply,
                               const Export& exp) {
   if (p.proc != NFSPROC3_LOOKUP) return false;

@@ -371,7 +371,7 @@ void Operations::WarmFrom(Resolved r, const fattr3& attr, std::shared_ptr<Contro
   warm->prefetcher =
       std::make_unique<Prefetcher>(*deps_.clock, *deps_.meta, deps_.read_path, *deps_.background,
                                    deps_.learn, po);
-  // A reload that changes the rules (squashing) stops the walk: its
+  // A reload (which may change the rules: squashing) stops the walk: its
   // credential was mapped by the old ones.
   warm->prefetcher->SetRulesVersion([exports = deps_.exports] { return exports->updates(); });
   warm->reply = reply;
@@ -416,13 +416,13 @@ void Operations::PollWarms() {
                     std::to_string(st.access) + " access checks, " + std::to_string(st.files) +
                     " files read, " + std::to_string(st.links) + " symlinks read, " +
                     std::to_string(st.errors) + " errors, " +
-                    std::to_string(st.dropped) + " dropped, in " + secs);
+                    std::to_string(st.dropped + st.discarded) + " dropped, in " + secs);
       w.reply->Finish(Status::Ok());
     }
     // Done, or the operator went away (Ctrl-C): the walk goes on to its end
-    // (its prefetcher keeps calls in flight while it has work queued); a
-    // prefetcher with calls in flight must outlive them.
-    if (w.prefetcher->in_flight() == 0) {
+    // (work the upstream's full queue refused waits in its queue, resumed
+    // above); a prefetcher with calls in flight must outlive them.
+    if (w.prefetcher->in_flight() == 0 && w.prefetcher->queued() == 0) {
       warms_.erase(warms_.begin() + static_cast<long>(i));
     } else {
       ++i;

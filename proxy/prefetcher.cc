@@ -93,6 +93,9 @@ void Prefetcher::OnClientCall(std::string_view fh) {
     if (parent) d = walk_dirs_.Peek(*parent);
   }
   if (d && Active(d->walk)) walks_[d->walk].last = clock_.MonoNow();
+  // Work the upstream's full queue refused, with no call in flight to
+  // resume it when it finishes: tried again at the walk's client calls.
+  if (refused_ && in_flight_ == 0) Pump();
 }
 
 uint64_t Prefetcher::StartWalk(std::string_view root) {
@@ -258,12 +261,15 @@ void Prefetcher::Pump() {
     if (Drop(job)) continue;
     if (!Send(job)) {
       // The upstream's queue is full (scheduler.max_queued): the job waits
-      // at the head, and the rest behind it, for a call to finish (or
-      // Resume()), instead of each being refused in turn and lost.
+      // at the head, and the rest behind it, for a call to finish, a
+      // client call in the walk or Resume(), instead of each being refused
+      // in turn and lost.
       queue_.push_front(std::move(job));
       stats_.deferred++;
+      refused_ = true;
       return;
     }
+    refused_ = false;
   }
 }
 
@@ -274,15 +280,14 @@ bool Prefetcher::Send(const Job& job) {
     case Kind::kList:
       return SendList(job);
     case Kind::kData:
-      SendData(job);
-      return true;
+      return SendData(job);
     case Kind::kLink:
       return meta_.HasLink(job.fh, job.version, CredKeyOf(job.cred)) || SendLink(job);
   }
   return true;
 }
 
-void Prefetcher::SendData(const Job& job) {
+bool Prefetcher::SendData(const Job& job) {
   // A file larger than one upstream read (a warm reads files up to
   // control.warm_file_bytes) is read whole, one read at a time, each from
   // the first block after the last fetch's first that is not cached yet:
@@ -303,10 +308,11 @@ void Prefetcher::SendData(const Job& job) {
       job.offset, &part, options_.data_through_own_caller ? &upstream_ : nullptr);
   if (!sent) {
     in_flight_--;
-    return;
+    return !part.refused;
   }
   if (job.offset == 0) stats_.files++;
   next->offset = part.first_end;  // the block after the first one fetched
+  return true;
 }
 
 bool Prefetcher::SendAccess(const Job& job) {

@@ -216,8 +216,8 @@ class Prefetcher {
   bool Send(const Job& job);
   // Fetches the part of a file from `job.offset` on that is not cached yet,
   // one upstream read; when it ends, the rest goes at the queue's front.
-  void SendData(const Job& job);
   // Each returns false iff the upstream refused the call now.
+  bool SendData(const Job& job);
   bool SendList(const Job& job);
   bool SendAccess(const Job& job);
   bool SendLink(const Job& job);
@@ -239,6 +239,7 @@ class Prefetcher {
   const PrefetchOptions options_;
   std::deque<Job> queue_;
   uint32_t in_flight_ = 0;
+  bool refused_ = false;  // the job at the head of queue_ was refused (Pump)
   uint64_t list_bytes_avg_ = 0;  // the size of listing replies, moving average
   LruMap<SeenAt> seen_;  // kind + credential + handle -> when and by which walk
   // When a full queue was last searched for the work of stopped walks.

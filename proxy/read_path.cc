@@ -356,7 +356,9 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
   for (uint64_t i = 1; i < blocks; ++i) {
     if (have(first + i)) blocks = i;
   }
-  if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done), via)) {
+  bool refused = false;
+  if (!Fetch(fh, first, blocks, size, version, exp, cred, true, std::move(done), via, &refused)) {
+    if (part) part->refused = refused;
     return false;
   }
   if (part) part->first_end = (first + 1) * block_size_;
@@ -366,7 +368,8 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
 
 bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
                      const ChangeId& expected, const Export& exp, const OpaqueAuth& cred,
-                     bool prefetch, std::function<void()> done, RpcCaller* via) {
+                     bool prefetch, std::function<void()> done, RpcCaller* via,
+                     bool* refused) {
   // A server that reads less than a block at a time answers every fetch
   // short: nothing could be stored, and the client's READ would pay a
   // second round trip.
@@ -399,7 +402,10 @@ bool ReadPath::Fetch(const std::string& fh, uint64_t first, uint64_t count, uint
         OnFetched(fh, first, count, expected, *e, cred, prefetch, sent, seq, std::move(r));
         if (done) done();
       });
-  if (!s.ok()) return false;
+  if (!s.ok()) {
+    if (refused) *refused = true;
+    return false;
+  }
   for (uint64_t k = 0; k < count; ++k) MarkPending(fh, first + k);
   if (readahead) background_++;
   if (prefetch) {

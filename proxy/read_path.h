@@ -126,6 +126,7 @@ class ReadPath {
   // What PrefetchFile sent: the end of the first block it fetches.
   struct PrefetchPart {
     uint64_t first_end = 0;
+    bool refused = false;  // nothing sent: the upstream refused it now (its queue full)
   };
   // Tree-walk prefetch: fetches a file `fh` of `size` bytes and `version`
   // (from a listing) into blocks, for `cred`: one upstream read (read_size()
@@ -195,10 +196,11 @@ class ReadPath {
   // be queued.
   // `expected`: the version the proxy knows the file at; the blocks are
   // kept only if the reply shows it (OnFetched).
-  // `via`: the caller to send it through (null: upstream_).
+  // `via`: the caller to send it through (null: upstream_). `*refused`, if
+  // given, is set iff the caller refused the call.
   bool Fetch(const std::string& fh, uint64_t first, uint64_t count, uint64_t size,
              const ChangeId& expected, const Export& exp, const OpaqueAuth& cred, bool prefetch,
-             std::function<void()> done = {}, RpcCaller* via = nullptr);
+             std::function<void()> done = {}, RpcCaller* via = nullptr, bool* refused = nullptr);
   void OnFetched(const std::string& fh, uint64_t first, uint64_t count, const ChangeId& expected,
                  const Export& exp, const OpaqueAuth& cred, bool prefetch, MonoTime sent,
                  uint64_t write_seq, StatusOr<RpcReply> reply);

@@ -692,6 +692,15 @@ TEST_F(MovedUnknownDirectoryTest, AnRmdirOfItDropsItsListing) {
   EXPECT_EQ(CachedDotDot(), std::nullopt) << "the removed directory's listing was answered";
 }
 
+TEST_F(MovedUnknownDirectoryTest, AnRmdirLeftUnansweredDropsItToo) {
+  RMDIR3args rm{};
+  rm.object.dir = Fh(p1_);
+  rm.object.name = const_cast<char*>("x");
+  cache_.ForgetUnanswered(*FindNfsProc(NFSPROC3_RMDIR), &rm);
+  LearnGetattr(x_, attrs_[x_]);
+  EXPECT_EQ(CachedDotDot(), std::nullopt);
+}
+
 // A listing of x sent before the RENAME and answered after it (a client's,
 // the prefetcher's, the refresher's) is not kept either: its ".." is the
 // source. One sent after it is.

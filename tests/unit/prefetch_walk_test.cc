@@ -233,6 +233,23 @@ TEST_F(WalkTest, AWalkListsADirectoryItListedOnlyOnce) {
   EXPECT_EQ(pf_->stats().relists, 0u);
 }
 
+// Work the upstream's full queue refused while nothing of the walk was in
+// flight goes at the walk's next client call (nothing else would resume
+// it: no call in flight finishes).
+TEST_F(WalkTest, RefusedWorkGoesAtTheWalksNextClientCall) {
+  Make(Walking());
+  up_.set_refuse_with(ResourceExhausted("queue full"));
+  Walk(user_);
+  ASSERT_EQ(pf_->in_flight(), 0u);
+  ASSERT_GT(pf_->queued(), 0u);
+  up_.set_refuse_with(std::nullopt);
+  pf_->OnClientCall("FH-SUB");
+  Drain();
+  EXPECT_GT(pf_->in_flight(), 0u) << "the refused work waits for a call that never comes";
+  AnswerAll();
+  EXPECT_EQ(Asked().count({NFSPROC3_READDIRPLUS, "FH-DEEP"}), 1u);
+}
+
 // Queue room for a new walk is taken from the work of stopped walks first.
 TEST_F(WalkTest, StoppedWalksGiveTheirQueueRoomToANewOne) {
   PrefetchOptions o = Walking(1);

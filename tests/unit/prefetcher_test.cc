@@ -141,6 +141,24 @@ TEST_F(PrefetcherTest, ACallTheUpstreamsFullQueueRefusesIsSentLater) {
   EXPECT_EQ(pf_->queued(), 0u);
 }
 
+// The same for a file's data: its fetch refused, the job waits (it was
+// lost, and its mark kept it from being queued again), and goes once a
+// call in flight finishes.
+TEST_F(PrefetcherTest, AFileFetchTheUpstreamRefusesIsSentLater) {
+  Make(Options());
+  std::unique_ptr<Page> root = RootPage();
+  up_.set_refuse_with(ResourceExhausted("queue full"), NFSPROC3_READ);
+  List(*root, user_);
+  Drain();
+  EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-SMALL"}), 0u);
+  EXPECT_EQ(pf_->queued(), 2u) << "the data job (and the one behind it) lost";
+  up_.set_refuse_with(std::nullopt);
+  AnswerAll();  // the calls in flight finish: the queue goes on
+  EXPECT_EQ(Asked().count({NFSPROC3_READ, "FH-SMALL"}), 1u);
+  EXPECT_EQ(Asked().count({NFSPROC3_ACCESS, "FH-BIG"}), 1u);
+  EXPECT_EQ(pf_->queued(), 0u);
+}
+
 // `nfsedge warm` (data_through_own_caller): file data goes through the
 // prefetcher's own caller (the background class) like its listings, not the
 // read path's (client data): no client waits for it.

@@ -422,7 +422,7 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatOutlivesItsDeadlineOnceSent) {
 TEST_F(RpcClientTest, ACallNotSafeToRepeatWaitsADeadlineFromWhenItIsSent) {
   StartServer();
   ClientOptions o;
-  o.timeout = std::chrono::milliseconds(1000);
+  o.timeout = std::chrono::milliseconds(2000);
   o.max_in_flight = 1;
   o.repeatable = [](uint32_t, uint32_t proc) { return proc != 12; };
   StartClient(o);
@@ -430,10 +430,10 @@ TEST_F(RpcClientTest, ACallNotSafeToRepeatWaitsADeadlineFromWhenItIsSent) {
   Send("hold", 1);
   WaitHeld(1);
   Send("hold", 2, 12);  // queued behind the first
-  usleep(650000);
-  ReleaseAll();  // the first answered: the second leaves at about 700 ms
+  usleep(1300000);
+  ReleaseAll();  // the first answered: the second leaves at about 1.3 s
   EXPECT_EQ(Wait(1), "released");
-  usleep(600000);  // past its deadline counted from the Call(), at 1000 ms
+  usleep(1100000);  // past its deadline counted from the Call(), at 2 s
   loop_.RunSync([&] {
     ASSERT_EQ(handler_.seen_xids.size(), 2u) << "the call was sent again";
     EXPECT_EQ(client_->stats().reconnects, 0u);

@@ -155,7 +155,7 @@ Status FakeUpstream::CallExpecting(uint32_t prog, uint32_t vers, uint32_t proc,
 }
 
 Status FakeUpstream::Take(Seen seen) {
-  if (refuse_with_) return *refuse_with_;
+  if (refuse_with_ && (!refuse_only_ || *refuse_only_ == seen.proc)) return *refuse_with_;
   ReplyCallback done = seen.done;
   calls.push_back(std::move(seen));
   if (fail_with_) {

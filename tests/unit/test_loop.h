@@ -82,9 +82,12 @@ class FakeUpstream : public RpcCaller {
   using Refuser = std::function<std::optional<AcceptStat>(const Seen&)>;
   void set_refuser(Refuser r) { refuser_ = std::move(r); }
   void set_fail_with(std::optional<Status> s) { fail_with_ = std::move(s); }
-  // Calls made while set are refused at once with `s` (as a full queue
-  // refuses them), neither recorded nor answered.
-  void set_refuse_with(std::optional<Status> s) { refuse_with_ = std::move(s); }
+  // Calls made while set (of procedure `only` if given) are refused at once
+  // with `s` (as a full queue refuses them), neither recorded nor answered.
+  void set_refuse_with(std::optional<Status> s, std::optional<uint32_t> only = std::nullopt) {
+    refuse_with_ = std::move(s);
+    refuse_only_ = only;
+  }
 
   Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
               std::string_view args, ReplyCallback done) override;
@@ -104,6 +107,7 @@ class FakeUpstream : public RpcCaller {
   Refuser refuser_;
   std::optional<Status> fail_with_;
   std::optional<Status> refuse_with_;
+  std::optional<uint32_t> refuse_only_;
   uint32_t next_xid_ = 1000;
 };
 
