@@ -55,6 +55,7 @@ struct MountService::Walk {
   std::string fh;                       // where the walk is
   std::string full_args;                // MNT of the whole path, upstream
   uint64_t rules = 0;                   // ExportTable::updates() when it began
+  int restarts = 0;                     // MountService::Restart
 };
 
 MountService::MountService(const ExportTable& exports, HandleRegistry& handles,
@@ -111,7 +112,18 @@ void MountService::ReplyMounted(IncomingCall& call, const std::string& fh) {
   call.ReplySuccess(out);
 }
 
-void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
+void MountService::Restart(const std::shared_ptr<IncomingCall>& call, const std::string& path,
+                           int restarts) {
+  if (restarts < kMaxRestarts) {
+    Mnt(call, restarts + 1);
+    return;
+  }
+  NFSEDGE_LOG(kWarn) << "MNT " << path << " from " << call->peer().ToString() << ": the rules "
+                     << "changed " << kMaxRestarts << " times while it was on its way; refused";
+  ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+}
+
+void MountService::Mnt(const std::shared_ptr<IncomingCall>& call, int restarts) {
   std::string path;
   if (!DecodeDirpath(call->args(), &path)) {
     call->ReplyAccepted(kGarbageArgs);
@@ -191,9 +203,10 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
   Status s = upstream_.Call(
       kMountProgram, kMountVersion, kMnt, cred, args,
       [this, call, export_id, path, cred, below = std::move(below),
-       full_args = std::move(full_args), rules = exports_.updates()](StatusOr<RpcReply> r) {
+       full_args = std::move(full_args), rules = exports_.updates(),
+       restarts](StatusOr<RpcReply> r) {
         if (exports_.updates() != rules) {
-          Mnt(call);  // a reload meanwhile: under the rules in force now
+          Restart(call, path, restarts);  // a reload meanwhile: under the rules in force now
           return;
         }
         if (!r.ok()) {
@@ -220,6 +233,7 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call) {
               w->fh = root;
               w->full_args = full_args;
               w->rules = rules;
+              w->restarts = restarts;
               WalkNext(w);
               return;
             }
@@ -256,7 +270,7 @@ void MountService::WalkNext(const std::shared_ptr<Walk>& w) {
   // A reload since the walk began (clients, `secure`, squashing): the mount
   // starts over under the rules in force now, with the credential they map.
   if (exports_.updates() != w->rules) {
-    Mnt(w->call);
+    Restart(w->call, w->path, w->restarts);
     return;
   }
   if (w->next == w->components.size()) {

@@ -70,7 +70,13 @@ class MountService : public RpcProgram {
   void SetUpstreamOut(std::function<bool()> out) { upstream_out_ = std::move(out); }
 
  private:
-  void Mnt(const std::shared_ptr<IncomingCall>& call);
+  // `restarts`: times a reload made this MNT start over (bounded).
+  void Mnt(const std::shared_ptr<IncomingCall>& call, int restarts = 0);
+  // A reload while the MNT was on its way: starts it over under the new
+  // rules, or, after kMaxRestarts, refuses it (MNT3ERR_SERVERFAULT; the
+  // client mounts again).
+  void Restart(const std::shared_ptr<IncomingCall>& call, const std::string& path, int restarts);
+  static constexpr int kMaxRestarts = 8;
   void Dump(IncomingCall& call);
   void Umnt(IncomingCall& call);
   void Umntall(IncomingCall& call);

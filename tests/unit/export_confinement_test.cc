@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <atomic>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -74,6 +75,9 @@ class ExportConfinementTest : public ProgramsBed {
   // The upstream NFS server: LOOKUPs from lookups_, GETATTR of any handle.
   std::optional<std::string> NfsRespond(const FakeUpstream::Seen& s) {
     if (s.proc == NFSPROC3_LOOKUP && during_lookup_) std::exchange(during_lookup_, nullptr)();
+    if (s.proc == NFSPROC3_LOOKUP && reload_at_every_lookup_) {
+      EXPECT_TRUE(exports_->Update({exports_->Get(0).config()}).ok());  // the rules as they were
+    }
     if (s.proc == NFSPROC3_LOOKUP) {
       XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));
       EXPECT_TRUE(a.Decode(s.args));
@@ -158,6 +162,7 @@ class ExportConfinementTest : public ProgramsBed {
   std::map<std::pair<std::string, std::string>, std::pair<std::string, fattr3>> lookups_;
   std::set<std::string> without_attributes_;  // LOOKUPs of these answer no attributes
   std::function<void()> during_lookup_;  // run (once) as the next LOOKUP reaches the upstream
+  std::atomic<bool> reload_at_every_lookup_{false};
 };
 
 // docs/security.md: "The way out of an export, "..", is closed: a LOOKUP of
@@ -318,6 +323,20 @@ TEST_F(ExportConfinementTest, AMountAnsweredAfterAReloadMeetsTheNewRules) {
   BlockingClient c(port_);
   auto [st, fh] = Mount(c, 1, "/data/sub");
   EXPECT_EQ(st, static_cast<uint32_t>(MNT3ERR_ACCES)) << "mounted, handle " << fh;
+}
+
+// Reloads that keep coming while a MNT is on its way: it starts over a
+// bounded number of times, then is refused (the client mounts again), not
+// walked for ever.
+TEST_F(ExportConfinementTest, AMountStartedOverByReloadsAgainAndAgainIsRefused) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  reload_at_every_lookup_ = true;
+  BlockingClient c(port_);
+  EXPECT_EQ(Mount(c, 1, "/data/sub").first, static_cast<uint32_t>(MNT3ERR_SERVERFAULT));
+  reload_at_every_lookup_ = false;
+  EXPECT_EQ(Mount(c, 2, "/data/sub").first, static_cast<uint32_t>(MNT3_OK));
 }
 
 }  // namespace
