@@ -42,6 +42,16 @@ class WalkTest : public PrefetcherTest {
     ClientLists("FH-ROOT", *pages_[{"FH-ROOT", 0}], cred);
     ClientLists("FH-SUB", *sub_, cred);
   }
+  // A walk of user_'s, answered, with a file in FH-DEEP (whose attributes
+  // its listing needs fresh).
+  void WalkedWithAFileInDeep() {
+    Make(Walking());
+    pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(
+        std::vector<Entry>{EntryOf("big", "FH-DEEP-BIG", NF3REG, 1 << 20)}, true);
+    Walk(user_);
+    AnswerAll();
+  }
+  size_t Lists(const char* fh) const { return Asked().count({NFSPROC3_READDIRPLUS, fh}); }
 
   std::unique_ptr<Page> sub_;
 };
@@ -194,12 +204,8 @@ TEST_F(WalkTest, ComingBackToAStoppedWalkStartsANewOne) {
 // the last page the client's listing showed it; a directory listed then
 // whose cached listing is stale is listed again too.
 TEST_F(WalkTest, ASecondWalkListsItsRootAgain) {
-  Make(Walking());
-  pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(
-      std::vector<Entry>{EntryOf("big", "FH-DEEP-BIG", NF3REG, 1 << 20)}, true);
-  Walk(user_);
-  AnswerAll();
-  auto lists = [&](const char* fh) { return Asked().count({NFSPROC3_READDIRPLUS, fh}); };
+  WalkedWithAFileInDeep();
+  auto lists = [&](const char* fh) { return Lists(fh); };
   ASSERT_EQ(lists("FH-ROOT"), 1u) << "the first walk's start";
   ASSERT_EQ(lists("FH-DEEP"), 1u);
   clock_.Advance(std::chrono::seconds(61));  // the walk stopped, all expired
@@ -216,12 +222,8 @@ TEST_F(WalkTest, ASecondWalkListsItsRootAgain) {
 // longer fresh), it is not listed anew, or every directory would be listed
 // once per level above it.
 TEST_F(WalkTest, AWalkListsADirectoryItListedOnlyOnce) {
-  Make(Walking());
-  pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(
-      std::vector<Entry>{EntryOf("big", "FH-DEEP-BIG", NF3REG, 1 << 20)}, true);
-  Walk(user_);
-  AnswerAll();
-  auto lists = [&](const char* fh) { return Asked().count({NFSPROC3_READDIRPLUS, fh}); };
+  WalkedWithAFileInDeep();
+  auto lists = [&](const char* fh) { return Lists(fh); };
   ASSERT_EQ(lists("FH-DEEP"), 1u);
   clock_.Advance(std::chrono::seconds(2));  // the walk goes on (walk_idle 5 s)
   meta_.Forget("FH-DEEP-BIG");              // its listing no longer fresh
