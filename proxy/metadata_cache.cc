@@ -179,7 +179,7 @@ std::optional<std::string> MetadataCache::AnswerLookup(const LOOKUP3args& a, con
   if (IsDotName(a.what.name)) return std::nullopt;
   std::string_view dir = Bytes(a.what.dir);
   std::optional<fattr3> dir_attr = Attrs(dir, stale, exp);
-  if (!dir_attr) return std::nullopt;
+  if (!dir_attr || case_insensitive_fsids_.contains(dir_attr->fsid)) return std::nullopt;
   // DESIGN rule 6: only with evidence that this credential may search dir.
   if (!access_.Allows(dir, cred, ACCESS3_LOOKUP, *dir_attr, stale)) {
     return std::nullopt;

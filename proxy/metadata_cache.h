@@ -406,6 +406,11 @@ class MetadataCache {
   };
   static constexpr size_t kMaxFsStatic = 4096;
   LruMap<FsStatic> fs_static_;
+  // File systems (fsid) whose PATHCONF said case_insensitive: a name there
+  // is found under other spellings than the one cached ("foo" after a
+  // CREATE of "Foo"), so LOOKUP is never answered from the name cache.
+  // Never forgotten; at most kMaxFsStatic.
+  std::unordered_set<uint64_t> case_insensitive_fsids_;
   size_t max_children_;
   LruMap<std::string> last_child_;  // ChildKey(dir, name) -> child handle
   LruMap<std::string> parent_of_;   // child handle -> the directory it was last seen in

@@ -4,8 +4,10 @@
 #include "proxy/metadata_cache.h"
 
 #include <cstring>
+#include <optional>
 
 #include "proxy/metadata_encode.h"
+#include "rpc/log.h"
 #include "rpc/xdr_codec.h"
 
 namespace nfsedge {
@@ -95,6 +97,19 @@ void MetadataCache::LearnFsStatic(uint32_t proc, const nfs_fh3& object, const vo
     s.fsinfo.obj_attributes = post_op_attr{};
   } else {
     s.pathconf = static_cast<const PATHCONF3res*>(res)->PATHCONF3res_u.resok;
+    if (s.pathconf.case_insensitive) {
+      std::optional<fattr3> a;
+      if (s.pathconf.obj_attributes.attributes_follow) {
+        a = s.pathconf.obj_attributes.post_op_attr_u.attributes;
+      } else {
+        a = attrs_.Get(fh);
+      }
+      if (a && case_insensitive_fsids_.size() < kMaxFsStatic &&
+          case_insensitive_fsids_.insert(a->fsid).second) {
+        NFSEDGE_LOG(kInfo) << "metadata cache: the upstream's file system " << a->fsid
+                           << " ignores case in names (PATHCONF): LOOKUPs in it go upstream";
+      }
+    }
     s.pathconf.obj_attributes = post_op_attr{};
   }
   fs_static_.Put(key, s);

@@ -577,6 +577,31 @@ TEST_F(MovedDirectoryListingTest, RenameThroughTheProxyDoesNotLeaveTheOldDotDotI
   }
 }
 
+// An upstream file system whose PATHCONF says it ignores case: a name
+// there may be found under another spelling than the one cached ("foo"
+// absent, then "Foo" created), so LOOKUPs in it are not answered from the
+// name cache, found or absent.
+TEST_F(MovedDirectoryListingTest, ACaseInsensitiveFileSystemsNamesAreNotAnsweredFromCache) {
+  LearnLookup(p1_, "x", x_);
+  GrantAccess(p1_);
+  LOOKUP3args look{};
+  look.what.dir = Fh(p1_);
+  look.what.name = const_cast<char*>("x");
+  ASSERT_TRUE(cache_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &look, exp_, user_))
+      << "the control: answered from the name cache";
+  PATHCONF3args pa{};
+  pa.object = Fh(p1_);
+  PATHCONF3res pr{};
+  pr.status = NFS3_OK;
+  pr.PATHCONF3res_u.resok.obj_attributes = PostOp(attrs_[p1_]);
+  pr.PATHCONF3res_u.resok.name_max = 255;
+  pr.PATHCONF3res_u.resok.case_insensitive = TRUE;
+  pr.PATHCONF3res_u.resok.case_preserving = TRUE;
+  Learn(NFSPROC3_PATHCONF, pa, Xdr(Proc(xdr_PATHCONF3res), pr));
+  EXPECT_FALSE(cache_.Answer(*FindNfsProc(NFSPROC3_LOOKUP), &look, exp_, user_))
+      << "a name answered from cache on a file system that ignores case";
+}
+
 // A rename within one directory is one change of it, described twice (from
 // and to): the directory keeps its other names, updated in place
 // (docs/architecture.md), rather than dropping them for a "before" that no
