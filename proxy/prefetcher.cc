@@ -71,9 +71,7 @@ void Prefetcher::OnClientListing(std::string_view dir, const READDIRPLUS3resok& 
   walks_[at.walk].last = now;
   walk_dirs_.Put(dir, at);
   while (walk_dirs_.size() > options_.max_seen) walk_dirs_.Erase(walk_dirs_.Oldest()->key);
-  client_listing_ = true;
   OnListing(dir, ok, exp, cred, at.depth, at.walk);
-  client_listing_ = false;
 }
 
 void Prefetcher::ListAgain(std::string_view dir, const Export& exp, const OpaqueAuth& cred,
@@ -206,11 +204,11 @@ void Prefetcher::Queue(Job job, bool front, bool again) {
   if (!front) {
     std::string seen = SeenKey(job);
     const MonoTime now = clock_.MonoNow();
-    if (const MonoTime* at = seen_.Find(seen)) {
+    if (const SeenAt* at = seen_.Find(seen)) {
       if (!again && !Relist(job, *at)) return;
       stats_.relists++;
     }
-    seen_.Put(seen, now);
+    seen_.Put(seen, SeenAt{now, job.walk});
     while (seen_.size() > options_.max_seen) seen_.Erase(seen_.Oldest()->key);
   }
   stats_.queued++;
@@ -226,13 +224,13 @@ std::string Prefetcher::PageKey(std::string_view dir, uint64_t cookie, const Opa
          std::string(dir);
 }
 
-bool Prefetcher::Relist(const Job& job, const MonoTime& seen_at) {
-  // In a walk, only for a client's listing (its next listing may be of
-  // that directory): the prefetcher's own listings, each listed again,
-  // would list every directory below again, level after level.
-  if (job.walk != 0 && !client_listing_) return false;
+bool Prefetcher::Relist(const Job& job, const SeenAt& seen) {
+  // Once per walk: the walk's own listings, each met again as the client
+  // lists the directory above it, would list every directory once per
+  // level above it (a listing no longer fresh at once with no lifetimes).
+  if (job.walk != 0 && seen.walk == job.walk) return false;
   return job.kind == Kind::kList && job.cookie == 0 &&
-         clock_.MonoNow() - seen_at >= kRelistAfter &&
+         clock_.MonoNow() - seen.at >= kRelistAfter &&
          !pages_in_flight_.contains(PageKey(job.fh, 0, job.cred)) && !meta_.ListingFresh(job.fh);
 }
 

@@ -19,9 +19,8 @@
 // A directory the walk reaches again (a second walk of the tree, or a
 // client coming back to it) whose cached listing is no longer whole and fresh
 // (its attributes, or an entry's, outlived their lifetime) is listed again,
-// at most once a second (in a walk, only for a client's listing of the
-// directory above it: see Relist), so that it is refreshed in parallel
-// rather than by the client one directory at a time. A client READDIRPLUS of a page the
+// at most once a second, so that it is refreshed in parallel rather than by
+// the client one directory at a time. A client READDIRPLUS of a page the
 // prefetcher is fetching waits for that reply (AwaitListing) and is then
 // answered from the cache, rather than asking the upstream a second time.
 //
@@ -180,6 +179,10 @@ class Prefetcher {
     MonoTime last;  // the client's latest call in it
     uint64_t rules = 0;  // Rules() when it began
   };
+  struct SeenAt {
+    MonoTime at;    // queued at
+    uint64_t walk;  // by this walk (0: none)
+  };
   // Where a directory stands in a walk.
   struct WalkDir {
     uint64_t walk = 0;
@@ -198,7 +201,7 @@ class Prefetcher {
   // The key of a listing page in flight: credential, cookie, directory.
   static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);
   // Whether a listing seen before is to be asked again (see above).
-  bool Relist(const Job& job, const MonoTime& seen_at);
+  bool Relist(const Job& job, const SeenAt& seen);
   // Returns true iff `job` belongs to a walk that stopped: it is counted
   // and forgotten (a later walk may queue it again).
   bool Drop(const Job& job);
@@ -238,8 +241,7 @@ class Prefetcher {
   uint32_t in_flight_ = 0;
   bool refused_ = false;  // the job at the head of queue_ was refused (Pump)
   uint64_t list_bytes_avg_ = 0;  // the size of listing replies, moving average
-  LruMap<MonoTime> seen_;  // kind + credential + handle -> queued at
-  bool client_listing_ = false;  // inside OnClientListing's OnListing (Relist)
+  LruMap<SeenAt> seen_;  // kind + credential + handle -> when and by which walk
   // When a full queue was last searched for the work of stopped walks.
   static constexpr Duration kPurgeEvery = std::chrono::milliseconds(250);
   MonoTime last_purge_{};
