@@ -84,12 +84,8 @@ bool NfsService::RefuseWayOut(const NfsProc& p, const void* args, RpcReply* repl
   }
   NFSEDGE_LOG(kWarn) << "NFS3 LOOKUP \"..\" answered with a directory not known as export "
                      << exp.config().path << "'s (moved out of it?): refused";
-  // LOOKUP3resfail: the status, no directory attributes.
-  std::string record = reply->record.substr(0, reply->header.results_offset);
-  XdrWriter w(&record);
-  w.WriteU32(NFS3ERR_ACCES);
-  w.WriteU32(0);
-  reply->record = std::move(record);
+  reply->record =
+      reply->record.substr(0, reply->header.results_offset) + EncodeNfsError(p, NFS3ERR_ACCES);
   return true;
 }
 
