@@ -48,10 +48,11 @@ void AttrCache::SetMaxEntries(size_t max_entries) {
   EvictToLimit();
 }
 
-PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const Lifetime& l) {
+PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const Lifetime& l,
+                            SentTime sent) {
   ChangeId change = ChangeId::FromFattr(attr);
   PostOpResult result = PostOpResult::kInserted;
-  bool ambiguous = false, stale = false;
+  bool ambiguous = false, stale = false, unordered_perms = false;
   uint64_t changed_seq = 0;
   ChangeId floor;
   MonoTime floor_until{};
@@ -76,12 +77,15 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
       floor = newest;
       floor_until = floor_holds ? e->floor_until : now + std::max(l.max, kMinOvertakenFloor);
     }
-    if (Fresh(*e) && !(e->change.ctime < change.ctime)) {
-      // The same ctime: equal attributes settle an ambiguous entry, other
-      // ones cannot be ordered against it.
-      if (PermId::FromFattr(attr) != PermId::FromFattr(e->attr)) {
-        stale = true;
-      } else if (change != e->change || attr.nlink != e->attr.nlink) {
+    // The same ctime, from a call that may have left before the entry was
+    // learned: other attributes cannot be ordered against it, and equal
+    // ones settle nothing (the entry itself may be the late one).
+    const bool sent_after = sent != SentTime{} && e->learned < sent;
+    if (!e->floor_only && !sent_after && !(e->change.ctime < change.ctime) &&
+        !(change.ctime < e->change.ctime)) {
+      if (e->unordered_perms || PermId::FromFattr(attr) != PermId::FromFattr(e->attr)) {
+        stale = unordered_perms = true;
+      } else if (e->ambiguous || change != e->change || attr.nlink != e->attr.nlink) {
         ambiguous = true;
       }
       if (stale || ambiguous) stats_.ambiguous++;
@@ -98,10 +102,12 @@ PostOpResult AttrCache::Put(std::string_view handle, const fattr3& attr, const L
   e.change = change;
   e.ambiguous = ambiguous;
   e.conflicted = stale;
+  e.unordered_perms = unordered_perms;
   e.floor = floor;
   e.floor_until = floor_until;
   e.expires = stale ? clock_.MonoNow() : clock_.MonoNow() + life;
   e.filled = clock_.MonoNow();
+  e.learned = std::chrono::steady_clock::now();
   e.changed_seq = result == PostOpResult::kUnchanged ? changed_seq : ++change_seq_;
   lru_.Put(handle, std::move(e));
   EvictToLimit();
@@ -178,12 +184,13 @@ std::optional<ChangeId> AttrCache::CachedChangeId(std::string_view handle) {
 }
 
 PostOpResult AttrCache::ApplyPostOp(std::string_view handle, const post_op_attr& p,
-                                    const Lifetime& l) {
+                                    const Lifetime& l, SentTime sent) {
   if (!p.attributes_follow) return PostOpResult::kNoAttributes;
-  return Put(handle, p.post_op_attr_u.attributes, l);
+  return Put(handle, p.post_op_attr_u.attributes, l, sent);
 }
 
-WccResult AttrCache::ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l) {
+WccResult AttrCache::ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l,
+                              SentTime sent) {
   WccResult result = WccResult::kUnknown;
   if (w.before.attributes_follow) {
     if (Entry* e = lru_.Peek(handle)) {
@@ -192,7 +199,7 @@ WccResult AttrCache::ApplyWcc(std::string_view handle, const wcc_data& w, const 
     }
   }
   if (w.after.attributes_follow) {
-    Put(handle, w.after.post_op_attr_u.attributes, l);
+    Put(handle, w.after.post_op_attr_u.attributes, l, sent);
   } else {
     Invalidate(handle);
   }

@@ -13,13 +13,16 @@
 //
 // Out-of-order replies: attributes whose ctime is older than a fresh entry's
 // are ignored (a GETATTR answered before a SETATTR must not undo it).
-// Attributes with the same ctime as a fresh entry but another size, mtime or
+// Attributes with the same ctime as an entry but another size, mtime or
 // link count cannot be ordered (a server's timestamps are coarser than its
-// changes: two WRITEs in one clock tick, answered out of order): the entry becomes
-// ambiguous, and Get() does not answer from it until attributes equal to
-// the stored ones, or newer, come (in practice: the GETATTR that the miss
-// makes the proxy send). If the owner, group or mode differ too, the entry
-// is simply stale.
+// changes: two WRITEs in one clock tick, answered out of order), unless the
+// reply's call left after the entry was learned (the server ran it later):
+// the entry becomes ambiguous, and Get() does not answer from it until
+// newer attributes come, or ones whose call left after it became so (in
+// practice: the GETATTR that the miss makes the proxy send). If the owner,
+// group or mode differ too, the entry is stale (conflicted) until then. A
+// late reply equal to the stored one settles nothing: it may be a second
+// copy of the older state.
 //
 // wcc data tells apart the proxy's own changes from changes made elsewhere:
 // if the "before" attributes equal the cached ChangeId, nothing else touched
@@ -92,9 +95,14 @@ class AttrCache {
   AttrCache(const AttrCache&) = delete;
   AttrCache& operator=(const AttrCache&) = delete;
 
-  // Stores `attr` for `handle`, fresh for a lifetime computed from `l`.
-  // Returns what happened to the entry.
-  PostOpResult Put(std::string_view handle, const fattr3& attr, const Lifetime& l);
+  // When the call whose reply carries the attributes left the proxy, for
+  // a reply that answers that sending (the epoch: not known).
+  using SentTime = std::chrono::steady_clock::time_point;
+
+  // Stores `attr` for `handle`, fresh for a lifetime computed from `l`,
+  // from a reply to a call `sent`. Returns what happened to the entry.
+  PostOpResult Put(std::string_view handle, const fattr3& attr, const Lifetime& l,
+                   SentTime sent = {});
 
   // Returns the attributes of `handle` iff a fresh entry exists (and is not
   // ambiguous, unless `allow_ambiguous`: only its type, owner, group and
@@ -139,13 +147,15 @@ class AttrCache {
   std::optional<ChangeId> CachedChangeId(std::string_view handle);
 
   // Applies a post_op_attr from any reply. Absent attributes change nothing.
-  PostOpResult ApplyPostOp(std::string_view handle, const post_op_attr& p, const Lifetime& l);
+  PostOpResult ApplyPostOp(std::string_view handle, const post_op_attr& p, const Lifetime& l,
+                           SentTime sent = {});
 
   // Applies the wcc_data of a mutation of `handle`: stores "after" if present,
   // otherwise drops the entry (the object changed to something unknown).
   // Returns whether the change was the proxy's own (see WccResult); on
   // anything but kOwnChange the caller invalidates what depends on the object.
-  WccResult ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l);
+  WccResult ApplyWcc(std::string_view handle, const wcc_data& w, const Lifetime& l,
+                     SentTime sent = {});
 
   // Drops the entry for `handle`, if any.
   void Invalidate(std::string_view handle);
@@ -193,11 +203,13 @@ class AttrCache {
     ChangeId change;
     MonoTime expires;
     MonoTime filled;               // when these attributes were learned
+    SentTime learned{};            // the same, on the clock of SentTime
     bool refresh_pending = false;  // handed out by RefreshCandidates()
     bool indexed = false;          // in refresh_index_ (used since fill)
     bool floor_only = false;       // InvalidateBefore(): no attributes, a ctime floor
     bool ambiguous = false;        // size or mtime unordered against another reply
-    bool conflicted = false;       // expired at once: permissions unordered against a reply
+    bool conflicted = false;       // expired at once: a floor, or unordered_perms
+    bool unordered_perms = false;  // owner, group or mode unordered against a reply
     // Set by a reply older than the entry it replaced (overtaken): until
     // floor_until, attributes older than `floor` are not served.
     ChangeId floor;

@@ -118,20 +118,28 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
   return r;
 }
 
+bool MetadataCache::OutlivedFor(std::string_view fh, const fattr3& attr, const Export& exp) {
+  // The entry's lifetime was computed when it was learned, under the
+  // lifetimes of the exports the handle belonged to then. `exp`'s own (a
+  // nested export's, or the new ones after a reload) may be shorter, its
+  // min as well as its max: the lifetime it would have given then.
+  std::optional<Duration> age = attrs_.Age(fh);
+  if (!age) return false;
+  const Lifetime l = LifetimeOf(fh, LifetimesOf(exp), attr.type);
+  return *age >= ComputeLifetime(l, clock_.WallNow() - *age,
+                                 ChangeId::FromFattr(attr).LastChange());
+}
+
 std::optional<fattr3> MetadataCache::Attrs(std::string_view fh, bool stale, const Export& exp) {
   if (stale) return attrs_.GetExpired(fh);
   std::optional<fattr3> attr = attrs_.Get(fh);
-  if (!attr) return std::nullopt;
-  std::optional<Duration> age = attrs_.Age(fh);
-  if (age && *age >= LifetimeOf(fh, LifetimesOf(exp), attr->type).max) return std::nullopt;
+  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
   return attr;
 }
 
 std::optional<fattr3> MetadataCache::FreshPermissions(std::string_view fh, const Export& exp) {
   std::optional<fattr3> attr = attrs_.Get(fh, /*allow_ambiguous=*/true);
-  if (!attr) return std::nullopt;
-  std::optional<Duration> age = attrs_.Age(fh);
-  if (age && *age >= LifetimeOf(fh, LifetimesOf(exp), attr->type).max) return std::nullopt;
+  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
   return attr;
 }
 
@@ -225,9 +233,15 @@ Lifetime MetadataCache::LifetimeOf(std::string_view fh, const ExportLifetimes& l
   return life;
 }
 
+AttrCache::SentTime MetadataCache::LearningSent() const {
+  // A reply to a call sent more than once may answer an earlier copy.
+  return learning_.transmissions > 1 ? AttrCache::SentTime{} : learning_.at;
+}
+
 void MetadataCache::PostOp(const nfs_fh3& fh, const post_op_attr& a, const ExportLifetimes& l) {
   if (!a.attributes_follow || fh.data.data_len == 0 || AttrsOvertaken(Bytes(fh))) return;
-  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
+  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type),
+                     LearningSent());
 }
 
 void MetadataCache::MutatedPostOp(const nfs_fh3& fh, const post_op_attr& a,
@@ -239,7 +253,8 @@ void MetadataCache::MutatedPostOp(const nfs_fh3& fh, const post_op_attr& a,
     ForgetMutated(Bytes(fh));
     return;
   }
-  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type));
+  attrs_.ApplyPostOp(Bytes(fh), a, LifetimeOf(Bytes(fh), l, a.post_op_attr_u.attributes.type),
+                     LearningSent());
 }
 
 bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data& w,
@@ -253,7 +268,7 @@ bool MetadataCache::ApplyWccKeepsDependents(std::string_view fh, const wcc_data&
   }
   std::optional<ChangeId> prev = attrs_.CachedChangeId(fh);
   ftype3 type = w.after.post_op_attr_u.attributes.type;
-  WccResult r = attrs_.ApplyWcc(fh, w, LifetimeOf(fh, l, type));
+  WccResult r = attrs_.ApplyWcc(fh, w, LifetimeOf(fh, l, type), LearningSent());
   if (r == WccResult::kOwnChange) return true;
   // No "before" (common on failures): unchanged iff "after" is what we had.
   return r == WccResult::kUnknown && prev && w.after.attributes_follow &&
@@ -398,7 +413,7 @@ void MetadataCache::LearnDecoded(const NfsProc& p, const void* args, const void*
       if (!ok) return;
       const fattr3& a = static_cast<const GETATTR3res*>(res)->GETATTR3res_u.resok.obj_attributes;
       const std::string_view fh = Bytes(static_cast<const GETATTR3args*>(args)->object);
-      if (!AttrsOvertaken(fh)) attrs_.Put(fh, a, LifetimeOf(fh, l, a.type));
+      if (!AttrsOvertaken(fh)) attrs_.Put(fh, a, LifetimeOf(fh, l, a.type), LearningSent());
       return;
     }
     case NFSPROC3_SETATTR: {

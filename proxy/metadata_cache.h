@@ -295,6 +295,9 @@ class MetadataCache {
   // `exp`'s lifetimes allow now: an entry filled under longer ones (before a
   // reload lowered them) is not fresh past them.
   std::optional<fattr3> Attrs(std::string_view fh, bool stale, const Export& exp);
+  // Whether `fh`'s entry (attributes `attr`) is older than the lifetime
+  // `exp`'s lifetimes would have given it when it was learned.
+  bool OutlivedFor(std::string_view fh, const fattr3& attr, const Export& exp);
   std::optional<std::string> AnswerLookup(const LOOKUP3args& a, const Export& exp,
                                           const CredKey& cred, bool stale);
   std::optional<std::string> AnswerReadlink(const READLINK3args& a, const Export& exp,
@@ -433,6 +436,9 @@ class MetadataCache {
   ChangeMarks::Mark cleared_;
   // The call whose reply Learn() is learning from.
   SentCall learning_{};
+  // When the call of the reply being learned left, for ordering replies of
+  // one ctime (AttrCache::Put); the epoch: not known, or sent more than once.
+  AttrCache::SentTime LearningSent() const;
   uint64_t names_overtaken_ = 0;
   uint64_t attrs_overtaken_ = 0;
   uint64_t stale_handles_ = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_attrs.h"
@@ -17,6 +18,11 @@ const Lifetime kReg{seconds(3), seconds(60)};
 
 class AttrCacheTest : public ::testing::Test {
  protected:
+  // A call sent after every entry so far was learned.
+  static AttrCache::SentTime SentAfter() {
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+    return std::chrono::steady_clock::now();
+  }
   // A file last changed `age` before now.
   fattr3 FileChanged(Duration age, uint64_t size = 100) {
     return MakeAttr(NF3REG, size, clock_.WallNow() - age);
@@ -165,7 +171,8 @@ TEST_F(AttrCacheTest, AnEvictedFloorIsToldOf) {
 
 // Two replies with one ctime (the server's clock did not tick between two
 // WRITEs) but other sizes cannot be ordered: the entry does not answer
-// until a reply agrees with it or is newer.
+// until newer attributes come, or ones whose call left after it was
+// learned (the GETATTR that the miss sends).
 TEST_F(AttrCacheTest, SameCtimeOtherSizeIsAmbiguousUntilConfirmed) {
   fattr3 big = FileChanged(seconds(10), 2000);
   fattr3 small = big;
@@ -175,11 +182,12 @@ TEST_F(AttrCacheTest, SameCtimeOtherSizeIsAmbiguousUntilConfirmed) {
   EXPECT_FALSE(cache_.Get("fh")) << "which size is the latest is unknown";
   EXPECT_EQ(cache_.Get("fh", true)->size, 1000u) << "type, owner and mode are known";
   EXPECT_EQ(cache_.stats().ambiguous, 1u);
-  // The GETATTR that the miss sends: the server's answer, again ambiguous
-  // against the stored late reply, and confirmed by the next one.
-  cache_.Put("fh", big, kReg);
-  EXPECT_FALSE(cache_.Get("fh"));
-  EXPECT_EQ(cache_.Put("fh", big, kReg), PostOpResult::kUnchanged);
+  // A second late reply, agreeing with the first, settles nothing: both
+  // may be older than the entry they replaced.
+  EXPECT_EQ(cache_.Put("fh", small, kReg), PostOpResult::kUnchanged);
+  EXPECT_FALSE(cache_.Get("fh")) << "a second late reply settled the older size";
+  // The GETATTR that the miss sends, after the late replies were learned.
+  cache_.Put("fh", big, kReg, SentAfter());
   ASSERT_TRUE(cache_.Get("fh"));
   EXPECT_EQ(cache_.Get("fh")->size, 2000u);
   // Newer attributes settle it at once.
@@ -190,7 +198,7 @@ TEST_F(AttrCacheTest, SameCtimeOtherSizeIsAmbiguousUntilConfirmed) {
   EXPECT_EQ(cache_.Get("fh")->size, 3000u);
 }
 
-TEST_F(AttrCacheTest, SameCtimeOtherModeIsStale) {
+TEST_F(AttrCacheTest, SameCtimeOtherModeIsStaleUntilAReplySentAfter) {
   fattr3 a = FileChanged(seconds(10));
   fattr3 b = a;
   b.mode = 0600;
@@ -198,6 +206,27 @@ TEST_F(AttrCacheTest, SameCtimeOtherModeIsStale) {
   cache_.Put("fh", b, kReg);
   EXPECT_FALSE(cache_.Get("fh", true));
   EXPECT_EQ(cache_.CachedChangeId("fh"), ChangeId::FromFattr(b));
+  cache_.Put("fh", b, kReg);  // another late reply, or a copy of one
+  EXPECT_FALSE(cache_.Get("fh", true)) << "a second late reply settled the mode";
+  cache_.Put("fh", a, kReg, SentAfter());
+  ASSERT_TRUE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Get("fh")->mode, a.mode);
+}
+
+// An entry past its lifetime still orders replies of its ctime: a late
+// one with another size is not taken as the latest.
+TEST_F(AttrCacheTest, AnExpiredEntryDoesNotTakeALateReplyOfItsCtimeAsFresh) {
+  fattr3 big = FileChanged(seconds(1), 2000);
+  fattr3 small = big;
+  small.size = 1000;
+  cache_.Put("fh", big, kReg);
+  clock_.Advance(seconds(4));  // past the 3 s of a file changed just now
+  cache_.Put("fh", small, kReg);
+  EXPECT_FALSE(cache_.Get("fh")) << "a late reply of the same ctime answered from cache";
+  cache_.Put("fh", small, kReg, SentAfter());
+  ASSERT_TRUE(cache_.Get("fh"));
+  EXPECT_EQ(cache_.Get("fh")->size, 1000u) << "a reply sent after the entry is the latest";
+  EXPECT_EQ(cache_.stats().ambiguous, 1u);
 }
 
 TEST_F(AttrCacheTest, WccWithMatchingBeforeIsTheProxysOwnChange) {

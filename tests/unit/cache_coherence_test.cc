@@ -43,14 +43,14 @@ class CoherenceTest : public ReadPathTest {
 
   // An ACCESS reply learned for `key` (null: the user's).
   void MetaAccess(const std::string& fh, const fattr3& a, uint32_t asked, uint32_t granted,
-                  const CredKey* key = nullptr) {
+                  const CredKey* key = nullptr, SentCall sent = {}) {
     ACCESS3args args{Fh(fh), asked};
     ACCESS3res res{};
     res.status = NFS3_OK;
     res.ACCESS3res_u.resok.obj_attributes = PostOp(a);
     res.ACCESS3res_u.resok.access = granted;
     meta_.Learn(*FindNfsProc(NFSPROC3_ACCESS), &args, Xdr(Proc(xdr_ACCESS3res), res), exp_,
-                key ? *key : Key());
+                key ? *key : Key(), sent);
   }
   // A LOOKUP reply: `child` null means NFS3ERR_NOENT.
   void MetaLookup(const std::string& dir, const char* name, const fattr3& dir_attr,
@@ -473,7 +473,67 @@ class OvertakenAttributesTest : public OvertakenNamesTest {
     std::this_thread::sleep_for(std::chrono::microseconds(10));
     return SentNow();
   }
+  // A successful SETATTR (w: its wcc data) or WRITE of file_.
+  void MetaSetattr(const wcc_data& w) {
+    SETATTR3args args{};
+    args.object = Fh(file_);
+    SETATTR3res res{};
+    res.status = NFS3_OK;
+    res.SETATTR3res_u.resok.obj_wcc = w;
+    meta_.Learn(*FindNfsProc(NFSPROC3_SETATTR), &args, Xdr(Proc(xdr_SETATTR3res), res), exp_,
+                Key(), SentAfter());
+  }
+  void MetaWrite(const wcc_data& w) {
+    WRITE3args args{};
+    args.file = Fh(file_);
+    WRITE3res res{};
+    res.status = NFS3_OK;
+    res.WRITE3res_u.resok.file_wcc = w;
+    res.WRITE3res_u.resok.count = 1;
+    res.WRITE3res_u.resok.committed = FILE_SYNC;
+    meta_.Learn(*FindNfsProc(NFSPROC3_WRITE), &args, Xdr(Proc(xdr_WRITE3res), res), exp_, Key(),
+                SentAfter());
+  }
 };
+
+// Within one server clock tick (ext4's ctime under ganesha), replies the
+// upstream made before a change through the proxy, arriving after its
+// reply, carry the same ctime as the change: they cannot be ordered against
+// it, and a second one, agreeing with the first, settles nothing either.
+// Only attributes from a call sent after the entry was learned do.
+TEST_F(OvertakenAttributesTest, TwoLateRepliesOfOneCtimeDoNotUndoAWrite) {
+  const SentCall before = SentNow();
+  fattr3 written = f_;
+  written.size = 4096;
+  MetaWrite(Wcc(f_, written));
+  ASSERT_EQ(CachedSize(), 4096u);
+  MetaGetattrSent(f_, before);
+  EXPECT_FALSE(CachedSize()) << "a late reply of the write's ctime answered from cache";
+  MetaGetattrSent(f_, before);
+  EXPECT_FALSE(CachedSize()) << "a second late reply brought the size from before the write back";
+  MetaGetattrSent(written, SentAfter());
+  EXPECT_EQ(CachedSize(), 4096u) << "a GETATTR sent after the replies settles the size";
+}
+
+TEST_F(OvertakenAttributesTest, LateRepliesOfOneCtimeDoNotUndoAChmodForAnotherUser) {
+  const CredKey other = CredKey::FromIds(2000, 2000, {});
+  const SentCall before = SentNow();
+  fattr3 locked = f_;
+  locked.mode = 0600;
+  MetaSetattr(Wcc(f_, locked));
+  ASSERT_TRUE(CachedSize());
+  // The other user's ACCESS (granted READ under mode 0644) and a GETATTR,
+  // both answered before the chmod, come after its reply.
+  MetaAccess(file_, f_, ACCESS3_READ, ACCESS3_READ, &other, before);
+  MetaGetattrSent(f_, before);
+  EXPECT_FALSE(CachedSize()) << "the mode from before the chmod answered from cache";
+  ACCESS3args read{Fh(file_), ACCESS3_READ};
+  EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &read, exp_, other))
+      << "READ granted from cache to another user after the chmod";
+  MetaGetattrSent(locked, SentAfter());
+  ASSERT_TRUE(CachedSize()) << "a GETATTR sent after the replies settles the mode";
+  EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &read, exp_, other));
+}
 
 TEST_F(OvertakenAttributesTest, AGetattrSentBeforeTheMutationDoesNotBringTheOldSizeBack) {
   ASSERT_EQ(CachedSize(), f_.size);

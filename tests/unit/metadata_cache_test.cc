@@ -191,6 +191,18 @@ TEST_F(MetadataCacheTest, FreshPermissionsFollowTheAnsweringExportsLifetime) {
   EXPECT_FALSE(cache_.FreshPermissions(file_, zero_)) << "fresh past a lifetime of 0";
 }
 
+// Its min applies as its max does: a file changed a second ago, learned
+// through an export whose acregmin is 30 s, is fresh there for 30 s but
+// through one whose acregmin is 3 s for 3 s only.
+TEST_F(MetadataCacheTest, TheAnsweringExportsShorterMinApplies) {
+  const Export longer(2, MakeConfig(30, 60)), shorter(3, MakeConfig(3, 60));
+  LearnGetattr(longer, file_, Attr(NF3REG, 5, kWall0 - 1));
+  clock_.Advance(std::chrono::seconds(5));
+  EXPECT_TRUE(Getattr(longer, file_));
+  EXPECT_FALSE(Getattr(shorter, file_)) << "answered 5 s after learning, past a lifetime of 3 s";
+  EXPECT_FALSE(cache_.FreshPermissions(file_, shorter));
+}
+
 TEST_F(MetadataCacheTest, AccessIsPerCredentialAndNeedsTheAskedBits) {
   fattr3 a = Attr(NF3REG, 5, kWall0 - 3600, 0640);
   LearnAccess(file_, a, ACCESS3_READ | ACCESS3_MODIFY, ACCESS3_READ, user_);
@@ -626,7 +638,10 @@ TEST_F(LinkCacheTest, AnotherStampOrNoAttributesKeepsNothing) {
   fattr3 file = Attr(NF3REG, 3, kWall0 - 10);
   LearnReadlink(user_, "new", &file);
   EXPECT_FALSE(Readlink(user_));
-  LearnReadlink(user_, "new", &changed);
+  // (A reply sent after those: the type and mode of one ctime it replaces
+  // could not be ordered against the late ones.)
+  std::this_thread::sleep_for(std::chrono::microseconds(1));
+  LearnReadlink(user_, "new", &changed, NFS3_OK, SentCall{std::chrono::steady_clock::now(), 1});
   EXPECT_EQ(Readlink(user_), "new");
 }
 

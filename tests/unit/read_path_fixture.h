@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/block_cache.h"
@@ -321,13 +322,16 @@ class ReadPathTest : public ::testing::Test {
                               Xdr(Proc(xdr_READ3args), *a), nullptr, std::nullopt};
   }
   // The metadata cache learns a GETATTR reply for file_ on `exp`.
+  // A GETATTR of file_ sent now, after every reply learned so far, and
+  // answered with file()'s attributes.
   void LearnGetattr(const Export& exp) {
     GETATTR3args args{Fh(file_)};
     GETATTR3res res{};
     res.status = NFS3_OK;
     res.GETATTR3res_u.resok.obj_attributes = file().attr;
+    std::this_thread::sleep_for(std::chrono::microseconds(1));
     meta_.Learn(*FindNfsProc(NFSPROC3_GETATTR), &args, Xdr(Proc(xdr_GETATTR3res), res), exp,
-                CredKeyOf(user_));
+                CredKeyOf(user_), SentCall{std::chrono::steady_clock::now(), 1});
   }
   // An FSINFO reply of export `exp` (default exp_).
   void LearnFsinfo(uint32_t rtmax, uint32_t rtpref, const Export* exp = nullptr) {
