@@ -114,6 +114,8 @@ struct ExportConfig {
   // While the upstream is out (proxy/outage.h), GETATTR, ACCESS, LOOKUP and
   // READ are answered from cached entries past their lifetime.
   bool serve_stale_on_outage = false;
+
+  bool operator==(const ExportConfig&) const = default;
 };
 
 struct CacheConfig {

@@ -81,7 +81,15 @@ class ControlServer::Connection : public ControlReply,
   }
   void Finish(const Status& status) override {
     if (finished_) return;
-    Write(status.ok() ? "ok\n" : "error " + Printable(status.message()) + "\n");
+    if (status.ok()) {
+      Write("ok\n");
+    } else {
+      std::string_view rest = status.message();
+      for (size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
+        Write("error+ " + Printable(std::string(rest.substr(0, nl))) + "\n");
+      }
+      Write("error " + Printable(std::string(rest)) + "\n");
+    }
     finished_ = true;
     if (closed_) return;
     bufferevent_disable(bev_.get(), EV_READ);
@@ -343,6 +351,10 @@ int RunControlCommand(const std::string& socket_path, const std::string& command
     if (l == "ok") {
       code = 0;
       break;
+    }
+    if (l.rfind("error+ ", 0) == 0) {  // a line of a longer reason
+      std::fprintf(stderr, "nfsedge %s: %s\n", command.c_str(), l.c_str() + 7);
+      continue;
     }
     if (l.rfind("error ", 0) == 0) {
       std::fprintf(stderr, "nfsedge %s: %s\n", command.c_str(), l.c_str() + 6);

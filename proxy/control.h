@@ -6,7 +6,8 @@
 // "<command>[ <argument>]\n". The server answers with lines: "progress
 // <done> <total>" while a long command runs, any number of text lines
 // for the operator, then exactly one final line, "ok" or "error <reason>",
-// and closes.
+// and closes. A reason of several lines (a config with several problems)
+// comes as "error+ <line>" lines before the final "error <last line>".
 //
 // Protection: the socket file is created with `socket_mode` (0600 by
 // default) and owned by the daemon's user; in addition the peer's
@@ -44,7 +45,8 @@ class ControlReply {
   virtual ~ControlReply() = default;
   virtual void Line(const std::string& text) = 0;
   virtual void Progress(uint64_t done, uint64_t total) = 0;
-  // Ends the answer with "ok" (status OK) or "error <message>".
+  // Ends the answer with "ok" (status OK) or "error <message>" (each line
+  // of a message of several but the last as "error+ <line>").
   virtual void Finish(const Status& status) = 0;
   // Returns true iff the client is still connected.
   virtual bool connected() const = 0;

@@ -583,6 +583,13 @@ void Daemon::ApplyLimits() {
 }
 
 Status Daemon::Reload(ReloadOutcome* outcome) {
+  if (shutting_down_) {
+    // The service manager was told STOPPING=1: no RELOADING=1 or READY=1
+    // after it, and nothing moves (the metrics endpoint, the limits) while
+    // the calls in flight finish.
+    NFSEDGE_LOG(kWarn) << "config reload refused: shutting down";
+    return Unavailable("shutting down: the config is not reloaded");
+  }
   if (Status n = NotifyServiceManager(ReloadingNotice()); !n.ok()) {
     NFSEDGE_LOG(kWarn) << "service manager: " << n.message();
   }
@@ -592,7 +599,13 @@ Status Daemon::Reload(ReloadOutcome* outcome) {
       NFSEDGE_LOG(kInfo) << "config reloaded from " << config_.source;
     } else {
       reload_failures_++;
-      NFSEDGE_LOG(kError) << "config reload rejected, the config in force stays: " << s.message();
+      // One log line per problem (a config may have several).
+      std::string_view problems = s.message();
+      for (size_t nl; (nl = problems.find('\n')) != std::string_view::npos;
+           problems.remove_prefix(nl + 1)) {
+        NFSEDGE_LOG(kError) << "config reload: " << problems.substr(0, nl);
+      }
+      NFSEDGE_LOG(kError) << "config reload rejected, the config in force stays: " << problems;
     }
     if (Status n = NotifyServiceManager("READY=1"); !n.ok()) {
       NFSEDGE_LOG(kWarn) << "service manager: " << n.message();

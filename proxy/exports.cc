@@ -109,8 +109,15 @@ Status ExportTable::Update(const std::vector<ExportConfig>& exports) {
                              "): changing export paths needs a restart");
     }
   }
-  for (size_t i = 0; i < exports.size(); ++i) exports_[i].config_ = exports[i];
-  updates_++;
+  // A reload that leaves every export as it was changes no rules: calls
+  // waiting, MNTs and tree walks in progress carry on.
+  bool changed = false;
+  for (size_t i = 0; i < exports.size(); ++i) {
+    if (exports_[i].config_ == exports[i]) continue;
+    exports_[i].config_ = exports[i];
+    changed = true;
+  }
+  if (changed) updates_++;
   return Status::Ok();
 }
 

@@ -88,8 +88,9 @@ class ExportTable {
   // needs a restart: client handles are tied to export ids).
   // REQUIRES: on the event loop's thread.
   Status Update(const std::vector<ExportConfig>& exports);
-  // How many times Update() changed the rules: a call that waited checks
-  // them again only if they changed meanwhile.
+  // How many times Update() changed the rules (an export's config differs
+  // from what it was): a call that waited checks them again only if they
+  // changed meanwhile.
   uint64_t updates() const { return updates_; }
 
  private:

@@ -49,6 +49,7 @@ class Network {
   // match IPv4 networks, and so IPv4-mapped networks too).
   bool Contains(const SockAddr& addr) const;
   const std::string& text() const { return text_; }
+  bool operator==(const Network&) const = default;
 
  private:
   int family_ = AF_INET;

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -217,6 +219,62 @@ TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
   EXPECT_TRUE((*proxy)->IsRunning());
   EXPECT_TRUE((*proxy)->Stop().success());
   (*again)->Stop();
+  (*rpcbind)->Stop();
+}
+
+// A reload asked while the proxy shuts down (a SIGHUP during the shutdown
+// grace, a call still waiting for the upstream) is refused: the service
+// manager, told STOPPING=1, hears no READY=1 after it, and nothing a reload
+// moves (the metrics endpoint, the limits) moves.
+TEST_F(LifecycleTest, AReloadDuringTheShutdownGraceIsRefused) {
+  TempDir dir("reload-stop");
+  ASSERT_TRUE(dir.ok());
+  Rpcbind::Options ro;
+  ro.log_path = dir.Sub("rpcbind.log");
+  auto rpcbind = Rpcbind::Start(ro);
+  ASSERT_TRUE(rpcbind.ok()) << rpcbind.status().message();
+  Ganesha::Options go;
+  go.work_dir = dir.Sub("ganesha");
+  go.exports.emplace_back();
+  go.exports.back().path = dir.Sub("export");
+  auto ganesha = Ganesha::Start(go);
+  ASSERT_TRUE(ganesha.ok()) << ganesha.status().message();
+  ProxyProcess::Options po;
+  po.work_dir = dir.Sub("nfsedge");
+  po.exports.emplace_back();
+  po.exports.back().path = po.exports.back().upstream_path = dir.Sub("export");
+  po.exports.back().extra_toml = "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
+  auto proxy = ProxyProcess::Start(po);
+  ASSERT_TRUE(proxy.ok()) << proxy.status().message();
+  auto c = ConnectOrFail("127.0.0.1", (*proxy)->nfs_port());
+  ASSERT_NE(c, nullptr);
+  MntResult mnt = c->Mnt(dir.Sub("export"));
+  ASSERT_TRUE(mnt.ok());
+
+  (*ganesha)->Stop();  // a GETATTR now waits for the upstream to come back
+  TcpEndpoint ep;
+  ep.port = (*proxy)->nfs_port();
+  auto held = RawConnection::Connect(ep);
+  ASSERT_TRUE(held.ok());
+  RpcCall getattr;
+  getattr.xid = 77;
+  getattr.procedure = 1;
+  getattr.args = XdrWriter().Opaque(mnt.fh).data();
+  ASSERT_TRUE((*held)->Send(FrameRecord(EncodeCall(getattr))).ok());
+  const std::string log = (*proxy)->log_path();
+  usleep(300000);  // read by the proxy, and waiting for the upstream
+  ASSERT_EQ(kill((*proxy)->pid(), SIGTERM), 0);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(log).find("shutting down: 1 calls in flight") !=
+                                     std::string::npos; },
+                        Millis(10000)))
+      << (*proxy)->LogTail();
+  ASSERT_EQ(kill((*proxy)->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitUntil([&] { return ReadFile(log).find("config reload refused: shutting down") !=
+                                     std::string::npos; },
+                        Millis(5000)))
+      << (*proxy)->LogTail();
+  EXPECT_EQ(ReadFile(log).find("config reloaded from"), std::string::npos) << (*proxy)->LogTail();
+  EXPECT_TRUE((*proxy)->Stop().success());
   (*rpcbind)->Stop();
 }
 

@@ -76,7 +76,10 @@ class ExportConfinementTest : public ProgramsBed {
   std::optional<std::string> NfsRespond(const FakeUpstream::Seen& s) {
     if (s.proc == NFSPROC3_LOOKUP && during_lookup_) std::exchange(during_lookup_, nullptr)();
     if (s.proc == NFSPROC3_LOOKUP && reload_at_every_lookup_) {
-      EXPECT_TRUE(exports_->Update({exports_->Get(0).config()}).ok());  // the rules as they were
+      // A change that keeps the client in: the lifetimes, back and forth.
+      ExportConfig e = exports_->Get(0).config();
+      e.acregmin = e.acregmin == 3 ? 4 : 3;
+      EXPECT_TRUE(exports_->Update({e}).ok());
     }
     if (s.proc == NFSPROC3_LOOKUP) {
       XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));

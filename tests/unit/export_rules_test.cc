@@ -242,6 +242,22 @@ TEST_F(ReloadedLifetimesTest, ALowerAcregmaxBoundsEntriesCachedBeforeTheReload) 
       << "GETATTR answered 6 s after the fill although the export's acregmax is now 5 s";
 }
 
+// A reload that leaves the exports as they were (a log level changed, or
+// the same file loaded again) changes no rules: walks, warms and MNTs in
+// progress, which stop or start over at a change of the rules, go on.
+TEST_F(ReloadedLifetimesTest, OnlyAReloadThatChangesAnExportChangesTheRules) {
+  const uint64_t before = exports_.updates();
+  ASSERT_TRUE(exports_.Update({MakeExport(3, 60)}).ok());
+  EXPECT_EQ(exports_.updates(), before) << "the same exports counted as a change of the rules";
+  ExportConfig other_clients = MakeExport(3, 60);
+  other_clients.clients = {*Network::Parse("10.1.0.0/16")};
+  ASSERT_TRUE(exports_.Update({other_clients}).ok());
+  EXPECT_EQ(exports_.updates(), before + 1);
+  EXPECT_EQ(exports_.Get(0).config().clients[0].text(), "10.1.0.0/16");
+  ASSERT_TRUE(exports_.Update({MakeExport(3, 5)}).ok());
+  EXPECT_EQ(exports_.updates(), before + 2);
+}
+
 // ---- MNT and nested exports (docs/security.md, "Nested exports") ----
 
 fattr3 DirAttr(uint64_t fileid) {
