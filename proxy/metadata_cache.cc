@@ -118,31 +118,6 @@ std::optional<std::string> MetadataCache::Answer(const NfsProc& p, const void* a
   return r;
 }
 
-bool MetadataCache::OutlivedFor(std::string_view fh, const fattr3& attr, const Export& exp) {
-  // The entry's lifetime was computed when it was learned, under the
-  // lifetimes of the exports the handle belonged to then. `exp`'s own (a
-  // nested export's, or the new ones after a reload) may be shorter, its
-  // min as well as its max: the lifetime it would have given then.
-  std::optional<Duration> age = attrs_.Age(fh);
-  if (!age) return false;
-  const Lifetime l = LifetimeOf(fh, LifetimesOf(exp), attr.type);
-  return *age >= ComputeLifetime(l, clock_.WallNow() - *age,
-                                 ChangeId::FromFattr(attr).LastChange());
-}
-
-std::optional<fattr3> MetadataCache::Attrs(std::string_view fh, bool stale, const Export& exp) {
-  if (stale) return attrs_.GetExpired(fh);
-  std::optional<fattr3> attr = attrs_.Get(fh);
-  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
-  return attr;
-}
-
-std::optional<fattr3> MetadataCache::FreshPermissions(std::string_view fh, const Export& exp) {
-  std::optional<fattr3> attr = attrs_.Get(fh, /*allow_ambiguous=*/true);
-  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
-  return attr;
-}
-
 std::optional<std::string> MetadataCache::AnswerAttrs(const NfsProc& p, const void* args,
                                                       const Export& exp, const CredKey& cred,
                                                       bool stale) {
@@ -219,18 +194,6 @@ bool MetadataCache::HasSearchEvidence(std::string_view dir, const CredKey& cred)
 bool MetadataCache::HasAccess(std::string_view fh, const CredKey& cred, uint32_t mask) {
   std::optional<fattr3> a = attrs_.Get(fh);
   return a && access_.Lookup(fh, cred, mask, *a).has_value();
-}
-
-Lifetime MetadataCache::LifetimeOf(std::string_view fh, const ExportLifetimes& l,
-                                   ftype3 type) const {
-  Lifetime life = l.For(type);
-  if (!limit_) return life;
-  if (std::optional<ExportLifetimes> shortest = limit_(fh)) {
-    const Lifetime& s = shortest->For(type);
-    life.min = std::min(life.min, s.min);
-    life.max = std::min(life.max, s.max);
-  }
-  return life;
 }
 
 AttrCache::SentTime MetadataCache::LearningSent() const {

@@ -1,6 +1,6 @@
 // MetadataCache's answers that need no name or listing: symlink targets
 // (READLINK, from the link cache) and what a file system says of itself
-// (FSINFO, PATHCONF).
+// (FSINFO, PATHCONF); and how long attributes are fresh for an export.
 #include "proxy/metadata_cache.h"
 
 #include <cstring>
@@ -25,6 +25,43 @@ std::string FsKey(uint32_t proc, std::string_view fh) {
 }
 
 }  // namespace
+
+Lifetime MetadataCache::LifetimeOf(std::string_view fh, const ExportLifetimes& l,
+                                   ftype3 type) const {
+  Lifetime life = l.For(type);
+  if (!limit_) return life;
+  if (std::optional<ExportLifetimes> shortest = limit_(fh)) {
+    const Lifetime& s = shortest->For(type);
+    life.min = std::min(life.min, s.min);
+    life.max = std::min(life.max, s.max);
+  }
+  return life;
+}
+
+bool MetadataCache::OutlivedFor(std::string_view fh, const fattr3& attr, const Export& exp) {
+  // The entry's lifetime was computed when it was learned, under the
+  // lifetimes of the exports the handle belonged to then. `exp`'s own (a
+  // nested export's, or the new ones after a reload) may be shorter, its
+  // min as well as its max: the lifetime it would have given then.
+  std::optional<Duration> age = attrs_.Age(fh);
+  if (!age) return false;
+  const Lifetime l = LifetimeOf(fh, LifetimesOf(exp), attr.type);
+  return *age >= ComputeLifetime(l, clock_.WallNow() - *age,
+                                 ChangeId::FromFattr(attr).LastChange());
+}
+
+std::optional<fattr3> MetadataCache::Attrs(std::string_view fh, bool stale, const Export& exp) {
+  if (stale) return attrs_.GetExpired(fh);
+  std::optional<fattr3> attr = attrs_.Get(fh);
+  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
+  return attr;
+}
+
+std::optional<fattr3> MetadataCache::FreshPermissions(std::string_view fh, const Export& exp) {
+  std::optional<fattr3> attr = attrs_.Get(fh, /*allow_ambiguous=*/true);
+  if (!attr || OutlivedFor(fh, *attr, exp)) return std::nullopt;
+  return attr;
+}
 
 std::optional<std::string> MetadataCache::AnswerReadlink(const READLINK3args& a,
                                                          const Export& exp, const CredKey& cred,
