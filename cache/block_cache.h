@@ -137,6 +137,7 @@ class BlockCache {
   // recently used blocks down to it at once, through the eviction handler
   // as Put() does.
   void SetMaxBytes(uint64_t max_bytes);
+  uint64_t max_bytes() const { return options_.max_bytes; }
 
   const BlockCacheStats& stats() const { return stats_; }
 

@@ -183,7 +183,7 @@ void ReadPath::Attempt(const OpPtr& op) {
   }
   // Missing blocks go upstream in runs of consecutive blocks, each at most
   // one upstream READ.
-  const uint64_t per_fetch = read_size(op->exp->id()) / block_size_;
+  const uint64_t per_fetch = FetchBlocks(op->exp->id());
   for (size_t k = 0; k < missing.size();) {
     size_t n = 1;
     while (k + n < missing.size() && n < per_fetch && missing[k + n] == missing[k] + n) ++n;
@@ -303,12 +303,14 @@ void ReadPath::ReadAhead(const OpPtr& op, const fattr3& attr) {
   if (options_.readahead_max == 0) return;
   const uint32_t rs = read_size(op->exp->id());
   uint64_t limit = std::max<uint64_t>(2 * path_.bdp(), 2ull * rs);
-  limit = std::min(limit, options_.readahead_max);
+  // At most half the memory tier ahead of the client: more would evict
+  // what it fetched before the client comes to read it.
+  limit = std::min({limit, options_.readahead_max, blocks_.max_bytes() / 2});
   ReadaheadAdvice advice = readahead_.OnRead(op->fh, op->offset, op->count, limit);
   const uint64_t end = std::min<uint64_t>(advice.offset + advice.length, attr.size);
   if (advice.length == 0 || advice.offset >= end) return;
   const ChangeId version = ChangeId::FromFattr(attr);
-  const uint64_t per_fetch = rs / block_size_;
+  const uint64_t per_fetch = FetchBlocks(op->exp->id());
   uint64_t run_start = 0, run_len = 0;
   auto flush = [&]() {
     bool ok = run_len == 0 || (background_ < options_.max_background &&
@@ -351,7 +353,7 @@ bool ReadPath::PrefetchFile(const std::string& fh, uint64_t size, const ChangeId
     if (skipped == kMaxSkipped) return false;
   }
   if (first >= end) return false;
-  uint64_t blocks = std::min<uint64_t>(end - first, read_size(exp.id()) / block_size_);
+  uint64_t blocks = std::min<uint64_t>(end - first, FetchBlocks(exp.id()));
   // Up to the first block it has.
   for (uint64_t i = 1; i < blocks; ++i) {
     if (have(first + i)) blocks = i;
@@ -607,6 +609,11 @@ void ReadPath::LearnFsinfo(std::string_view results, uint32_t export_id) {
   if (rs == 0) return;
   sizes.read_size =
       static_cast<uint32_t>(std::max<uint64_t>(block_size_, rs / block_size_ * block_size_));
+}
+
+uint64_t ReadPath::FetchBlocks(uint32_t export_id) const {
+  return std::max<uint64_t>(
+      1, std::min<uint64_t>(read_size(export_id), blocks_.max_bytes() / 4) / block_size_);
 }
 
 std::string ReadPath::BlockId(std::string_view fh, uint64_t index) {

@@ -14,15 +14,16 @@
 // instead, for blocks already cached (memory or disk) under the version
 // those attributes name; a READ needing a fetch is forwarded and waits.
 // Missing blocks are fetched with upstream READs of the server's preferred
-// size (FSINFO rtpref, or the configured read_size), whatever the client's
-// rsize; concurrent readers of the same block share one fetch. A fetch whose
+// size (FSINFO rtpref, or the configured read_size; at most a quarter of
+// the memory tier), whatever the client's rsize; concurrent readers of the same block share one fetch. A fetch whose
 // reply shows another version than expected simply stores the new version:
 // the read is attempted again against the fresh attributes. A read that
 // cannot be served after a few attempts, or whose fetch fails, is forwarded
 // as is, so errors, short reads and EOF come from the upstream itself.
 //
 // Read-ahead: every served READ feeds the ReadaheadTable (cursors, SlowDown);
-// its advice is capped by min(max(2 x bdp, 2 x read_size), readahead_max):
+// its advice is capped by min(max(2 x bdp, 2 x read_size), readahead_max,
+// half the memory tier):
 // twice the measured bandwidth-delay product of the upstream path
 // (PathEstimator, fed by every fetch with the round trip from when the call
 // left the transport, RpcReply::sent_at, so that waiting in the proxy's own
@@ -179,6 +180,10 @@ class ReadPath {
   const ReadPathStats& stats() const { return stats_; }
 
  private:
+  // Blocks one fetch on the export asks for: read_size(), but no more
+  // than a quarter of the memory tier (a smaller `cache.memory_bytes`
+  // would evict a fetch's first blocks with its last ones).
+  uint64_t FetchBlocks(uint32_t export_id) const;
   struct Op;
   using OpPtr = std::shared_ptr<Op>;
 

@@ -216,6 +216,30 @@ TEST_F(ReadPathTest, AConfiguredReadSizeIsHeldToTheServersMaximum) {
   EXPECT_EQ(rp_->read_size(exp_.id()), 8 * kBlock) << "the configured size, within the maximum";
 }
 
+// A memory tier smaller than a few upstream READs (cache.memory_bytes set
+// low): a fetch's first blocks would be evicted by its own last ones, or by
+// the read-ahead's, and fetched again. Fetches and read-ahead stay within a
+// share of it, and every block crosses the WAN once.
+TEST_F(ReadPathTest, ASmallMemoryTierIsNotOverrunByItsOwnFetches) {
+  ReadPathOptions o;
+  o.read_size = 16 * kBlock;
+  MakeReadPath(o);
+  blocks_.SetMaxBytes(8 * kBlock);
+  SetFile(Content(64 * kBlock, 5), kWall0 - 3600);
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  for (uint64_t off = 0; off < 64 * kBlock; off += 2 * kBlock) {
+    Outcome out = ReadNow(off, 2 * kBlock);
+    ASSERT_EQ(out.replies, 1) << "at " << off;
+    ExpectData(out, off, 2 * kBlock);
+  }
+  uint64_t fetched = 0;
+  for (const SentRead& r : Reads()) {
+    EXPECT_LE(r.count, 2 * kBlock) << "a fetch larger than a quarter of the memory tier";
+    fetched += r.count;
+  }
+  EXPECT_EQ(fetched, 64 * kBlock) << "blocks fetched more than once";
+}
+
 TEST_F(ReadPathTest, FetchesUseTheServersPreferredSize) {
   LearnFsinfo(64 << 10, 4 * kBlock + 100);  // rtpref, rounded down to blocks
   EXPECT_EQ(rp_->read_size(exp_.id()), 4 * kBlock);
