@@ -482,6 +482,7 @@ Status Daemon::StartOperations() {
   d.background = &scheduler_->Caller(CallClass::kBackground);
   d.mount = mount_upstream_.get();
   d.nfs_client = nfs_upstream_.get();
+  d.nfs_bulk_client = nfs_bulk_upstream_.get();
   d.meter = &meter_;
   NfsService* nfs = nfs_.get();
   d.learn = [nfs](const NfsProc& p, const void* args, RpcReply* reply, const Export& exp,

@@ -96,11 +96,15 @@ void Operations::Status_(std::shared_ptr<ControlReply> reply) {
     if (pending->answered) return;
     pending->answered = true;
     const Config& c = *deps_.config;
-    reply->Line("upstream " + c.upstream.host + ": " + upstream + ", connections up " +
-                std::to_string(deps_.nfs_client->connections_up()) + "/" +
-                std::to_string(c.upstream.connections) + ", calls in flight " +
-                std::to_string(deps_.nfs_client->in_flight()) + ", queued " +
-                std::to_string(deps_.nfs_client->queued()));
+    // Per lane: each has `upstream.connections` and its own limits.
+    auto lane = [&c](const char* name, const RpcClient& l) {
+      return std::string(name) + " connections up " + std::to_string(l.connections_up()) + "/" +
+             std::to_string(c.upstream.connections) + ", calls in flight " +
+             std::to_string(l.in_flight()) + ", queued " + std::to_string(l.queued());
+    };
+    std::string lanes = lane("metadata", *deps_.nfs_client);
+    if (deps_.nfs_bulk_client != nullptr) lanes += "; " + lane("bulk", *deps_.nfs_bulk_client);
+    reply->Line("upstream " + c.upstream.host + ": " + upstream + ", " + lanes);
     reply->Line("metadata cache: attributes " + std::to_string(deps_.meta->attrs().size()) + "/" +
                 std::to_string(c.cache.max_attr_entries) + ", access " +
                 std::to_string(deps_.meta->access().size()) + "/" +

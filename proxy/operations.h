@@ -70,7 +70,8 @@ struct OperationsDeps {
   RpcCaller* nfs = nullptr;
   RpcCaller* background = nullptr;
   RpcCaller* mount = nullptr;  // upstream MOUNT
-  const RpcClient* nfs_client = nullptr;
+  const RpcClient* nfs_client = nullptr;       // the metadata lane
+  const RpcClient* nfs_bulk_client = nullptr;  // the bulk lane (READ, WRITE, COMMIT)
   const CallMeter* meter = nullptr;
   Prefetcher::LearnFn learn;
   std::function<Status(ReloadOutcome*)> reload;

@@ -439,6 +439,10 @@ TEST_F(OperatingTest, StatusNamesTopFilesByPath) {
 
   auto [code, status] = RunNfsedge("status --socket " + socket_);
   EXPECT_EQ(code, 0) << status;
+  // Both lanes, each with upstream.connections (default 2) up: the bulk
+  // lane carried the READs.
+  EXPECT_NE(status.find("metadata connections up "), std::string::npos) << status;
+  EXPECT_NE(status.find("; bulk connections up 2/2"), std::string::npos) << status;
   EXPECT_NE(status.find("top files by traffic (read, written, path or handle):"),
             std::string::npos)
       << status;
