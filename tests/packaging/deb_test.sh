@@ -106,6 +106,8 @@ fi
 # Purged: the cache and state go, but not an edge journal, which may hold
 # acknowledged writes not yet upstream.
 mkdir -p "$root/var/lib/nfsedge/journal" "$root/var/lib/nfsedge/handles" "$root/var/cache/nfsedge"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sf /usr/lib/systemd/system/nfsedge.service "$root/etc/systemd/system/multi-user.target.wants/"
 touch "$root/var/lib/nfsedge/journal/000001.log" "$root/var/lib/nfsedge/journal.nfsedge-journal"
 if dpkg_root -P nfsedge >>"$out/dpkg.log" 2>&1; then
   [ -e "$root/var/lib/nfsedge/journal/000001.log" ] || { echo "purge removed the edge journal"; fail=1; }
@@ -113,8 +115,36 @@ if dpkg_root -P nfsedge >>"$out/dpkg.log" 2>&1; then
   [ ! -e "$root/var/lib/nfsedge/handles" ] || { echo "purge left the handle store"; fail=1; }
   [ ! -e "$root/var/cache/nfsedge" ] || { echo "purge left the cache"; fail=1; }
   [ ! -e "$root/etc/nfsedge/nfsedge.toml" ] || { echo "purge left the conffile"; fail=1; }
+  [ ! -L "$root/etc/systemd/system/multi-user.target.wants/nfsedge.service" ] ||
+    { echo "purge left the unit enabled (a dangling link)"; fail=1; }
 else
   cat "$out/dpkg.log"; echo "dpkg -P failed"; fail=1
+fi
+# The postinst against systemd (a stub systemctl, in a mount namespace where
+# /run/systemd/system exists): the first install enables and starts the
+# unit; an upgrade restarts it only if it runs, and leaves its enablement as
+# the administrator set it.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+  dpkg-deb -e "$deb" "$out/ctrl"
+  mkdir -p "$out/stub"
+  printf '#!/bin/sh\necho "$*" >>"$SYSTEMCTL_LOG"\n' >"$out/stub/systemctl"
+  chmod +x "$out/stub/systemctl"
+  # postinst ARGS...: prints the systemctl calls it made, one per line.
+  postinst() {
+    : >"$out/systemctl.log"
+    PATH="$out/stub:$PATH" SYSTEMCTL_LOG="$out/systemctl.log" unshare -m sh -c \
+      'mount -t tmpfs none /run && mkdir -p /run/systemd/system && exec sh "$0" "$@"' \
+      "$out/ctrl/postinst" "$@" >/dev/null 2>&1 || echo "postinst $* failed"
+    cat "$out/systemctl.log"
+  }
+  calls=$(postinst configure)
+  grep -qx "enable nfsedge.service" <<<"$calls" && grep -qx "restart nfsedge.service" <<<"$calls" ||
+    { echo "the first install does not enable and start the unit: $calls"; fail=1; }
+  calls=$(postinst configure 0.9.0)
+  if grep -q "^enable \|^restart \|^start " <<<"$calls" ||
+     ! grep -qx "try-restart nfsedge.service" <<<"$calls"; then
+    echo "an upgrade enables or starts the unit: $calls"; fail=1
+  fi
 fi
 [ $fail = 0 ] && echo "deb_test: $(basename "$deb") OK"
 exit $fail
