@@ -366,8 +366,15 @@ void ServerConnection::SendReply(std::string_view reply) {
   // drain's OnOutput releases it from inside evbuffer_add.
   out_held_ += 4 + reply.size();
   client_->all->held_bytes += 4 + reply.size();
-  evbuffer_add(out, mark, 4);
-  evbuffer_add(out, reply.data(), reply.size());
+  if (tls_) {
+    // The filter seals each piece added as its own TLS record: the mark and
+    // the reply go in one, as one record.
+    const std::string framed = EncodeRecord(reply);
+    evbuffer_add(out, framed.data(), framed.size());
+  } else {
+    evbuffer_add(out, mark, 4);
+    evbuffer_add(out, reply.data(), reply.size());
+  }
   MaybeResume();
 }
 
@@ -476,11 +483,18 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
     evutil_closesocket(fd);
     return;
   }
+  BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  if (bev == nullptr) {
+    // Out of memory, as accept() itself may be (AcceptGuard): refused.
+    stats_.connections_refused++;
+    NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": out of memory";
+    evutil_closesocket(fd);
+    return;
+  }
   from_client++;
   stats_.connections_accepted++;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   TuneSocketBufferevent(bev.get());
   auto conn = std::make_shared<ServerConnection>(this, std::move(bev), peer, calls);
   connections_[conn.get()] = conn;

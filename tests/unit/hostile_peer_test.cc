@@ -85,8 +85,17 @@ class SlowReader {
       return false;
     }
     ssl_.reset(NewClientSsl(ctx, name));
-    return ssl_ && SSL_set_fd(ssl_.get(), fd_) == 1 && SSL_connect(ssl_.get()) == 1;
+    if (!ssl_) return false;
+    // Counts the TLS records received (their 5-byte headers).
+    SSL_set_msg_callback(ssl_.get(), [](int write_p, int, int content_type, const void*, size_t,
+                                        SSL*, void* arg) {
+      if (!write_p && content_type == SSL3_RT_HEADER) ++*static_cast<size_t*>(arg);
+    });
+    SSL_set_msg_callback_arg(ssl_.get(), &records_in_);
+    return SSL_set_fd(ssl_.get(), fd_) == 1 && SSL_connect(ssl_.get()) == 1;
   }
+  // TLS records received so far.
+  size_t records_in() const { return records_in_; }
 
   // Sends `bytes` in full (blocking; call from a thread of its own when the
   // server may stop reading, unless in TLS).
@@ -146,6 +155,7 @@ class SlowReader {
   std::unique_ptr<SSL, SslFree> ssl_;
   RecordReader reader_{64 << 20};
   std::string buffer_;
+  size_t records_in_ = 0;
 };
 
 class HostilePeerTest : public ::testing::Test {
@@ -252,6 +262,30 @@ TEST_F(HostilePeerTest, UnreadRepliesStopTheReadingOfCallsInsideTls) {
   ASSERT_TRUE(c.StartTls(client_ctx.get(), "nfsedge-upstream"));
   // 44 KB of calls fit in the kernel's buffers: sent from this thread.
   PipelineWithoutReading(c, handler, 1000, /*from_thread=*/false);
+}
+
+// Each reply inside TLS is one TLS record, its record mark with it: not a
+// record of four bytes (and its 22 bytes of TLS overhead, and a seal) and
+// another for the reply.
+TEST_F(HostilePeerTest, AReplyInsideTlsIsOneTlsRecord) {
+  SslCtxPtr server_ctx, client_ctx;
+  ASSERT_NO_FATAL_FAILURE(MakeTlsContexts(&server_ctx, &client_ctx));
+  BulkReplier handler(100);
+  ServerOptions so;
+  so.tls = server_ctx;
+  StartServer(so, &handler);
+  SlowReader c(port_);
+  ASSERT_TRUE(c.StartTls(client_ctx.get(), "nfsedge-upstream"));
+  ASSERT_TRUE(c.Send(EncodeRecord(MakeCall(1, kProgram, 3, 0, ""))));
+  ASSERT_TRUE(c.ReadRecord());  // after the handshake's own records and tickets
+  const size_t before = c.records_in();
+  for (uint32_t xid = 2; xid <= 21; ++xid) {
+    ASSERT_TRUE(c.Send(EncodeRecord(MakeCall(xid, kProgram, 3, 0, ""))));
+    std::optional<std::string> r = c.ReadRecord();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(ParseReply(*r)->xid, xid);
+  }
+  EXPECT_EQ(c.records_in() - before, 20u) << "TLS records for 20 replies";
 }
 
 // A client that sends bytes that are not TLS right behind the AUTH_TLS
