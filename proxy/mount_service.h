@@ -1,7 +1,7 @@
 // MountService: the MOUNTv3 program of the proxy (RFC 1813 section 5).
 //
-// MNT checks the path against the configured exports (MNT3ERR_NOENT if none
-// covers it) and the client against the export's networks and `secure`
+// MNT checks the path against the configured exports (MNT3ERR_ACCES if none
+// covers it, as Linux's mountd answers) and the client against the export's networks and `secure`
 // rule (MNT3ERR_ACCES, logged), then asks the upstream to mount the export's
 // upstream path and registers the handle it returns as the export's root
 // (the path is taken as realpath(3) writes it: a trailing "/" or a "//" do
