@@ -122,6 +122,22 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
         std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
       }
     });
+    // Another verifier than earlier WRITEs of the file returned: the
+    // server restarted since, and lost what they wrote and no COMMIT made
+    // stable. Those bytes are the proxy's again at once (sent again, and
+    // seen by READs and GETATTRs, which wait for them), not only at the
+    // next COMMIT's answer.
+    bool lost = false;
+    for (auto& [off, p] : f.pieces) {
+      if (p.state != Piece::kWritten || std::equal(p.verf.begin(), p.verf.end(), ok.verf)) {
+        continue;
+      }
+      stats_.resent += p.data.size();
+      p.state = Piece::kDirty;
+      p.commit = 0;
+      lost = true;
+    }
+    if (lost) ScheduleFlush(f);
     if (NoneRefused(f)) f.refusals = 0;
     if (ok.committed == FILE_SYNC && done == flight.off + flight.len) MarkStable(f, flight);
     WRITE3args a{};

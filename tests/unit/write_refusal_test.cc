@@ -318,6 +318,30 @@ TEST_F(WritePathTest, BytesResentAfterAVerifierChangeAreCommitted) {
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
 }
 
+// A WRITE answered with another verifier than an earlier, uncommitted one
+// (the upstream restarted between them): the earlier bytes are lost
+// upstream, so they are the proxy's again at once. A READ or GETATTR waits
+// for them (DESIGN rule 4), and they are sent again, without waiting for a
+// COMMIT to show the change.
+TEST_F(WritePathTest, AWriteReplyWithANewVerifierTakesBackWhatTheUpstreamLost) {
+  Write(1, 0, "aaaa", UNSTABLE);  // answered from the buffer
+  Advance(options_.flush_delay);  // the background WRITE of "aaaa"
+  ASSERT_EQ(bg_.calls.size(), 1u);
+  Write(2, 4, "bbbb", UNSTABLE);  // the writer goes on
+  bg_.Answer(0, WriteOk(4, UNSTABLE, kV1, Attr(4, 1)));  // written, not committed
+  Advance(options_.flush_delay);  // the background WRITE of "bbbb"
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  bg_.Answer(1, WriteOk(4, UNSTABLE, kV2, Attr(8, 2)));  // after a restart
+  EXPECT_TRUE(wp_->Hold(fh_, /*stable=*/false, [] {}))
+      << "a READ let through to an upstream that lost bytes the proxy acknowledged";
+  Advance(options_.flush_delay);
+  // (As a call a client waits for: the held READ.)
+  ASSERT_EQ(up_.calls.size(), 1u) << "bytes 0-3 not sent again";
+  ASSERT_EQ(up_.calls[0].proc, NFSPROC3_WRITE);
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[0].args).offset, 0u);
+  EXPECT_EQ(wp_->stats().resent, 4u);
+}
+
 // A COMMIT refused for the writer it went as (ACCES) keeps that writer's
 // journaled bytes for another try; the next COMMIT goes as another writer,
 // whose bytes it commits, not as the refused one again, round after round.
