@@ -372,6 +372,19 @@ bool WritePath::KeepsAcknowledged(const Piece& p) const {
   return false;
 }
 
+std::vector<uint64_t> WritePath::RecordsKeptBy(const Piece& p) const {
+  std::vector<uint64_t> all = p.records;
+  std::unordered_set<uint64_t> seen(all.begin(), all.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (auto o = overwritten_.find(all[i]); o != overwritten_.end()) {
+      for (uint64_t older : o->second) {
+        if (seen.insert(older).second) all.push_back(older);
+      }
+    }
+  }
+  return all;
+}
+
 void WritePath::ReleaseOverwritten(uint64_t jseq) {
   auto it = overwritten_.find(jseq);
   if (it == overwritten_.end()) return;

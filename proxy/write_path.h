@@ -353,6 +353,9 @@ class WritePath {
   // bytes that replaced such bytes: an upstream error does not drop it at
   // once (DropAndFail).
   bool KeepsAcknowledged(const Piece& p) const;
+  // The journal records `p` keeps: its own, and those of the writes its
+  // bytes replaced, in turn (overwritten_).
+  std::vector<uint64_t> RecordsKeptBy(const Piece& p) const;
   // Splits the piece holding `at` (not at its start) in two.
   void Split(File& f, uint64_t at);
   // `release`: drop the piece's references to journal records.

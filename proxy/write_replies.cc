@@ -322,7 +322,10 @@ void WritePath::DropAndFail(File& f, nfsstat3 status,
     // Bytes answered from the journal change the journal's verifier (see
     // above); those answered from the buffer alone, the file's.
     acked |= it->second.behind;
-    for (uint64_t r : it->second.records) {
+    // A write whose append is still on its way learns the error, also one
+    // whose bytes a later write replaced (its record kept through the
+    // later one's): none of them reached the upstream.
+    for (uint64_t r : RecordsKeptBy(it->second)) {
       if (auto a = appending_.find(r); a != appending_.end()) a->second = status;
     }
     dropped.push_back(Span{it->first, it->first + it->second.data.size(), it->second.seq,

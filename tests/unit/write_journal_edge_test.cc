@@ -284,6 +284,28 @@ TEST_F(JournalEdgeTest, RefusedAppendOfDataGivenUpIsNotAnsweredStable) {
   EXPECT_NE(r->status, NFS3_OK) << "answered FILE_SYNC for bytes given up on";
 }
 
+// The same for a journaled stable write whose bytes a newer write of the
+// same writer replaced before its append was on disk: when the newer
+// write's bytes are given up on, the older one is not answered FILE_SYNC
+// either (its bytes never reached the upstream, and its record goes).
+TEST_F(JournalEdgeTest, AnOverwrittenAppendOfDataGivenUpIsNotAnsweredStable) {
+  WriteBack(2, 100, "wwww", FILE_SYNC);  // journaled; the disk is slow
+  WriteBack(3, 100, "WWWW", FILE_SYNC);  // the same writer, over it
+  for (int round = 0; round < 40 && wp_->stats().buffered_bytes > 0; ++round) {
+    Advance(std::chrono::seconds(31));
+    for (HeldUpstream* u : {&bg_, &up_}) {
+      for (int i = u->Pending(); i >= 0; i = u->Pending()) {
+        u->Answer(static_cast<size_t>(i), WriteFail(NFS3ERR_DQUOT));
+      }
+    }
+  }
+  ASSERT_EQ(wp_->stats().buffered_bytes, 0u);
+  journal_.Complete();  // both appends reach the disk
+  const ClientReply* w2 = ReplyOf(2);
+  ASSERT_NE(w2, nullptr);
+  EXPECT_NE(w2->status, NFS3_OK) << "answered FILE_SYNC for bytes given up on";
+}
+
 // (rule 2) the verifier of a journaled UNSTABLE reply is taken when
 // the journal answers, not when the write came. Data given up on before
 // the (slow) append is answered has already changed the file's verifier:
