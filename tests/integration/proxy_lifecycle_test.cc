@@ -182,44 +182,63 @@ TEST_F(LifecycleTest, RegistersWithRpcbindSoClientsNeedNoPorts) {
   EXPECT_NE(PortFromRpcinfo(100005, 3, "tcp6"), proxy.mount_port()) << "registration left behind";
 }
 
-TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
-  TempDir dir("restart");
+// rpcbind, ganesha exporting DIR/export, and nfsedge in front of it with
+// `export_toml` and `upstream_toml` in its config's tables.
+struct ProxiedGanesha {
+  Ganesha::Options go;
+  std::unique_ptr<Rpcbind> rpcbind;
+  std::unique_ptr<Ganesha> ganesha;
+  std::unique_ptr<ProxyProcess> proxy;
+};
+void StartProxiedGanesha(TempDir& dir, const std::string& export_toml,
+                         const std::string& upstream_toml, ProxiedGanesha* bed) {
   ASSERT_TRUE(dir.ok());
   Rpcbind::Options ro;
   ro.log_path = dir.Sub("rpcbind.log");
   auto rpcbind = Rpcbind::Start(ro);
   ASSERT_TRUE(rpcbind.ok()) << rpcbind.status().message();
-  Ganesha::Options go;
-  go.work_dir = dir.Sub("ganesha");
-  go.exports.emplace_back();
-  go.exports.back().path = dir.Sub("export");
-  auto ganesha = Ganesha::Start(go);
+  bed->rpcbind = std::move(*rpcbind);
+  bed->go.work_dir = dir.Sub("ganesha");
+  bed->go.exports.emplace_back();
+  bed->go.exports.back().path = dir.Sub("export");
+  auto ganesha = Ganesha::Start(bed->go);
   ASSERT_TRUE(ganesha.ok()) << ganesha.status().message();
+  bed->ganesha = std::move(*ganesha);
   ProxyProcess::Options po;
   po.work_dir = dir.Sub("nfsedge");
   po.exports.emplace_back();
   po.exports.back().path = po.exports.back().upstream_path = dir.Sub("export");
-  po.extra_upstream_toml = "reconnect_min_ms = 20\nreconnect_max_ms = 200\n";
+  po.exports.back().extra_toml = export_toml;
+  po.extra_upstream_toml = upstream_toml;
   auto proxy = ProxyProcess::Start(po);
   ASSERT_TRUE(proxy.ok()) << proxy.status().message();
+  bed->proxy = std::move(*proxy);
+}
 
-  auto c = ConnectOrFail("127.0.0.1", (*proxy)->nfs_port());
+TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
+  TempDir dir("restart");
+  ProxiedGanesha bed;
+  ASSERT_NO_FATAL_FAILURE(
+      StartProxiedGanesha(dir, "", "reconnect_min_ms = 20\nreconnect_max_ms = 200\n", &bed));
+  ProxyProcess* proxy = bed.proxy.get();
+
+  auto c = ConnectOrFail("127.0.0.1", proxy->nfs_port());
   ASSERT_NE(c, nullptr);
   MntResult mnt = c->Mnt(dir.Sub("export"));
   ASSERT_TRUE(mnt.ok());
   ASSERT_EQ(c->Getattr(mnt.fh).status, kNfs3Ok);
 
-  (*ganesha)->Stop();
-  auto again = Ganesha::Start(go);
+  bed.ganesha->Stop();
+  auto again = Ganesha::Start(bed.go);
   ASSERT_TRUE(again.ok()) << again.status().message();
   // Same client connection, same handle: the proxy reconnected upstream.
   GetattrResult g = c->Getattr(mnt.fh);
   EXPECT_TRUE(g.rpc_ok);
-  EXPECT_EQ(g.status, kNfs3Ok) << (*proxy)->LogTail();
-  EXPECT_TRUE((*proxy)->IsRunning());
-  EXPECT_TRUE((*proxy)->Stop().success());
+  EXPECT_EQ(g.status, kNfs3Ok) << proxy->LogTail();
+  EXPECT_TRUE(proxy->IsRunning());
+  EXPECT_TRUE(proxy->Stop().success());
   (*again)->Stop();
-  (*rpcbind)->Stop();
+  bed.rpcbind->Stop();
 }
 
 // A reload asked while the proxy shuts down (a SIGHUP during the shutdown
@@ -228,32 +247,18 @@ TEST_F(LifecycleTest, UpstreamRestartIsRiddenThrough) {
 // moves (the metrics endpoint, the limits) moves.
 TEST_F(LifecycleTest, AReloadDuringTheShutdownGraceIsRefused) {
   TempDir dir("reload-stop");
-  ASSERT_TRUE(dir.ok());
-  Rpcbind::Options ro;
-  ro.log_path = dir.Sub("rpcbind.log");
-  auto rpcbind = Rpcbind::Start(ro);
-  ASSERT_TRUE(rpcbind.ok()) << rpcbind.status().message();
-  Ganesha::Options go;
-  go.work_dir = dir.Sub("ganesha");
-  go.exports.emplace_back();
-  go.exports.back().path = dir.Sub("export");
-  auto ganesha = Ganesha::Start(go);
-  ASSERT_TRUE(ganesha.ok()) << ganesha.status().message();
-  ProxyProcess::Options po;
-  po.work_dir = dir.Sub("nfsedge");
-  po.exports.emplace_back();
-  po.exports.back().path = po.exports.back().upstream_path = dir.Sub("export");
-  po.exports.back().extra_toml = "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n";
-  auto proxy = ProxyProcess::Start(po);
-  ASSERT_TRUE(proxy.ok()) << proxy.status().message();
-  auto c = ConnectOrFail("127.0.0.1", (*proxy)->nfs_port());
+  ProxiedGanesha bed;
+  ASSERT_NO_FATAL_FAILURE(StartProxiedGanesha(
+      dir, "acregmin = 0\nacregmax = 0\nacdirmin = 0\nacdirmax = 0\n", "", &bed));
+  ProxyProcess* proxy = bed.proxy.get();
+  auto c = ConnectOrFail("127.0.0.1", proxy->nfs_port());
   ASSERT_NE(c, nullptr);
   MntResult mnt = c->Mnt(dir.Sub("export"));
   ASSERT_TRUE(mnt.ok());
 
-  (*ganesha)->Stop();  // a GETATTR now waits for the upstream to come back
+  bed.ganesha->Stop();  // a GETATTR now waits for the upstream to come back
   TcpEndpoint ep;
-  ep.port = (*proxy)->nfs_port();
+  ep.port = proxy->nfs_port();
   auto held = RawConnection::Connect(ep);
   ASSERT_TRUE(held.ok());
   RpcCall getattr;
@@ -261,21 +266,21 @@ TEST_F(LifecycleTest, AReloadDuringTheShutdownGraceIsRefused) {
   getattr.procedure = 1;
   getattr.args = XdrWriter().Opaque(mnt.fh).data();
   ASSERT_TRUE((*held)->Send(FrameRecord(EncodeCall(getattr))).ok());
-  const std::string log = (*proxy)->log_path();
+  const std::string log = proxy->log_path();
   usleep(300000);  // read by the proxy, and waiting for the upstream
-  ASSERT_EQ(kill((*proxy)->pid(), SIGTERM), 0);
+  ASSERT_EQ(kill(proxy->pid(), SIGTERM), 0);
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(log).find("shutting down: 1 calls in flight") !=
                                      std::string::npos; },
                         Millis(10000)))
-      << (*proxy)->LogTail();
-  ASSERT_EQ(kill((*proxy)->pid(), SIGHUP), 0);
+      << proxy->LogTail();
+  ASSERT_EQ(kill(proxy->pid(), SIGHUP), 0);
   EXPECT_TRUE(WaitUntil([&] { return ReadFile(log).find("config reload refused: shutting down") !=
                                      std::string::npos; },
                         Millis(5000)))
-      << (*proxy)->LogTail();
-  EXPECT_EQ(ReadFile(log).find("config reloaded from"), std::string::npos) << (*proxy)->LogTail();
-  EXPECT_TRUE((*proxy)->Stop().success());
-  (*rpcbind)->Stop();
+      << proxy->LogTail();
+  EXPECT_EQ(ReadFile(log).find("config reloaded from"), std::string::npos) << proxy->LogTail();
+  EXPECT_TRUE(proxy->Stop().success());
+  bed.rpcbind->Stop();
 }
 
 }  // namespace
