@@ -294,53 +294,6 @@ void RpcClient::ConnUp(int i) {
   Pump();
 }
 
-void RpcClient::OnProbeReply(int i) {
-  Conn& c = conns_[i];
-  std::string record;
-  RecordReader::Result r = c.reader->Next(bufferevent_get_input(c.bev.get()), &record);
-  if (r == RecordReader::Result::kNeedMore) return;
-  Status ok = r == RecordReader::Result::kTooLarge ? ProtocolError("oversized reply to the probe")
-                                                   : CheckStartTlsReply(record, c.probe_xid);
-  if (!ok.ok()) {
-    TlsFailed(i, ok.message());
-    return;
-  }
-  if (evbuffer_get_length(bufferevent_get_input(c.bev.get())) != 0) {
-    TlsFailed(i, "bytes after the STARTTLS reply");
-    return;
-  }
-  StartHandshake(i);
-}
-
-void RpcClient::TlsFailed(int i, const std::string& why) {
-  NFSEDGE_LOG(kWarn) << options_.name << ": TLS to " << options_.server.ToString()
-                     << " failed: " << why;
-  ConnLost(i, "TLS: " + why);
-}
-
-void RpcClient::StartHandshake(int i) {
-  Conn& c = conns_[i];
-  SSL* ssl = NewClientSsl(options_.tls.get(), options_.tls_server_name);
-  if (ssl == nullptr) {
-    TlsFailed(i, "SSL_new: " + TlsErrorText());
-    return;
-  }
-  // The filter takes over the TCP bufferevent (and frees it, and the SSL).
-  bufferevent* tcp = c.bev.get();
-  bufferevent_setcb(tcp, nullptr, nullptr, nullptr, nullptr);
-  bufferevent* tls = NewTlsFilter(base_, tcp, ssl, BUFFEREVENT_SSL_CONNECTING);
-  if (tls == nullptr) {
-    TlsFailed(i, "cannot set up the TLS filter");
-    return;
-  }
-  (void)c.bev.release();
-  c.bev.reset(tls);
-  bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
-  c.reader = std::make_unique<RecordReader>(options_.max_record_size);
-  c.state = Conn::State::kHandshaking;
-  SetCallbacks(i);
-}
-
 void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_busy) {
   Conn& c = conns_[i];
   bool was_up = c.state == Conn::State::kUp;
@@ -519,9 +472,23 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
     };
   }
   p.deadline = SteadyClock::now() + options_.timeout;
-  pending_.emplace(xid, std::move(p));
-  queue_.push_back(xid);
+  auto [it, added] = pending_.emplace(xid, std::move(p));
   stats_.calls++;
+  // A NULL call holds nothing on the server: it goes past max_in_flight
+  // (the outage probe must reach a server whose other calls fill every
+  // slot, a frozen export's), first in line if no connection is up.
+  if (proc == 0) {
+    if (const int i = PickConnection(); i >= 0) {
+      it->second.conn = i;
+      in_flight_++;
+      conns_[i].outstanding++;
+      WriteCall(i, xid, it->second);
+      return Status::Ok();
+    }
+    queue_.push_front(xid);
+  } else {
+    queue_.push_back(xid);
+  }
   Pump();
   return Status::Ok();
 }

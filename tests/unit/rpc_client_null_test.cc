@@ -1,0 +1,38 @@
+// RpcClient: a NULL call (the outage detector's probe) is not held behind
+// max_in_flight.
+#include <gtest/gtest.h>
+
+#include "rpc_client_fixture.h"
+
+namespace nfsedge {
+namespace {
+
+using namespace rpc_client_test;  // NOLINT: test file, the fixture's names throughout.
+
+// Every slot holds a call the server keeps (a frozen file system on a server
+// that answers everything else): a NULL call still reaches the server, which
+// answers it, so a slow export is not taken for a server that is out. An
+// ordinary call still waits for a slot.
+TEST_F(RpcClientTest, ANullCallGoesPastTheInFlightLimit) {
+  StartServer();
+  ClientOptions o;
+  o.max_in_flight = 1;
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1);
+  WaitHeld(1);
+  Send("null", 2, /*proc=*/0);
+  EXPECT_EQ(Wait(2), "null") << "the NULL call waited behind the call the server holds";
+  Send("queued", 3);
+  usleep(100000);
+  loop_.RunSync([&] {
+    EXPECT_EQ(results_.count(3), 0u) << "an ordinary call went past the limit";
+    EXPECT_EQ(handler_.held.size(), 1u);
+  });
+  ReleaseAll();
+  EXPECT_EQ(Wait(1), "released");
+  EXPECT_EQ(Wait(3), "queued");
+}
+
+}  // namespace
+}  // namespace nfsedge
