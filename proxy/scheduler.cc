@@ -282,26 +282,27 @@ void UpstreamScheduler::Pump() {
         if (call.id == submitted_id_) submitted_sent_ = true;
         continue;
       }
-      if (!in_submit_) {
-        done(s);
-        continue;
-      }
-      if (call.id == submitted_id_) {
-        submit_status_ = s;  // refused to Submit's caller
-        continue;
-      }
-      // Back to the head of its client's queue, for the next Pump, with
-      // the bytes it was counted for given back (its client's place among
-      // the others, and the background's credit, as before it was taken).
+      // Refused by its lane (the transport's queue is full): the bytes it
+      // was counted for are given back (its client's place among the
+      // others, and the background's credit, as before it was taken).
       background_credit_ = credit_before;
-      call.done = std::move(done);
       auto [cit, fresh] = q->clients.try_emplace(ClientKey(call.cred));
       ClientQueue& cq = cit->second;
       if (fresh) cq.served = q->vtime;  // what it had: q->vtime was set to it
       cq.served -= std::min(cq.served, call.bytes);
+      if (in_submit_ && call.id == submitted_id_) {
+        submit_status_ = s;  // refused to Submit's caller
+        if (cq.calls.empty()) q->clients.erase(cit);
+        continue;
+      }
+      // Back to the head of its client's queue, for the next Pump (a
+      // reply, or the next sweep: the lane has room again once it has
+      // written what it queued), not failed: no other call can go now.
+      call.done = std::move(done);
       cq.calls.push_front(std::move(call));
       q->size++;
       queued_++;
+      refused_waiting_ = true;
       pump_again_ = false;
       break;
     }
@@ -436,8 +437,10 @@ void UpstreamScheduler::Sweep() {
   if (held_ || shut_down_) return;
   const MonoTime now = clock_.MonoNow();
   const bool expired = ExpireWaiting(now);
-  // (Also after expiries: the call that did not fit may have gone.)
-  if (ReleaseStalled(now) || expired) Pump();
+  // (Also after expiries: the call that did not fit may have gone. And
+  // after a lane refused a call: it may take it now.)
+  const bool refused = std::exchange(refused_waiting_, false);
+  if (ReleaseStalled(now) || expired || refused) Pump();
 }
 
 void UpstreamScheduler::HoldDeadlines(bool hold) {

@@ -266,6 +266,9 @@ class UpstreamScheduler {
   // Submit's status, its callback never runs), and whether calls refused by
   // a lane go back to wait (their callbacks must not run inside Call).
   bool in_submit_ = false;
+  // A lane refused a call Pump took; it waits at the head of its queue for
+  // the next Pump, which the next Sweep makes if no reply does.
+  bool refused_waiting_ = false;
   uint64_t submitted_id_ = 0, next_id_ = 0;
   Status submit_status_;
   bool submitted_sent_ = false;  // Submit's call left from within its Pump

@@ -27,6 +27,10 @@ class HeldCaller : public RpcCaller {
   };
   Status Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
               std::string_view args, ReplyCallback done) override {
+    if (refuse > 0) {
+      refuse--;
+      return ResourceExhausted("the lane's queue is full");
+    }
     held.push_back(Held{proc, std::string(args), std::move(done)});
     sent.push_back(std::string(args));
     max_writes = std::max<size_t>(max_writes, Writes());
@@ -45,6 +49,7 @@ class HeldCaller : public RpcCaller {
     h.done(std::move(r));
   }
   std::vector<Held> held;
+  int refuse = 0;                 // calls to refuse from now (a full queue)
   std::vector<std::string> sent;  // args of every call, in order
   size_t max_writes = 0;
 };
@@ -144,6 +149,27 @@ TEST_F(SchedulerTest, InteractiveMetadataIsNotHeldBehindBulk) {
   meta_.Answer();
   EXPECT_EQ(answered_, std::vector<std::string>{"g"});
   EXPECT_EQ(Drain(), (std::vector<std::string>{"w1", "w2", "ra"}));
+}
+
+// A lane that refuses a call (its transport's queue is full) as a reply
+// makes room: the call waits at the head of its queue for the next Pump
+// (here the next sweep), and the calls behind it are not failed one after
+// the other.
+TEST_F(SchedulerTest, ACallALaneRefusesAtAReplyWaitsForTheNextPump) {
+  Make(OneAtATime());
+  for (const char* n : {"r0", "r1", "r2", "r3"}) {
+    ASSERT_TRUE(Submit(CallClass::kClientData, kRead, n, "a").ok());
+  }
+  ASSERT_EQ(bulk_.held.size(), 1u);
+  bulk_.refuse = 1;
+  clock_.Advance(std::chrono::milliseconds(10));
+  bulk_.Answer();  // r0's reply; the lane refuses r1 once
+  EXPECT_TRUE(errors_.empty()) << "calls failed for one refusal";
+  EXPECT_TRUE(bulk_.held.empty());
+  clock_.Advance(std::chrono::milliseconds(100));
+  scheduler_->Sweep();
+  EXPECT_EQ(Drain(), (std::vector<std::string>{"r0", "r1", "r2", "r3"}));
+  EXPECT_TRUE(errors_.empty());
 }
 
 TEST_F(SchedulerTest, ClientDataGoesBeforeBackground) {
