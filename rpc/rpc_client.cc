@@ -363,7 +363,11 @@ void RpcClient::ConnLost(int i, const std::string& why, bool counts, bool port_b
       continue;
     }
     if (!p.repeatable) p.home = i;
-    (p.repeatable ? back : homed).push_back(it->first);
+    if (p.null_call) {
+      null_queue_.push_front(it->first);  // past the limit again (Pump)
+    } else {
+      (p.repeatable ? back : homed).push_back(it->first);
+    }
     ++it;
   }
   auto by_age = [this](uint32_t a, uint32_t b) { return a - next_xid_ < b - next_xid_; };
@@ -445,7 +449,7 @@ void RpcClient::OnConnRead(int i) {
 Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const OpaqueAuth& cred,
                        std::string_view args, ReplyCallback done) {
   if (shut_down_) return Status(StatusCode::kCancelled, options_.name + " is shut down");
-  if (queue_.size() >= options_.max_queued) {
+  if (proc != 0 && queue_.size() >= options_.max_queued) {
     stats_.refused++;
     return ResourceExhausted(options_.name + ": " + std::to_string(queue_.size()) +
                              " calls queued (upstream.max_queued)");
@@ -472,23 +476,13 @@ Status RpcClient::Call(uint32_t prog, uint32_t vers, uint32_t proc, const Opaque
     };
   }
   p.deadline = SteadyClock::now() + options_.timeout;
-  auto [it, added] = pending_.emplace(xid, std::move(p));
-  stats_.calls++;
   // A NULL call holds nothing on the server: it goes past max_in_flight
-  // (the outage probe must reach a server whose other calls fill every
-  // slot, a frozen export's), first in line if no connection is up.
-  if (proc == 0) {
-    if (const int i = PickConnection(); i >= 0) {
-      it->second.conn = i;
-      in_flight_++;
-      conns_[i].outstanding++;
-      WriteCall(i, xid, it->second);
-      return Status::Ok();
-    }
-    queue_.push_front(xid);
-  } else {
-    queue_.push_back(xid);
-  }
+  // and max_queued (the outage probe must reach a server whose other calls
+  // fill every slot, a frozen export's).
+  p.null_call = proc == 0;
+  pending_.emplace(xid, std::move(p));
+  (proc == 0 ? null_queue_ : queue_).push_back(xid);
+  stats_.calls++;
   Pump();
   return Status::Ok();
 }
@@ -529,6 +523,18 @@ void RpcClient::Pump() {
       c.outstanding++;
       WriteCall(i, xid, it->second);
     }
+  }
+  while (!null_queue_.empty()) {  // whatever the limit
+    int i = PickConnection();
+    if (i < 0) break;
+    const uint32_t xid = null_queue_.front();
+    null_queue_.pop_front();
+    auto it = pending_.find(xid);
+    if (it == pending_.end() || it->second.conn >= 0) continue;  // timed out
+    it->second.conn = i;
+    in_flight_++;
+    conns_[i].outstanding++;
+    WriteCall(i, xid, it->second);
   }
   while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
     int i = PickConnection();
@@ -717,6 +723,7 @@ void RpcClient::SweepDeadlines() {
   // Unsent calls that expired leave the queue too: it bounds calls waiting.
   if (!expired.empty()) {
     std::erase_if(queue_, [this](uint32_t xid) { return !pending_.contains(xid); });
+    std::erase_if(null_queue_, [this](uint32_t xid) { return !pending_.contains(xid); });
   }
   for (int i : reopen) {
     if (shut_down_) break;  // a callback of the ConnLost before may have
@@ -755,6 +762,7 @@ void RpcClient::Shutdown(const Status& why) {
   auto pending = std::move(pending_);
   pending_.clear();
   queue_.clear();
+  null_queue_.clear();
   for (auto& c : conns_) c.resend.clear();
   paced_.clear();
   pace_timer_.Cancel();

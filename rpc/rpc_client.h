@@ -202,6 +202,7 @@ class RpcClient : public RpcCaller {
       if (!repeatable) deadline = std::max(deadline, now + timeout);
     }
     int retransmits = 0;
+    bool null_call = false;  // procedure 0: goes past max_in_flight (null_queue_)
     bool repeatable = true;  // ClientOptions::repeatable
     bool resent_after_timeout = true;  // ClientOptions::resent_after_timeout
     int home = -1;  // not repeatable: the connection it was lost with
@@ -319,6 +320,10 @@ class RpcClient : public RpcCaller {
   std::vector<std::unique_ptr<ConnArg>> conn_args_;
   std::unordered_map<uint32_t, Pending> pending_;
   std::deque<uint32_t> queue_;  // XIDs waiting to be sent, in order
+  // NULL calls waiting for a connection: they go past max_in_flight and
+  // max_queued (an outage probe must reach a server whose calls fill every
+  // slot), also after a lost connection.
+  std::deque<uint32_t> null_queue_;
   size_t in_flight_ = 0;
   uint32_t next_xid_;
   bool shut_down_ = false;

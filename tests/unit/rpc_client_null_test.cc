@@ -34,5 +34,48 @@ TEST_F(RpcClientTest, ANullCallGoesPastTheInFlightLimit) {
   EXPECT_EQ(Wait(3), "queued");
 }
 
+// Nor behind max_queued: with every slot held and the queue full, a NULL
+// call still goes (a refused probe would count as lost, and the outage it
+// declared would hold the queue full for as long as it lasts).
+TEST_F(RpcClientTest, ANullCallGoesPastAFullQueue) {
+  StartServer();
+  ClientOptions o;
+  o.max_in_flight = 1;
+  o.max_queued = 1;
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1);
+  WaitHeld(1);
+  Send("queued", 2);
+  Send("null", 3, /*proc=*/0);
+  EXPECT_EQ(Wait(3), "null") << "the NULL call was refused or waited";
+  ReleaseAll();
+  EXPECT_EQ(Wait(1), "released");
+  EXPECT_EQ(Wait(2), "queued");
+}
+
+// A NULL call on a connection that is lost goes again past the limit once
+// the connection is back, not behind the older calls sent again with it.
+TEST_F(RpcClientTest, ANullCallSentAgainAfterALostConnectionGoesPastTheLimit) {
+  StartServer();
+  ClientOptions o;
+  o.max_in_flight = 1;
+  StartClient(o);
+  loop_.Start();
+  Send("hold", 1);
+  WaitHeld(1);
+  Send("hold", 2, /*proc=*/0);  // the server holds the NULL call too
+  WaitHeld(2);
+  loop_.RunSync([&] {
+    handler_.held.clear();
+    server_->CloseAll();  // both go again on the next connection
+  });
+  WaitHeld(1);
+  ReleaseAll();  // answers what the server holds now: the NULL call
+  EXPECT_EQ(Wait(2), "released") << "the NULL call waited behind the older call";
+  ReleaseUntilAnswered(1);
+  EXPECT_EQ(Wait(1), "released");
+}
+
 }  // namespace
 }  // namespace nfsedge
