@@ -90,6 +90,9 @@ struct WritePath::Piece {
   uint64_t flight = 0;  // kSending: the upstream WRITE carrying it
   uint64_t commit = 0;  // kWritten: the upstream COMMIT covering it, 0 = none
   std::array<char, 8> verf{};  // kWritten: what its WRITE returned
+  // kWritten: File::calls_sent when its WRITE's reply came; a WRITE sent
+  // after (Flight::seq above it) ran after it upstream.
+  uint64_t written_at = 0;
   // Answered to a client from the buffer (an UNSTABLE write buffered), or
   // overwriting such bytes: lost, it needs a new write verifier.
   bool acked = false;

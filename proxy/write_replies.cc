@@ -119,17 +119,21 @@ void WritePath::OnWritten(const std::string& fh, uint64_t id, bool urgent, Statu
         it->second.state = Piece::kWritten;
         it->second.refused = false;
         it->second.commit = 0;
+        it->second.written_at = f.calls_sent;
         std::copy(ok.verf, ok.verf + 8, it->second.verf.begin());
       }
     });
-    // Another verifier than earlier WRITEs of the file returned: the
-    // server restarted since, and lost what they wrote and no COMMIT made
+    // Another verifier than an earlier WRITE of the file returned, this
+    // WRITE sent after that one was answered (so run after it): the server
+    // restarted in between, and lost what it wrote and no COMMIT made
     // stable. Those bytes are the proxy's again at once (sent again, and
     // seen by READs and GETATTRs, which wait for them), not only at the
-    // next COMMIT's answer.
+    // next COMMIT's answer. (A late reply of a WRITE sent before says
+    // nothing of the order: the COMMIT's verifier still tells.)
     bool lost = false;
     for (auto& [off, p] : f.pieces) {
-      if (p.state != Piece::kWritten || std::equal(p.verf.begin(), p.verf.end(), ok.verf)) {
+      if (p.state != Piece::kWritten || flight.seq <= p.written_at ||
+          std::equal(p.verf.begin(), p.verf.end(), ok.verf)) {
         continue;
       }
       stats_.resent += p.data.size();

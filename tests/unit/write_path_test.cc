@@ -545,20 +545,22 @@ TEST_F(WritePathTest, ShortUpstreamWriteSendsOnlyTheRestAgain) {
   EXPECT_EQ(wp_->stats().upstream_writes, 2u);
 }
 
-// Each WRITE's verifier is compared with the verifiers the file's later
-// replies bring. A server restart between two WRITEs (V1, then V2): the
-// second's answer shows the bytes written under V1 lost, and only those go
-// again, before any COMMIT; the COMMIT answering V2 then covers both.
+// Each WRITE's verifier is compared with the COMMIT's.
+// A server restart between two WRITEs (V1, then V2) and a COMMIT answering
+// V2: only the bytes written under V1 go again. (Both WRITEs left before
+// either was answered: the second's V2 alone does not tell which ran
+// first, so nothing goes again before the COMMIT's answer.)
 TEST_F(WritePathTest, CommitVerifierIsComparedWithEachWritesOwn) {
   const std::string a(4096, 'a'), b(4096, 'b');
+  // The server restarted between the two WRITEs.
   ASSERT_NO_FATAL_FAILURE(TwoApartAnsweredUnstable(a, b, kV1, kV2));
-  EXPECT_EQ(DecodeWriteArgs(up_.calls[2].args).data, a) << "only the V1 bytes again";
+  up_.Answer(2, CommitOk(kV2, Attr(1, 3)));
   EXPECT_TRUE(replies_.empty()) << "the first write's bytes are not proven stable";
-  up_.Answer(2, WriteOk(4096, UNSTABLE, kV2, Attr(1, 3)));
   ASSERT_EQ(up_.calls.size(), 4u);
-  ASSERT_EQ(up_.calls[3].proc, NFSPROC3_COMMIT);
-  EXPECT_TRUE(replies_.empty());
-  up_.Answer(3, CommitOk(kV2, Attr(1, 4)));
+  EXPECT_EQ(DecodeWriteArgs(up_.calls[3].args).data, a) << "only the V1 bytes again";
+  up_.Answer(3, WriteOk(4096, UNSTABLE, kV2, Attr(1, 4)));
+  ASSERT_EQ(up_.calls.size(), 5u);
+  up_.Answer(4, CommitOk(kV2, Attr(1, 5)));
   EXPECT_EQ(Tags(), (std::vector<int>{1, 2}));
   EXPECT_EQ(wp_->stats().resent, 4096u);
 }
