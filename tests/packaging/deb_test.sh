@@ -121,29 +121,39 @@ else
   cat "$out/dpkg.log"; echo "dpkg -P failed"; fail=1
 fi
 # The postinst against systemd (a stub systemctl, in a mount namespace where
-# /run/systemd/system exists): the first install enables and starts the
-# unit; an upgrade restarts it only if it runs, and leaves its enablement as
-# the administrator set it.
+# /run/systemd/system exists; STUB_ENABLED: what `is-enabled` answers): the
+# first install enables and starts the unit; an upgrade or a reinstall
+# (re)starts it only if it is enabled, and never enables it.
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
   dpkg-deb -e "$deb" "$out/ctrl"
   mkdir -p "$out/stub"
-  printf '#!/bin/sh\necho "$*" >>"$SYSTEMCTL_LOG"\n' >"$out/stub/systemctl"
+  cat >"$out/stub/systemctl" <<'STUB'
+#!/bin/sh
+echo "$*" >>"$SYSTEMCTL_LOG"
+[ "$1" = is-enabled ] && exit "${STUB_ENABLED:-0}"
+exit 0
+STUB
   chmod +x "$out/stub/systemctl"
-  # postinst ARGS...: prints the systemctl calls it made, one per line.
+  # postinst ENABLED ARGS...: prints the systemctl calls it made, one per line.
   postinst() {
+    local enabled=$1
+    shift
     : >"$out/systemctl.log"
-    PATH="$out/stub:$PATH" SYSTEMCTL_LOG="$out/systemctl.log" unshare -m sh -c \
+    PATH="$out/stub:$PATH" SYSTEMCTL_LOG="$out/systemctl.log" STUB_ENABLED=$enabled unshare -m sh -c \
       'mount -t tmpfs none /run && mkdir -p /run/systemd/system && exec sh "$0" "$@"' \
       "$out/ctrl/postinst" "$@" >/dev/null 2>&1 || echo "postinst $* failed"
     cat "$out/systemctl.log"
   }
-  calls=$(postinst configure)
+  calls=$(postinst 0 configure)
   grep -qx "enable nfsedge.service" <<<"$calls" && grep -qx "restart nfsedge.service" <<<"$calls" ||
     { echo "the first install does not enable and start the unit: $calls"; fail=1; }
-  calls=$(postinst configure 0.9.0)
-  if grep -q "^enable \|^restart \|^start " <<<"$calls" ||
-     ! grep -qx "try-restart nfsedge.service" <<<"$calls"; then
-    echo "an upgrade enables or starts the unit: $calls"; fail=1
+  calls=$(postinst 1 configure 0.9.0)
+  if grep -q "^enable \|^restart \|^start " <<<"$calls"; then
+    echo "an upgrade enables or starts a disabled unit: $calls"; fail=1
+  fi
+  calls=$(postinst 0 configure 0.9.0)
+  if grep -q "^enable " <<<"$calls" || ! grep -qx "restart nfsedge.service" <<<"$calls"; then
+    echo "an upgrade or reinstall does not restart an enabled unit, or enables it: $calls"; fail=1
   fi
 fi
 [ $fail = 0 ] && echo "deb_test: $(basename "$deb") OK"
