@@ -182,15 +182,16 @@ class MetadataCache {
 
   // Returns the attributes of `fh` iff fresh (marks them used).
   std::optional<fattr3> FreshAttributes(std::string_view fh) { return attrs_.Get(fh); }
-  // The same, for an answer through `exp`: not older than its lifetime's
-  // max either (as for GETATTR; an export nested in another, or a reload,
-  // may allow less than the entry was learned under).
+  // The same, for an answer through `exp`: not older than the lifetime
+  // `exp`'s min and max would have given it either (as for GETATTR; an
+  // export nested in another, or a reload, may allow less than the entry
+  // was learned under).
   std::optional<fattr3> FreshAttributes(std::string_view fh, const Export& exp) {
     return Attrs(fh, false, exp);
   }
   // The same, also from an entry whose size and times are ambiguous (two
   // replies in one server clock tick): its type, owner and mode are sure.
-  // Through `exp`: not older than its lifetime's max either (as above).
+  // Through `exp`: not older than its lifetime there either (as above).
   std::optional<fattr3> FreshPermissions(std::string_view fh, const Export& exp);
   // Returns the handle `d` last named, from RememberChild or the name cache
   // (possibly out of date); empty if unknown.

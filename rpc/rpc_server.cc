@@ -468,6 +468,14 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
     evutil_closesocket(fd);
     return;
   }
+  BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  if (bev == nullptr) {
+    // Out of memory, as accept() itself may be (AcceptGuard): refused.
+    stats_.connections_refused++;
+    NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": out of memory";
+    evutil_closesocket(fd);
+    return;
+  }
   std::string client = peer.HostString();
   std::shared_ptr<ClientCalls>& calls = clients_[client];
   if (calls == nullptr) {
@@ -480,16 +488,7 @@ void RpcServer::Accept(evutil_socket_t fd, const SockAddr& peer) {
     NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": " << from_client
                        << " connections open from " << client
                        << " (server.max_connections_per_client)";
-    evutil_closesocket(fd);
-    return;
-  }
-  BuffereventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
-  if (bev == nullptr) {
-    // Out of memory, as accept() itself may be (AcceptGuard): refused.
-    stats_.connections_refused++;
-    NFSEDGE_LOG(kWarn) << "refusing client " << peer.ToString() << ": out of memory";
-    evutil_closesocket(fd);
-    return;
+    return;  // the bufferevent closes the socket
   }
   from_client++;
   stats_.connections_accepted++;

@@ -483,6 +483,11 @@ class OvertakenAttributesTest : public OvertakenNamesTest {
     meta_.Learn(*FindNfsProc(NFSPROC3_SETATTR), &args, Xdr(Proc(xdr_SETATTR3res), res), exp_,
                 Key(), SentAfter());
   }
+  // `a` changed a second later (its size and mode as they were).
+  static fattr3 Changed(fattr3 a) {
+    a.ctime.seconds = a.mtime.seconds = a.ctime.seconds + 1;
+    return a;
+  }
   void MetaWrite(const wcc_data& w) {
     WRITE3args args{};
     args.file = Fh(file_);
@@ -503,13 +508,15 @@ class OvertakenAttributesTest : public OvertakenNamesTest {
 // Only attributes from a call sent after the entry was learned do.
 TEST_F(OvertakenAttributesTest, TwoLateRepliesOfOneCtimeDoNotUndoAWrite) {
   const SentCall before = SentNow();
-  fattr3 written = f_;
+  // Changed elsewhere a moment before the write, in the same tick.
+  const fattr3 changed = Changed(f_);
+  fattr3 written = changed;
   written.size = 4096;
-  MetaWrite(Wcc(f_, written));
+  MetaWrite(Wcc(changed, written));
   ASSERT_EQ(CachedSize(), 4096u);
-  MetaGetattrSent(f_, before);
+  MetaGetattrSent(changed, before);
   EXPECT_FALSE(CachedSize()) << "a late reply of the write's ctime answered from cache";
-  MetaGetattrSent(f_, before);
+  MetaGetattrSent(changed, before);
   EXPECT_FALSE(CachedSize()) << "a second late reply brought the size from before the write back";
   MetaGetattrSent(written, SentAfter());
   EXPECT_EQ(CachedSize(), 4096u) << "a GETATTR sent after the replies settles the size";
@@ -518,14 +525,15 @@ TEST_F(OvertakenAttributesTest, TwoLateRepliesOfOneCtimeDoNotUndoAWrite) {
 TEST_F(OvertakenAttributesTest, LateRepliesOfOneCtimeDoNotUndoAChmodForAnotherUser) {
   const CredKey other = CredKey::FromIds(2000, 2000, {});
   const SentCall before = SentNow();
-  fattr3 locked = f_;
+  const fattr3 changed = Changed(f_);  // as above
+  fattr3 locked = changed;
   locked.mode = 0600;
-  MetaSetattr(Wcc(f_, locked));
+  MetaSetattr(Wcc(changed, locked));
   ASSERT_TRUE(CachedSize());
   // The other user's ACCESS (granted READ under mode 0644) and a GETATTR,
   // both answered before the chmod, come after its reply.
-  MetaAccess(file_, f_, ACCESS3_READ, ACCESS3_READ, &other, before);
-  MetaGetattrSent(f_, before);
+  MetaAccess(file_, changed, ACCESS3_READ, ACCESS3_READ, &other, before);
+  MetaGetattrSent(changed, before);
   EXPECT_FALSE(CachedSize()) << "the mode from before the chmod answered from cache";
   ACCESS3args read{Fh(file_), ACCESS3_READ};
   EXPECT_FALSE(meta_.Answer(*FindNfsProc(NFSPROC3_ACCESS), &read, exp_, other))
