@@ -123,6 +123,11 @@ class ControlServer::Connection : public ControlReply,
     }
     std::string request(line, len);
     free(line);
+    if (len > kMaxRequest) {  // its newline came in the read after the limit
+      evbuffer_drain(in, evbuffer_get_length(in));
+      self->Finish(InvalidArgument("request line too long"));
+      return;
+    }
     self->Run(std::move(request));
   }
   void Run(std::string request) {

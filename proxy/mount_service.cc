@@ -216,9 +216,20 @@ void MountService::Mnt(const std::shared_ptr<IncomingCall>& call, int restarts) 
           }
           return;
         }
+        if (RefusesTheProgram(r->header)) {
+          NFSEDGE_LOG(kWarn) << "MNT " << path << ": the upstream refused the program ("
+                             << DescribeRefusal(r->header) << ")";
+          ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+          return;
+        }
         if (r->header.reply_stat == kMsgAccepted && r->header.accept_stat == kSuccess) {
           XdrValue<mountres3> res(reinterpret_cast<xdrproc_t>(xdr_mountres3));
-          if (res.Decode(r->results()) && res->fhs_status == MNT3_OK) {
+          if (!res.Decode(r->results())) {
+            NFSEDGE_LOG(kWarn) << "MNT " << path << ": upstream results do not decode";
+            ReplyMountError(*call, MNT3ERR_SERVERFAULT);
+            return;
+          }
+          if (res->fhs_status == MNT3_OK) {
             const fhandle3& fh = res->mountres3_u.mountinfo.fhandle;
             const std::string root(fh.fhandle3_val, fh.fhandle3_len);
             // The export's own root: ".." from it leaves the export.

@@ -474,6 +474,17 @@ void NfsService::OnReply(const NfsProc& p, const Export& exp,
     return;
   }
   RpcReply& r = *reply;
+  if (RefusesTheProgram(r.header)) {
+    // Its version range or RPC version is the upstream's, not what this
+    // proxy serves: the client is told of a server fault instead.
+    stats_[p.proc].upstream_errors++;
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": the upstream refused the program ("
+                       << DescribeRefusal(r.header) << "); answering NFS3ERR_SERVERFAULT";
+    const std::string err = EncodeNfsError(p, NFS3ERR_SERVERFAULT);
+    call->ReplySuccess(err);
+    for (const auto& j : joined) j->ReplySuccess(err);
+    return;
+  }
   if (r.header.reply_stat == kMsgAccepted && r.header.accept_stat == kSuccess) {
     if (p.proc == NFSPROC3_CREATE) HideUnsentWrites(&r);
     LearnAndSpeculate(p, args->get(), &r, exp, cred, read_version);
@@ -623,7 +634,12 @@ void NfsService::PostProcess(const NfsProc& p, const Export& exp, RpcReply* repl
   if (results.size() < 4 || LoadBE32(results.data()) != NFS3_OK) return;
   XdrBox res(p.res_xdr, p.res_size);
   if (!res.Decode(results)) {
-    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name << ": upstream results do not decode";
+    // Not passed on: its handles would not be the export's, an FSINFO not
+    // clamped, an ACCESS of a read-only export not masked.
+    NFSEDGE_LOG(kWarn) << "NFS3 " << p.name
+                       << ": upstream results do not decode; answered NFS3ERR_SERVERFAULT";
+    reply->record.resize(reply->header.results_offset);
+    reply->record += EncodeNfsError(p, NFS3ERR_SERVERFAULT);
     return;
   }
   RegisterHandles(p, exp, res.get());

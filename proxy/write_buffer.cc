@@ -354,22 +354,11 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
 bool WritePath::KeepsAcknowledged(const Piece& p) const {
   // A record of an acknowledged write (on disk, or on its way): its bytes,
   // or those this piece replaced, were answered from the journal. A record
-  // of a write that was not keeps what that write replaced: looked at in
-  // turn (a chain of such writes is as long as the overwrites in a row).
-  // Each record once: overlapping overwrites reach one by many paths.
-  std::vector<uint64_t> todo = p.records;
-  std::unordered_set<uint64_t> seen(todo.begin(), todo.end());
-  while (!todo.empty()) {
-    const uint64_t r = todo.back();
-    todo.pop_back();
-    if (!unacknowledged_.contains(r)) return true;
-    if (auto o = overwritten_.find(r); o != overwritten_.end()) {
-      for (uint64_t older : o->second) {
-        if (seen.insert(older).second) todo.push_back(older);
-      }
-    }
-  }
-  return false;
+  // of a write that was not keeps what that write replaced, looked at in
+  // turn (RecordsKeptBy).
+  const std::vector<uint64_t> kept = RecordsKeptBy(p);
+  return std::any_of(kept.begin(), kept.end(),
+                     [&](uint64_t r) { return !unacknowledged_.contains(r); });
 }
 
 std::vector<uint64_t> WritePath::RecordsKeptBy(const Piece& p) const {

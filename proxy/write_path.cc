@@ -147,8 +147,10 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
   // ACCESS cache proves the upstream will take (`journal`) is answered from
   // it; any other is answered once stable upstream, its record there only
   // to order it after the older records of the bytes it replaces, which a
-  // restart must not replay over it.
-  if (!data.empty() && options_.journal != nullptr && exp.config().write_back) {
+  // restart must not replay over it. So is a write of a file with records
+  // through another export (nested, or a reload turned write_back off).
+  if (!data.empty() && options_.journal != nullptr &&
+      (exp.config().write_back || file_records_.contains(f.fh))) {
     // Insert() keeps the records this write overwrites until its append
     // is on disk (OnJournaled), or its bytes are stable upstream if the
     // journal refuses it; appended first, so that their removal reaches
@@ -170,8 +172,9 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
                                  writer);
           }
         });
-    // Answered UNSTABLE from the journal: lost, it needs a new verifier.
-    Insert(f, offset, data, cred, jseq, journal && !stable, journal && stable);
+    // Answered UNSTABLE (from the journal, or from the buffer through an
+    // export without write_back): lost, it needs a new verifier.
+    Insert(f, offset, data, cred, jseq, !stable, journal && stable);
     if (journal) {
       ScheduleFlush(f);
       Pump(f);

@@ -518,10 +518,7 @@ void RpcClient::Pump() {
       c.resend.pop_front();
       auto it = pending_.find(xid);
       if (it == pending_.end() || it->second.conn >= 0) continue;
-      it->second.conn = i;
-      in_flight_++;
-      c.outstanding++;
-      WriteCall(i, xid, it->second);
+      PutOn(i, xid, it->second);
     }
   }
   while (!null_queue_.empty()) {  // whatever the limit
@@ -531,10 +528,7 @@ void RpcClient::Pump() {
     null_queue_.pop_front();
     auto it = pending_.find(xid);
     if (it == pending_.end() || it->second.conn >= 0) continue;  // timed out
-    it->second.conn = i;
-    in_flight_++;
-    conns_[i].outstanding++;
-    WriteCall(i, xid, it->second);
+    PutOn(i, xid, it->second);
   }
   while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
     int i = PickConnection();
@@ -543,11 +537,15 @@ void RpcClient::Pump() {
     queue_.pop_front();
     auto it = pending_.find(xid);
     if (it == pending_.end()) continue;  // timed out while queued
-    it->second.conn = i;
-    in_flight_++;
-    conns_[i].outstanding++;
-    WriteCall(i, xid, it->second);
+    PutOn(i, xid, it->second);
   }
+}
+
+void RpcClient::PutOn(int i, uint32_t xid, Pending& p) {
+  p.conn = i;
+  in_flight_++;
+  conns_[i].outstanding++;
+  WriteCall(i, xid, p);
 }
 
 void RpcClient::WriteCall(int i, uint32_t xid, Pending& p) {

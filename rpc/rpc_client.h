@@ -294,6 +294,8 @@ class RpcClient : public RpcCaller {
   void Pump();
   void SweepDeadlines();
   int PickConnection() const;
+  // Makes `xid` in flight on connection `i` and writes it there.
+  void PutOn(int i, uint32_t xid, Pending& p);
   // Writes the call `xid` on connection `i`, now or through the pacer.
   void WriteCall(int i, uint32_t xid, Pending& p);
   void PaceOut();

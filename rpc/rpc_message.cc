@@ -140,4 +140,21 @@ std::string EncodeAuthErrorReply(uint32_t xid, AuthStat stat) {
   return out;
 }
 
+bool RefusesTheProgram(const ReplyHeader& h) {
+  if (h.reply_stat == kMsgDenied) return h.reject_stat == kRpcMismatch;
+  return h.accept_stat == kProgUnavail || h.accept_stat == kProgMismatch;
+}
+
+std::string DescribeRefusal(const ReplyHeader& h) {
+  const std::string range =
+      " " + std::to_string(h.mismatch_low) + ".." + std::to_string(h.mismatch_high);
+  if (h.reply_stat == kMsgDenied) {
+    return h.reject_stat == kRpcMismatch ? "RPC_MISMATCH" + range
+                                         : "AUTH_ERROR " + std::to_string(h.auth_stat);
+  }
+  if (h.accept_stat == kProgMismatch) return "PROG_MISMATCH" + range;
+  if (h.accept_stat == kProgUnavail) return "PROG_UNAVAIL";
+  return "accept_stat " + std::to_string(h.accept_stat);
+}
+
 }  // namespace nfsedge

@@ -88,6 +88,13 @@ struct ReplyHeader {
 // Parses a reply header. Returns a ProtocolError status iff malformed.
 StatusOr<ReplyHeader> ParseReply(std::string_view record);
 
+// True iff the reply refuses the call's program or RPC version itself
+// (PROG_UNAVAIL, PROG_MISMATCH, RPC_MISMATCH), not the call: a proxy does
+// not pass such a refusal on as its own.
+bool RefusesTheProgram(const ReplyHeader& h);
+// "PROG_MISMATCH 2..2" and the like, for logs.
+std::string DescribeRefusal(const ReplyHeader& h);
+
 // Accepted reply header with AUTH_NONE verifier and `stat`; for kSuccess the
 // caller appends the results. For kProgMismatch pass low/high.
 std::string EncodeAcceptedReply(uint32_t xid, AcceptStat stat, uint32_t low = 0,

@@ -121,6 +121,14 @@ bool_t nfsedge_xdr_string(XDR* xdrs, char** str, u_int maxsize) {
   return !check || std::strlen(*str) == length;
 }
 
+bool_t nfsedge_xdr_filename(XDR* xdrs, char** str, u_int maxsize) {
+  // One name in a directory: a '/' would make it a path to an upstream
+  // that resolves it as one ("../x" past the export's root, where the
+  // proxy's checks look at ".." alone). Refused, as Linux's server does.
+  if (!nfsedge_xdr_string(xdrs, str, maxsize)) return FALSE;
+  return xdrs->x_op != XDR_DECODE || std::strchr(*str, '/') == nullptr;
+}
+
 bool_t nfsedge_xdr_array(XDR* xdrs, char** array, u_int* count, u_int maxcount, u_int elsize,
                          xdrproc_t elproc) {
   // Every XDR item but void takes at least 4 bytes on the wire.

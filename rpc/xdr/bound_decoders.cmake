@@ -5,6 +5,8 @@
 #    check a length against the bytes left in the input before allocating it;
 #  - every enum decoder checks the value against the enum's range, so C++
 #    code never loads an out-of-range enum;
+#  - a filename3 (one name in a directory) is decoded by
+#    nfsedge_xdr_filename, which refuses a '/' in it;
 #  - the recursive decoders of the READDIR and READDIRPLUS entry lists are
 #    renamed away: rpc/xdr_bounded.cc defines iterative ones under the
 #    original names.
@@ -55,6 +57,14 @@ foreach(def IN LISTS enums)
   endif()
   string(REPLACE "${old}" "${new}" source "${source}")
 endforeach()
+
+set(old "xdr_filename3 (XDR *xdrs, filename3 *objp)\n{\n\tregister int32_t *buf;\n\n\t if (!nfsedge_xdr_string (xdrs, objp, ~0))")
+string(FIND "${source}" "${old}" found)
+if(NOT found EQUAL -1)
+  string(REPLACE "${old}" "xdr_filename3 (XDR *xdrs, filename3 *objp)\n{\n\tregister int32_t *buf;\n\n\t if (!nfsedge_xdr_filename (xdrs, objp, ~0))" source "${source}")
+elseif(header_name STREQUAL "nfs3.h")
+  message(FATAL_ERROR "${SOURCE}: decoder of filename3 not in the expected form")
+endif()
 
 foreach(list dirlist3 dirlistplus3)
   set(old "\nxdr_${list} (XDR *xdrs")

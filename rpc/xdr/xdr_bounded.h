@@ -20,6 +20,8 @@ extern "C" {
 
 bool_t nfsedge_xdr_bytes(XDR* xdrs, char** data, u_int* size, u_int maxsize);
 bool_t nfsedge_xdr_string(XDR* xdrs, char** str, u_int maxsize);
+// A filename3: a string, and, when decoded, no '/' in it.
+bool_t nfsedge_xdr_filename(XDR* xdrs, char** str, u_int maxsize);
 bool_t nfsedge_xdr_array(XDR* xdrs, char** array, u_int* count, u_int maxcount, u_int elsize,
                          xdrproc_t elproc);
 bool_t nfsedge_xdr_enum_range(XDR* xdrs, enum_t* value, long min, long max);

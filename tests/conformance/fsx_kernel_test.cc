@@ -30,6 +30,7 @@
 #include "harness/files.h"
 #include "harness/testbed.h"
 #include "kernel/uml_guest.h"
+#include "harness/required.h"
 
 namespace nfsedge::fsx_test {
 namespace {
@@ -80,7 +81,7 @@ std::string GuestScript(const std::vector<uint64_t>& seeds) {
 class FsxKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!Env().skip_reason.empty()) GTEST_SKIP() << Env().skip_reason;
+    if (!Env().skip_reason.empty()) NFSEDGE_SKIP_OR_FAIL(Env().skip_reason);
     ASSERT_TRUE(Env().error.empty()) << Env().error;
     if (FsxStaticBinary().empty()) {
       GTEST_SKIP() << "this build has no static nfsedge-fsx (sanitizers, or no static libc)";

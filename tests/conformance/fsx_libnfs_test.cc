@@ -25,6 +25,7 @@
 #include "harness/files.h"
 #include "harness/private_network.h"
 #include "harness/testbed.h"
+#include "harness/required.h"
 
 namespace nfsedge::fsx_test {
 namespace {
@@ -51,7 +52,7 @@ std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<st
 class FsxLibnfsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!SkipReason().empty()) GTEST_SKIP() << SkipReason();
+    if (!SkipReason().empty()) NFSEDGE_SKIP_OR_FAIL(SkipReason());
     StartBed("");
   }
   void TearDown() override {

@@ -17,6 +17,7 @@
 #include "harness/raw_nfs.h"
 #include "harness/status.h"
 #include "harness/testbed.h"
+#include "harness/required.h"
 
 namespace nfsedge::itest {
 
@@ -48,7 +49,7 @@ std::string Pattern(size_t size, uint32_t seed);
 #define NFSEDGE_SKIP_WITHOUT_PRIVATE_NETWORK()        \
   do {                                                \
     if (!::nfsedge::itest::SkipReason().empty()) {    \
-      GTEST_SKIP() << ::nfsedge::itest::SkipReason(); \
+      NFSEDGE_SKIP_OR_FAIL(::nfsedge::itest::SkipReason()); \
     }                                                 \
   } while (0)
 

@@ -24,6 +24,7 @@
 #include "rpc/rpc_client.h"
 #include "rpc/rpc_server.h"
 #include "test_loop.h"
+#include "harness/required.h"
 
 namespace nfsedge {
 namespace {
@@ -53,7 +54,7 @@ class EchoHandler : public CallHandler {
 class UpstreamPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!harness::PrivateNetwork::entered()) GTEST_SKIP() << "no private network namespace";
+    if (!harness::PrivateNetwork::entered()) NFSEDGE_SKIP_OR_FAIL("no private network namespace");
     Shell(std::string("ip netns del ") + kFarNs);
     ASSERT_TRUE(Shell(std::string("ip netns add ") + kFarNs));
     ASSERT_TRUE(Shell(std::string("ip link add near type veth peer name far netns ") + kFarNs));

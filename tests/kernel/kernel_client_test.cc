@@ -21,6 +21,7 @@
 #include "harness/testbed.h"
 #include "kernel/guest_workload.h"
 #include "kernel/uml_guest.h"
+#include "harness/required.h"
 
 namespace nfsedge::kernel_test {
 namespace {
@@ -30,7 +31,7 @@ using harness::ExitStatus;
 class KernelClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!Env().skip_reason.empty()) GTEST_SKIP() << Env().skip_reason;
+    if (!Env().skip_reason.empty()) NFSEDGE_SKIP_OR_FAIL(Env().skip_reason);
     ASSERT_TRUE(Env().error.empty()) << Env().error;
   }
 
@@ -58,7 +59,7 @@ class KernelClientTest : public ::testing::Test {
                   dir.Sub("guest.log"));
     ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << (*bed)->LogTails();
     if (run->exit.exited && run->exit.code == kCannotRun) {
-      GTEST_SKIP() << CannotRunReason(run->log);
+      NFSEDGE_SKIP_OR_FAIL(CannotRunReason(run->log));
     }
     std::printf("[ timing   ] %s: guest run %.2f s (mount options: %s)\n",
                 ::testing::UnitTest::GetInstance()->current_test_info()->name(), run->seconds,
@@ -137,7 +138,7 @@ TEST_F(KernelClientTest, TreeCommandsSameThroughProxyAsDirect) {
         RunScript(GuestArgs(proxy ? Target::kProxy : Target::kGanesha, export_dir, "", "", cmd),
                   dir.Sub(proxy ? "proxy.log" : "direct.log"));
     ASSERT_TRUE(run.ok()) << run.status().message();
-    if (run->exit.exited && run->exit.code == kCannotRun) GTEST_SKIP() << CannotRunReason(run->log);
+    if (run->exit.exited && run->exit.code == kCannotRun) NFSEDGE_SKIP_OR_FAIL(CannotRunReason(run->log));
     ASSERT_TRUE(run->exit.success()) << Explain(run->exit) << "\n"
                                      << run->log << (*bed)->LogTails();
     outputs[i] = GuestOutput(run->log);

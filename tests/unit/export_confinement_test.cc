@@ -3,6 +3,7 @@
 // (NFS and MOUNT) whose answers are what a Linux server gives.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -206,6 +207,43 @@ TEST_F(ExportConfinementTest, DotDotOfTheRootStaysClosedAfterTheRegistryForgetsT
     EXPECT_NE(Getattr(c, 8, fh), static_cast<uint32_t>(NFS3_OK))
         << "the parent of the export's root is usable through the export";
   }
+}
+
+// A name is one component: "../x" or "sub/../.." would be a path to an
+// upstream that resolves it as one, past the ".." checks. Such a name does
+// not decode (GARBAGE_ARGS), as on Linux's server, and never goes upstream.
+TEST_F(ExportConfinementTest, ANameWithASlashIsRefusedBeforeTheUpstream) {
+  Start(/*max_handles=*/1000);
+  mounts_["/srv/data"] = kRoot;
+  lookups_[{kRoot, "sub"}] = {kSub, DirAttr(2)};
+  lookups_[{kRoot, "../secret"}] = {kParent, DirAttr(9)};
+  lookups_[{kRoot, "sub/../.."}] = {kParent, DirAttr(9)};
+
+  BlockingClient c(port_);
+  ASSERT_EQ(Mount(c, 1, "/data").first, static_cast<uint32_t>(MNT3_OK));
+  ASSERT_EQ(Lookup(c, 2, kRoot, "sub").first, static_cast<uint32_t>(NFS3_OK));
+  uint32_t xid = 3;
+  const std::string root = kRoot;  // outlives the handle viewing it
+  for (const char* name : {"../secret", "sub/../..", "/"}) {
+    LOOKUP3args a{};
+    a.what.dir = Fh(root);
+    a.what.name = const_cast<char*>(name);
+    c.SendRecord(MakeCall(xid, kNfsProgram, 3, NFSPROC3_LOOKUP, Xdr(Proc(xdr_LOOKUP3args), a),
+                          SysCred(1000, 100)));
+    std::optional<std::string> reply = c.ReadRecord();
+    ASSERT_TRUE(reply.has_value()) << name;
+    StatusOr<ReplyHeader> h = ParseReply(*reply);
+    ASSERT_TRUE(h.ok()) << name;
+    EXPECT_EQ(h->xid, xid++);
+    EXPECT_EQ(h->accept_stat, kGarbageArgs) << name;
+  }
+  loop_.RunSync([&] {
+    for (const FakeUpstream::Seen& s : up_->calls) {
+      XdrValue<LOOKUP3args> a(Proc(xdr_LOOKUP3args));
+      if (s.proc != NFSPROC3_LOOKUP || !a.Decode(s.args)) continue;
+      EXPECT_EQ(std::strchr(a->what.name, '/'), nullptr) << a->what.name << " went upstream";
+    }
+  });
 }
 
 // MNT of a path below an export (`/data/link`) is not sent upstream as

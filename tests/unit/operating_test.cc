@@ -495,6 +495,9 @@ TEST(Control, NoControlCharacterPassesAndNoArgumentIsEmpty) {
   EXPECT_EQ(AskControl(path, std::string("drop-cache /e/..\0x\n", 19)),
             "error the request holds a control character\n");
   EXPECT_EQ(AskControl(path, "drop-cache \n"), "error 'drop-cache' with an empty argument\n");
+  // A line over the limit whose newline comes in the read after the limit.
+  EXPECT_EQ(AskControl(path, "drop-cache /" + std::string(6000, 'x') + "\n"),
+            "error request line too long\n");
   EXPECT_EQ(AskControl(path, "status\r\n"),
             "busy file: x\\x0aok\\\\x0a\nerror+ bad\nerror ok\n")
       << "a reason of two lines: the last line, not 'ok', ends the answer";

@@ -78,6 +78,31 @@ TEST_F(ReplayTest, StableWriteOverAStableButStillJournaledRecordIsNotUndoneByARe
       << "a restart now replays record 2 (\"bbbb\") over the write answered FILE_SYNC";
 }
 
+// The same through a nested export without write_back (or one a reload
+// turned it off on): a write of a file that still has records gets a record
+// of its own to order it after them, whatever its export.
+TEST_F(ReplayTest, StableWriteThroughAnotherExportIsNotUndoneByARestart) {
+  OlderRecordHeldUpstream();                 // record 1, held
+  WriteBack(2, 0, "bbbb", UNSTABLE);         // record 2
+  journal_.Complete();
+  Advance(options_.flush_delay);
+  ASSERT_EQ(bg_.calls.size(), 2u);
+  bg_.Answer(1, WriteOk(4, FILE_SYNC, kV1, Attr(4, 3)));  // record 2's bytes stable upstream
+  ASSERT_TRUE(journal_.removed.empty()) << "record 2 waits for record 1 (file order)";
+
+  Write(3, 0, "cccc", FILE_SYNC);            // through the write_behind export
+  journal_.Complete();
+  ASSERT_EQ(up_.calls.size(), 1u);
+  up_.Answer(0, WriteOk(4, FILE_SYNC, kV1, Attr(4, 4)));
+  journal_.Complete();
+  const ClientReply* r = ReplyOf(3);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->status, NFS3_OK);
+  ASSERT_EQ(r->committed, FILE_SYNC);
+  EXPECT_EQ(Replayed(0, 4), "cccc")
+      << "a restart now replays record 2 (\"bbbb\") over the write answered FILE_SYNC";
+}
+
 // A journaled write over the bytes of a stable write without evidence,
 // arriving while that one is upstream, goes upstream after it and is
 // acknowledged: a restart must replay it last, not the older stable

@@ -70,6 +70,35 @@ TEST(Xdr, ANameWithANulInsideDoesNotDecode) {
   EXPECT_STREQ(b->what.name, "foo.x");
 }
 
+// A name is one component of a path: with a '/' it does not decode, in
+// the arguments of every procedure that takes one (diropargs3).
+TEST(Xdr, ANameWithASlashDoesNotDecode) {
+  for (const char* name : {"../x", "a/b", "/", "x/"}) {
+    std::string wire;
+    XdrWriter w(&wire);
+    w.WriteOpaque("handle!!");
+    w.WriteOpaque(name);
+    XdrValue<LOOKUP3args> b(reinterpret_cast<xdrproc_t>(xdr_LOOKUP3args));
+    EXPECT_FALSE(b.Decode(wire)) << name;
+    XdrValue<REMOVE3args> r(reinterpret_cast<xdrproc_t>(xdr_REMOVE3args));
+    EXPECT_FALSE(r.Decode(wire)) << name;
+  }
+  // A symlink's target is a path: a '/' in it is the point.
+  SYMLINK3args a{};
+  char fh[9] = "handle!!";
+  char name[] = "link";
+  char target[] = "../a/b";
+  a.where.dir.data.data_len = 8;
+  a.where.dir.data.data_val = fh;
+  a.where.name = name;
+  a.symlink.symlink_data = target;
+  std::string wire;
+  ASSERT_TRUE(XdrEncode(reinterpret_cast<xdrproc_t>(xdr_SYMLINK3args), &a, &wire));
+  XdrValue<SYMLINK3args> b(reinterpret_cast<xdrproc_t>(xdr_SYMLINK3args));
+  ASSERT_TRUE(b.Decode(wire));
+  EXPECT_STREQ(b->symlink.symlink_data, "../a/b");
+}
+
 TEST(Xdr, HandleLongerThanSixtyFourBytesDoesNotDecode) {
   std::string wire;
   XdrWriter w(&wire);
