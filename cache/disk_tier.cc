@@ -37,6 +37,7 @@ constexpr char kIndexPrefix = '\xfe';
 constexpr size_t kValueHeader = 30;                  // version, flags, ChangeId, length
 constexpr size_t kValueOverhead = kValueHeader + 4;  // + CRC32C
 constexpr size_t kRecordSize = 40;                   // seq, value length, ChangeId
+constexpr uint64_t kMinCharge = 4096;                // see Charge()
 constexpr uint8_t kFlagEof = 1;
 
 uint32_t ReadU32(const char* p) {
@@ -139,9 +140,11 @@ std::string EncodeRecord(uint64_t seq, uint64_t value_size, const ChangeId& vers
 }
 
 // What the index charges for a block: its key and value, and its index
-// record under its own key.
+// record under its own key; at least kMinCharge, so that the index in
+// memory (about 500 bytes an entry) stays under an eighth of max_bytes
+// however small the files (one short EOF block each).
 uint64_t Charge(size_t key_size, uint64_t value_size) {
-  return key_size + value_size + 1 + key_size + kRecordSize;
+  return std::max<uint64_t>(key_size + value_size + 1 + key_size + kRecordSize, kMinCharge);
 }
 
 // Returns the smallest string greater than every string starting with `p`.

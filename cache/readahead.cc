@@ -12,8 +12,6 @@ constexpr uint64_t kMaxOffset = std::numeric_limits<uint64_t>::max();
 // Offsets come from the network: never wrap.
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > kMaxOffset - a ? kMaxOffset : a + b; }
 
-uint64_t Distance(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
-
 ReadaheadOptions Sanitize(ReadaheadOptions o) {
   o.max_cursors_per_file = std::max<size_t>(o.max_cursors_per_file, 1);
   o.max_cursors = std::max<size_t>(o.max_cursors, 1);
@@ -27,12 +25,20 @@ ReadaheadOptions Sanitize(ReadaheadOptions o) {
 ReadaheadTable::ReadaheadTable(const Clock& clock, const ReadaheadOptions& options)
     : options_(Sanitize(options)) {}
 
-ReadaheadTable::CursorList::iterator ReadaheadTable::Match(const File& f, uint64_t offset) {
+ReadaheadTable::CursorList::iterator ReadaheadTable::Match(const File& f, uint64_t offset,
+                                                           uint64_t end) {
   auto best = lru_.end();
   uint64_t best_distance = 0;
   for (auto c : f.cursors) {
-    uint64_t d = Distance(offset, c->next);
-    if (d > options_.match_window) continue;
+    // A late read is as far behind as its end; an in-order one is at 0.
+    const uint64_t d = offset > c->next ? offset - c->next : end > c->next ? 0 : c->next - end;
+    // The window covers the client's reads in flight at its read size
+    // (kWindowReads of them), whatever match_window says.
+    const uint64_t window = std::max(options_.match_window,
+                                     c->read_size > kMaxOffset / kWindowReads
+                                         ? kMaxOffset
+                                         : c->read_size * kWindowReads);
+    if (d > window) continue;
     if (best == lru_.end() || d < best_distance) {
       best = c;
       best_distance = d;
@@ -106,7 +112,7 @@ ReadaheadAdvice ReadaheadTable::OnRead(std::string_view handle, uint64_t offset,
   }
   File* f = &fit->second;
 
-  if (auto c = Match(*f, offset); c != lru_.end()) {
+  if (auto c = Match(*f, offset, end); c != lru_.end()) {
     stats_.matched++;
     Touch(f, c);
     const bool sequential = c->count >= options_.min_sequential;

@@ -18,8 +18,10 @@
 //               (it overtook earlier reads)  count + 1 if the cursor is
 //               sequential already (count >= min_sequential), else unchanged;
 //               next = end
-//  - behind:    end <= next, |offset - next| <= match_window
+//  - behind:    end <= next, next - end <= match_window
 //               (a late or repeated read)  count and next unchanged
+// The window is at least kWindowReads x the cursor's read size: a client
+// with 1 MiB reads in flight reorders them over more than 1 MiB.
 // The read belongs to the matching cursor whose next offset is closest. Reads
 // that are not in order never start a stream, so random reads landing near a
 // young cursor do not earn read-ahead: only exact continuations do.
@@ -69,6 +71,9 @@
 #include "cache/clock.h"
 
 namespace nfsedge {
+
+// Reads in flight a cursor's match window covers at least (see above).
+inline constexpr uint64_t kWindowReads = 16;
 
 struct ReadaheadOptions {
   size_t max_cursors_per_file = 8;  // LRU within a file; at least 1
@@ -138,7 +143,7 @@ class ReadaheadTable {
 
   // Returns the file's cursor for a read at `offset`, or end() iff none
   // matches.
-  CursorList::iterator Match(const File& f, uint64_t offset);
+  CursorList::iterator Match(const File& f, uint64_t offset, uint64_t end);
   // Marks `c` (a cursor of `f`) most recently used, in `f` and in the pool.
   void Touch(File* f, CursorList::iterator c);
   // Returns a cursor of `f` at count 1, most recently used: a new one, or the

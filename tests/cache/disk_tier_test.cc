@@ -380,6 +380,23 @@ TEST_F(DiskTierTest, SizeLimitIsKept) {
   EXPECT_EQ(tier_->stats().entries, 5u);
 }
 
+// Each block costs memory in the index whatever its size: a tree of tiny
+// files (one short EOF block each) is held to max_bytes / 4 KiB entries.
+TEST_F(DiskTierTest, TinyBlocksAreChargedEnoughToBoundTheIndex) {
+  DiskTierOptions o = Options();
+  o.max_bytes = 64 << 10;
+  Open(o);
+  for (int i = 0; i < 1000; i++) {
+    Block b;
+    b.version = kV1;
+    b.data = "x";
+    b.eof = true;
+    tier_->Put("file-" + std::to_string(i), 0, std::move(b));
+    EXPECT_LE(tier_->stats().entries, o.max_bytes / 4096) << i;
+  }
+  EXPECT_GT(tier_->stats().entries, 0u);
+}
+
 TEST_F(DiskTierTest, SetMaxBytesEvictsDownToALowerBoundAndLetsAHigherOneFill) {
   Open();
   tier_->Put("probe", 0, Full(kV1, 'p'));

@@ -91,6 +91,38 @@ TEST_F(ReadaheadTest, ReadsReorderedInFlightKeepReadaheadGoing) {
   EXPECT_EQ(table_.cursors(), 1u);
 }
 
+// The same with 1 MiB reads (a Linux client's rsize against a proxy that
+// offers 1 MiB), up to 16 in flight (the Linux client's read-ahead sends
+// 15): the reordering spans more than match_window. Once started, no read
+// goes without advice, and the stream never takes a late read for a jump.
+class ReadaheadLargeReadsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReadaheadLargeReadsTest, ReorderedLargeReadsKeepReadaheadGoing) {
+  constexpr uint64_t kLarge = 1 << 20;
+  constexpr uint64_t kReads = 1024;
+  const uint64_t in_flight = GetParam();
+  const uint64_t warm_up = 8 * in_flight;
+  FakeClock clock;
+  ReadaheadTable table(clock, ReadaheadOptions{});
+  std::mt19937 rng(11);
+  std::vector<uint64_t> order(kReads);
+  for (uint64_t i = 0; i < kReads; i++) order[i] = i;
+  for (uint64_t i = 0; i < kReads; i += in_flight) {
+    std::shuffle(&order[i], &order[i + in_flight], rng);
+  }
+  uint64_t advised = 0;
+  for (uint64_t i = 0; i < kReads; i++) {
+    if (table.OnRead("fh", order[i] * kLarge, kLarge, 32 << 20).length > 0 && i >= warm_up) {
+      advised++;
+    }
+  }
+  EXPECT_EQ(advised, kReads - warm_up);
+  EXPECT_EQ(table.stats().slowdowns, 0u);
+  EXPECT_EQ(table.cursors(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(InFlight, ReadaheadLargeReadsTest, ::testing::Values(2, 4, 8, 16));
+
 class ReadaheadStrideTest : public ReadaheadTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ReadaheadStrideTest, EachComponentGetsItsOwnCursor) {

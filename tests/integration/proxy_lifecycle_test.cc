@@ -267,7 +267,20 @@ TEST_F(LifecycleTest, AReloadDuringTheShutdownGraceIsRefused) {
   getattr.args = XdrWriter().Opaque(mnt.fh).data();
   ASSERT_TRUE((*held)->Send(FrameRecord(EncodeCall(getattr))).ok());
   const std::string log = proxy->log_path();
-  usleep(300000);  // read by the proxy, and waiting for the upstream
+  // Read by the proxy (counted in its stats), and waiting for the upstream.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        kill(proxy->pid(), SIGUSR1);
+        usleep(50000);
+        const std::string l = ReadFile(log);
+        const size_t line = l.rfind("stats nfs calls/cache_answers");
+        if (line == std::string::npos) return false;
+        const size_t at = l.find(" GETATTR=", line);
+        return at != std::string::npos && at < l.find('\n', line) &&
+               std::stoull(l.substr(at + 9)) >= 1;
+      },
+      Millis(10000)))
+      << proxy->LogTail();
   ASSERT_EQ(kill(proxy->pid(), SIGTERM), 0);
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(log).find("shutting down: 1 calls in flight") !=
                                      std::string::npos; },

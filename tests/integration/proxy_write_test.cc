@@ -172,6 +172,9 @@ TEST_F(WriteTest, ConcurrentWritersLeaveTheExpectedBytesAndStableWritesAreGather
     EXPECT_EQ(ReadFile(Disk() + "/own" + std::to_string(w)), Content(100 + w, kPerWriter + 12345)) << "writer " << w << "'s own file";
   }
   const std::string log = StopProxyLog();
+  for (const char* key : {"stable", "sync_writes", "upstream_commits", "buffered", "max_write"}) {
+    ASSERT_GE(Counter(log, key), 0) << "no " << key << "= in the stats line\n" << log;
+  }
   const int64_t stable = Counter(log, "stable");
   const int64_t syncing = Counter(log, "sync_writes") + Counter(log, "upstream_commits");
   EXPECT_EQ(stable, kWriters * static_cast<int64_t>(kPerWriter / kChunk)) << log;
