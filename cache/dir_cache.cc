@@ -1,5 +1,6 @@
 #include "cache/dir_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cache/cache_key.h"
@@ -67,7 +68,8 @@ void DirCache::DropDir(DirMap::iterator it) {
 void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   if (max_age <= Duration(0)) return;
   std::string k = Key(key);
-  const size_t charge = page.bytes.size() + k.size() + key.dir.size() + kEntryOverhead;
+  const size_t charge = page.bytes.size() + k.size() + key.dir.size() + kEntryOverhead +
+                        page.cookies.size() * sizeof(uint64_t);
   if (charge > options_.max_bytes) return;
   auto it = dirs_.find(key.dir);
   if (it != dirs_.end() && !(it->second.stamp == page.dir_change)) {
@@ -158,6 +160,35 @@ void DirCache::InvalidateAllChildren() {
 
 void DirCache::Clear() {
   while (!dirs_.empty()) DropDir(dirs_.begin());
+}
+
+std::pair<const DirPage*, size_t> DirCache::Continue(std::string_view dir, uint64_t cookie,
+                                                     const CookieVerf& verf,
+                                                     const ChangeId& dir_now) {
+  auto it = dirs_.find(std::string(dir));
+  if (it == dirs_.end()) {
+    stats_.misses++;
+    return {nullptr, 0};
+  }
+  if (!(it->second.stamp == dir_now)) {
+    DropDir(it);
+    stats_.stale++;
+    return {nullptr, 0};
+  }
+  const MonoTime now = clock_.MonoNow();
+  for (const std::string& k : it->second.keys) {
+    const Entry* e = lru_.Peek(k);
+    if (e == nullptr || now >= e->expires || e->page.verf != verf) continue;
+    const std::vector<uint64_t>& cookies = e->page.cookies;
+    auto at = std::find(cookies.begin(), cookies.end(), cookie);
+    if (at == cookies.end()) continue;
+    const size_t next = static_cast<size_t>(at - cookies.begin()) + 1;
+    if (next == cookies.size() && !e->page.eof) continue;  // the next page's
+    stats_.hits++;
+    return {&lru_.Find(k)->page, next};
+  }
+  stats_.misses++;
+  return {nullptr, 0};
 }
 
 }  // namespace nfsedge

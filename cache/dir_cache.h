@@ -33,6 +33,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "cache/change_id.h"
 #include "cache/clock.h"
@@ -73,6 +75,10 @@ struct DirPage {
   // page names, which a move of the directory elsewhere changes without
   // changing the directory itself (InvalidateChildrenOf).
   std::optional<uint64_t> parent_fileid;
+  // READDIRPLUS pages: the entries' cookies in order, and whether the page
+  // ends the listing (Continue).
+  std::vector<uint64_t> cookies;
+  bool eof = false;
 };
 
 inline constexpr Duration kNoMaxAge = Duration::max();
@@ -94,6 +100,13 @@ class DirCache {
   // the next call that modifies the cache. On a ChangeId mismatch all pages
   // of the directory are dropped.
   const DirPage* Lookup(const DirPageKey& key, const ChangeId& dir_now);
+  // Returns a page of `dir` with an entry of cookie `cookie` and reply
+  // verifier `verf`, and the index of the entry after it (the client goes
+  // on from there), iff one is stored and fresh as Lookup() requires; an
+  // entry that ends a page is found only if the page ends the listing.
+  // Counted as a Lookup() (a ChangeId mismatch drops the directory).
+  std::pair<const DirPage*, size_t> Continue(std::string_view dir, uint64_t cookie,
+                                             const CookieVerf& verf, const ChangeId& dir_now);
   // Like Lookup(), but neither counted nor changing the cache (a mismatch
   // drops nothing).
   const DirPage* Peek(const DirPageKey& key, const ChangeId& dir_now);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "cache/dir_cache.h"
@@ -24,6 +25,74 @@ uint64_t EntryXdr(const char* name) {
 std::string_view Bytes(const nfs_fh3& fh) {
   return std::string_view(fh.data.data_val, fh.data.data_len);
 }
+
+// The verifier a page is kept under: the request's, but none at cookie 0,
+// where it means nothing (RFC 1813; a Linux client listing a directory
+// again from the start sends the one it was last given).
+CookieVerf KeyVerf(uint64_t cookie, const cookieverf3& verf) {
+  return cookie == 0 ? CookieVerf{} : ToCookieVerf(verf);
+}
+
+// An entryplus3 on the wire: its entry3 part, then the attributes and the
+// handle, each with its "follows" word.
+uint64_t EntryPlusXdr(const entryplus3& e) {
+  return EntryXdr(e.name) + 4 + (e.name_attributes.attributes_follow ? kFattrXdr : 0) + 4 +
+         (e.name_handle.handle_follows
+              ? 4 + ((uint64_t{e.name_handle.post_op_fh3_u.handle.data.data_len} + 3) & ~uint64_t{3})
+              : 0);
+}
+
+// Cuts a decoded READDIRPLUS entry list to the part a client is answered
+// with, and puts it back whole when destroyed (xdr_free follows the list).
+class EntryListCut {
+ public:
+  explicit EntryListCut(dirlistplus3* list) : list_(list), head_(list->entries) {}
+  EntryListCut(const EntryListCut&) = delete;
+  EntryListCut& operator=(const EntryListCut&) = delete;
+  ~EntryListCut() {
+    if (tail_ != nullptr) tail_->nextentry = rest_;
+    list_->entries = head_;
+    list_->eof = eof_;
+  }
+  // Starts the list after its first `n` entries; false iff it has fewer.
+  bool SkipFirst(size_t n) {
+    for (; n > 0; --n) {
+      if (list_->entries == nullptr) return false;
+      list_->entries = list_->entries->nextentry;
+    }
+    return true;
+  }
+  // Keeps the entries that fit a READDIRPLUS of `dircount` and `maxcount`
+  // (RFC 1813: maxcount bounds the whole READDIRPLUS3resok); eof only if
+  // all fit. False iff entries were left and none fits.
+  bool FitPlus(uint32_t dircount, uint32_t maxcount) {
+    // Directory attributes, verifier, end of list, eof.
+    uint64_t used = 4 + kFattrXdr + NFS3_COOKIEVERFSIZE + 4 + 4;
+    uint64_t dir = 0;
+    entryplus3* last = nullptr;
+    for (entryplus3* e = list_->entries; e; e = e->nextentry) {
+      dir += EntryXdr(e->name);
+      used += EntryPlusXdr(*e);
+      if (used > maxcount || dir > dircount) {
+        if (last == nullptr) return false;
+        tail_ = last;
+        rest_ = e;
+        last->nextentry = nullptr;
+        list_->eof = FALSE;
+        return true;
+      }
+      last = e;
+    }
+    return true;
+  }
+
+ private:
+  dirlistplus3* list_;
+  entryplus3* head_;
+  bool_t eof_ = list_->eof;
+  entryplus3* tail_ = nullptr;  // the last entry kept, if the list was cut after it
+  entryplus3* rest_ = nullptr;  // what followed it
+};
 
 // The READDIRPLUS maxcount asked for a READDIR of `count` bytes: an
 // entryplus3 is about six times an entry3 (attributes and handle).
@@ -105,11 +174,6 @@ bool DecodeListingPage(std::string_view page, ListingLimits* limits, std::string
   return true;
 }
 
-uint64_t DircountOf(const READDIRPLUS3resok& ok) {
-  uint64_t n = 0;
-  for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) n += EntryXdr(e->name);
-  return n;
-}
 
 // MetadataCache's listing pages (declared in metadata_cache.h).
 
@@ -131,8 +195,16 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   if (!access_.Allows(dir, cred, ACCESS3_READ | ACCESS3_LOOKUP, *dir_attr)) {
     return std::nullopt;
   }
-  const DirPage* page = dirs_.Lookup(DirPageKey{std::string(dir), true, cookie, ToCookieVerf(verf), 0},
+  const DirPage* page = dirs_.Lookup(DirPageKey{std::string(dir), true, cookie,
+                                                KeyVerf(cookie, verf), 0},
                                      ChangeId::FromFattr(*dir_attr));
+  // A client that asks less than a page holds goes on from a cookie inside
+  // it (a Linux client starts a directory at 4 KiB): answered from there.
+  size_t skip = 0;
+  if (page == nullptr && cookie != 0) {
+    std::tie(page, skip) = dirs_.Continue(dir, cookie, ToCookieVerf(verf),
+                                          ChangeId::FromFattr(*dir_attr));
+  }
   if (page == nullptr) return std::nullopt;
   ListingLimits filled;
   std::string_view results;
@@ -140,6 +212,10 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
   XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
   if (!res.Decode(results) || res->status != NFS3_OK) return std::nullopt;
   READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
+  // The list is cut (entries before the client's cookie, and those after
+  // what fits); put back whole before `res` frees it.
+  EntryListCut cut(&ok.reply);
+  if (!cut.SkipFirst(skip)) return std::nullopt;
   // The entries' attributes are those of the attribute cache, fresh (never
   // older than a GETATTR answered now would be), or the page is not used.
   ok.dir_attributes.attributes_follow = TRUE;
@@ -166,11 +242,12 @@ std::optional<std::string> MetadataCache::AnswerListing(bool plus, const void* a
     return out;
   }
   const auto* a = static_cast<const READDIRPLUS3args*>(args);
+  // The whole page to a request as large as the one it was fetched with
+  // (the upstream sized it); else what fits this request.
+  const bool within_fill =
+      skip == 0 && a->dircount >= filled.dircount && a->maxcount >= filled.maxcount;
+  if (!within_fill && !cut.FitPlus(a->dircount, a->maxcount)) return std::nullopt;
   XdrEncode(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res), &res.get(), &out);
-  const bool within_fill = a->dircount >= filled.dircount && a->maxcount >= filled.maxcount;
-  if (!within_fill && (out.size() > a->maxcount || DircountOf(ok) > a->dircount)) {
-    return std::nullopt;
-  }
   return out;
 }
 
@@ -207,7 +284,9 @@ void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3re
   page.verf = ToCookieVerf(ok.cookieverf);
   for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
     if (e->name != nullptr && std::string_view(e->name) == "..") page.parent_fileid = e->fileid;
+    page.cookies.push_back(e->cookie);
   }
+  page.eof = ok.reply.eof;
   // Its ".." may be a parent it was moved away from since the call left
   // (ForgetMovedAway).
   if (page.parent_fileid && ParentMovedFrom(*page.parent_fileid)) {
@@ -216,7 +295,8 @@ void MetadataCache::LearnListing(const READDIRPLUS3args& a, const READDIRPLUS3re
   }
   // The entries' attributes are replaced by fresh ones when served, so the
   // page lives as long as the directory is unchanged.
-  dirs_.Put(DirPageKey{std::string(Bytes(a.dir)), true, a.cookie, ToCookieVerf(a.cookieverf), 0},
+  dirs_.Put(DirPageKey{std::string(Bytes(a.dir)), true, a.cookie,
+                       KeyVerf(a.cookie, a.cookieverf), 0},
             std::move(page), kNoMaxAge);
 }
 

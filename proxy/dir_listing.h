@@ -52,10 +52,6 @@ std::string EncodeListingPage(const ListingLimits& limits, std::string_view resu
 // Splits a stored page into its limits and results; false iff malformed.
 bool DecodeListingPage(std::string_view page, ListingLimits* limits, std::string_view* results);
 
-// Returns the bytes `ok`'s entries count against a READDIRPLUS dircount
-// (fileid, name and cookie of each, with XDR overhead).
-uint64_t DircountOf(const READDIRPLUS3resok& ok);
-
 }  // namespace nfsedge
 
 #endif  // NFSEDGE_PROXY_DIR_LISTING_H_

@@ -248,11 +248,95 @@ TEST_F(DirListingTest, DotDotWithoutFreshAttributesIsAnsweredWithout) {
   EXPECT_TRUE(Plain(user_, 4096)) << "READDIR from the same page";
 }
 
-TEST_F(DirListingTest, ASmallerRequestGetsThePageOnlyIfItFits) {
+// The entries of a READDIRPLUS answer: names and cookies, and its eof.
+std::pair<std::vector<std::pair<std::string, uint64_t>>, bool> EntriesOf(const std::string& r) {
+  XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+  if (!res.Decode(r) || res->status != NFS3_OK) {
+    ADD_FAILURE() << "not an OK READDIRPLUS3res";
+    return {};
+  }
+  std::vector<std::pair<std::string, uint64_t>> out;
+  const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
+  for (const entryplus3* e = ok.reply.entries; e; e = e->nextentry) {
+    out.emplace_back(e->name, e->cookie);
+    EXPECT_TRUE(e->name_attributes.attributes_follow || std::string(e->name) == "..");
+  }
+  return {out, ok.reply.eof != 0};
+}
+
+// A request smaller than the page's fill gets the entries that fit it
+// (RFC 1813: maxcount bounds the READDIRPLUS3resok, dircount the entries'
+// names, fileids and cookies), without eof; none fits: not answered.
+TEST_F(DirListingTest, ASmallerRequestGetsWhatFitsOfThePage) {
   Fill();
   EXPECT_TRUE(Plus(user_, PlusArgs(8192, 65536))) << "larger limits than the fill's";
-  EXPECT_FALSE(Plus(user_, PlusArgs(4096, 200))) << "the page exceeds maxcount";
-  EXPECT_TRUE(Plus(user_, PlusArgs(4096, 1024))) << "smaller than the fill's, but it fits";
+  EXPECT_FALSE(Plus(user_, PlusArgs(4096, 200))) << "not even one entry fits maxcount";
+  std::optional<std::string> all = Plus(user_, PlusArgs(4096, 1024));
+  ASSERT_TRUE(all) << "smaller than the fill's, but it fits";
+  EXPECT_EQ(EntriesOf(*all).first.size(), 3u);
+  EXPECT_TRUE(EntriesOf(*all).second);
+  // Two entries' worth: the resok's fixed part (104) and two entries of
+  // 28 + 4 + 84 + 4 + 4 + 12 (a handle of 10 bytes) = 136 bytes.
+  const uint32_t two = 104 + 2 * (28 + 4 + 84 + 4 + 4 + 12);
+  std::optional<std::string> part = Plus(user_, PlusArgs(4096, two));
+  ASSERT_TRUE(part);
+  EXPECT_LE(part->size(), 4 + two);
+  auto [entries, eof] = EntriesOf(*part);
+  EXPECT_EQ(entries, (std::vector<std::pair<std::string, uint64_t>>{{".", 100}, {"a", 101}}));
+  EXPECT_FALSE(eof) << "entries were left out";
+  // dircount holds one entry's name, fileid and cookie (28 bytes): one.
+  part = Plus(user_, PlusArgs(28, 4096));
+  ASSERT_TRUE(part);
+  EXPECT_EQ(EntriesOf(*part).first.size(), 1u);
+  EXPECT_FALSE(EntriesOf(*part).second);
+}
+
+// A client that got part of a page goes on from the last cookie it got:
+// answered from the page from the entry after it, with the page's verifier
+// (a Linux client lists a directory 4 KiB at a time at first).
+TEST_F(DirListingTest, AListingGoesOnFromACookieInsideThePage) {
+  Fill();
+  READDIRPLUS3args a = PlusArgs();
+  a.cookie = 100;
+  std::memcpy(a.cookieverf, listing_.verf, NFS3_COOKIEVERFSIZE);
+  std::optional<std::string> r = Plus(user_, a);
+  ASSERT_TRUE(r);
+  auto [entries, eof] = EntriesOf(*r);
+  EXPECT_EQ(entries, (std::vector<std::pair<std::string, uint64_t>>{{"a", 101}, {"bb", 102}}));
+  EXPECT_TRUE(eof);
+  // From the last entry of a page that ends the listing: nothing more.
+  a.cookie = 102;
+  r = Plus(user_, a);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(EntriesOf(*r).first.empty());
+  EXPECT_TRUE(EntriesOf(*r).second);
+  // READDIR goes on the same way.
+  std::optional<std::string> plain = Plain(user_, 4096, 101);
+  ASSERT_TRUE(plain);
+  XdrValue<READDIR3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIR3res));
+  ASSERT_TRUE(res.Decode(*plain));
+  ASSERT_EQ(res->status, NFS3_OK);
+  ASSERT_NE(res->READDIR3res_u.resok.reply.entries, nullptr);
+  EXPECT_STREQ(res->READDIR3res_u.resok.reply.entries->name, "bb");
+  // Not a cookie of the page, or another verifier: not answered.
+  a.cookie = 99;
+  EXPECT_FALSE(Plus(user_, a));
+  a.cookie = 101;
+  std::memcpy(a.cookieverf, "OTHERVRF", NFS3_COOKIEVERFSIZE);
+  EXPECT_FALSE(Plus(user_, a));
+  // Nor for a user without evidence.
+  std::memcpy(a.cookieverf, listing_.verf, NFS3_COOKIEVERFSIZE);
+  EXPECT_FALSE(Plus(other_, a));
+}
+
+// At cookie 0 the verifier means nothing (RFC 1813): a client listing the
+// directory again from the start with the verifier it was given, as a
+// Linux client does, gets the page the proxy holds, however it was filled.
+TEST_F(DirListingTest, TheFirstPageIsFoundWhateverVerifierComesWithCookieZero) {
+  Fill();  // asked with a zero verifier
+  READDIRPLUS3args a = PlusArgs();
+  std::memcpy(a.cookieverf, listing_.verf, NFS3_COOKIEVERFSIZE);
+  EXPECT_TRUE(Plus(user_, a));
 }
 
 TEST_F(DirListingTest, ReaddirIsAnsweredFromAPlusPageWithinCount) {
