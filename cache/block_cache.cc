@@ -39,7 +39,7 @@ void BlockCache::CountLeaving(const Block& b) {
 }
 
 void BlockCache::UpdateGauges() {
-  stats_.bytes = lru_.charge();
+  stats_.bytes = Charge();
   stats_.blocks = lru_.size();
 }
 
@@ -106,7 +106,7 @@ void BlockCache::SetMaxBytes(uint64_t max_bytes) {
 }
 
 void BlockCache::EvictToLimit() {
-  while (lru_.charge() > options_.max_bytes) {
+  while (Charge() > options_.max_bytes && lru_.size() > 0) {
     auto* oldest = lru_.Oldest();
     std::string_view old_handle;
     uint64_t old_index = 0;

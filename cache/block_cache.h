@@ -16,7 +16,8 @@
 // cache without a hit counts readahead_wasted.
 //
 // Bounded (DESIGN rule 8) by bytes: a block is charged its data size plus
-// kBlockOverhead (key, list and index nodes, the Block itself), least
+// kBlockOverhead (key, list and index nodes, the Block itself), a file with
+// blocks kFileOverhead (its entry in the per-file index), least
 // recently used blocks are evicted. Evicted blocks still hold valid data, so
 // they are handed to the eviction handler (the disk tier keeps them); blocks
 // dropped because they are stale or their file changed are not.
@@ -67,12 +68,15 @@ struct BlockCacheStats {
   uint64_t dropped = 0;           // dropped by DropFile() or DropOtherVersions()
   uint64_t readahead_used = 0;    // prefetched blocks hit by a client
   uint64_t readahead_wasted = 0;  // prefetched blocks gone without a hit
-  uint64_t bytes = 0;             // current charge (data + kBlockOverhead per block)
+  uint64_t bytes = 0;             // current charge (data + overheads, see above)
   uint64_t blocks = 0;            // current number of blocks
 };
 
 // The fixed charge of one cached block on top of its data, in bytes.
 inline constexpr uint64_t kBlockOverhead = 256;
+// The fixed charge of a file with cached blocks: its entry in the per-file
+// index (map node, handle, the set of its block indexes).
+inline constexpr uint64_t kFileOverhead = 320;
 
 // Returns the key of block `index` of `handle`: the handle's length (32 bits)
 // and bytes, then the index (64 bits), all big-endian. One file's blocks are
@@ -138,6 +142,8 @@ class BlockCache {
   // as Put() does.
   void SetMaxBytes(uint64_t max_bytes);
   uint64_t max_bytes() const { return options_.max_bytes; }
+  // What the cache holds against max_bytes (stats().bytes).
+  uint64_t Charge() const { return lru_.charge() + files_.size() * kFileOverhead; }
 
   const BlockCacheStats& stats() const { return stats_; }
 

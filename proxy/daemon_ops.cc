@@ -430,11 +430,13 @@ void Daemon::AddCollectors() {
     w.Counter("nfsedge_metrics_scrapes_total", "Scrapes of this endpoint.", {},
               static_cast<double>(h.scrapes));
     CountEach(w, "nfsedge_metrics_connection_events_total",
-              "Connections to this endpoint: accepted, refused (16 open), closed at their "
-              "10 s deadline, bad requests, accept() failures that paused the listener.",
+              "Connections to this endpoint: accepted, refused (16 open, all answering), "
+              "closed for a newer one (request not whole), closed at their 10 s deadline, "
+              "bad requests, accept() failures that paused the listener.",
               {}, "event",
               {{"accepted", h.accepted},
                {"refused", h.refused},
+               {"displaced", h.displaced},
                {"timed_out", h.timed_out},
                {"bad_request", h.bad_requests},
                {"accept_paused", h.accept_paused}});

@@ -44,6 +44,7 @@ struct MetricsHttpServer::Conn {
   BuffereventPtr bev;
   SteadyClock::time_point accepted;
   MetricsHttpServer* server;
+  bool answering = false;  // its request came whole
 };
 
 MetricsHttpServer::MetricsHttpServer(event_base* base, const MetricsRegistry& registry,
@@ -90,9 +91,22 @@ StatusOr<uint16_t> MetricsHttpServer::Listen(const std::string& address) {
 void MetricsHttpServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
   auto* self = static_cast<MetricsHttpServer*>(arg);
   if (self->conns_.size() >= self->options_.max_connections) {
-    self->stats_->refused++;
-    evutil_closesocket(fd);
-    return;
+    // Connections that never sent a whole request (a scanner, a stuck
+    // client) do not shut the scraper out: the oldest of them goes.
+    auto oldest = self->conns_.end();
+    for (auto it = self->conns_.begin(); it != self->conns_.end(); ++it) {
+      if (!it->second->answering &&
+          (oldest == self->conns_.end() || it->second->accepted < oldest->second->accepted)) {
+        oldest = it;
+      }
+    }
+    if (oldest == self->conns_.end()) {
+      self->stats_->refused++;
+      evutil_closesocket(fd);
+      return;
+    }
+    self->stats_->displaced++;
+    self->conns_.erase(oldest);
   }
   // (No deferred callbacks: a connection freed while one is queued, as at
   // shutdown, would keep its bufferevent for ever.)
@@ -148,6 +162,7 @@ void MetricsHttpServer::OnRead(bufferevent* bev, void* arg) {
     return;  // the head is not whole yet
   }
   if (bad) self->stats_->bad_requests++;
+  c->answering = true;
   // One request per connection: nothing more is read, the connection
   // closes once the reply is written.
   bufferevent_disable(bev, EV_READ);

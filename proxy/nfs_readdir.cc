@@ -59,10 +59,16 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
       results = EncodeNfsError(readdir, NFS3ERR_JUKEBOX);
     } else if (r->header.reply_stat == kMsgAccepted &&
                (r->header.accept_stat == kProcUnavail || r->header.accept_stat == kGarbageArgs)) {
-      // An upstream that does not know READDIRPLUS: the READDIRs as they are.
-      LackingPlus(nullptr);
+      // An upstream that does not know READDIRPLUS (PROC_UNAVAIL): its
+      // READDIRs as they are from now on. One that could not decode this
+      // one (GARBAGE_ARGS, a glitch): this READDIR as it is.
+      if (r->header.accept_stat == kProcUnavail) LackingPlus(nullptr);
       for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
       return;
+    } else if (RefusesTheProgram(r->header)) {
+      NFSEDGE_LOG(kWarn) << "NFS3 READDIR (as READDIRPLUS): the upstream refused the program ("
+                         << DescribeRefusal(r->header) << "); answering NFS3ERR_SERVERFAULT";
+      results = EncodeNfsError(readdir, NFS3ERR_SERVERFAULT);
     } else if (r->header.reply_stat != kMsgAccepted || r->header.accept_stat != kSuccess) {
       // Refused at the RPC level (credential, program): the same answer.
       for (const auto& c : calls) {

@@ -260,8 +260,9 @@ std::function<void(Status)> WritePath::RemovalDone(const std::string& fh, uint64
     }
     if (!s.ok() && !r.then.empty()) {
       NFSEDGE_LOG(kError) << "write journal: a removal of records stable upstream cannot be "
-                             "written; a SETATTR of their file goes upstream without it (a "
-                             "restart before the journal's disk is back replays them over it)";
+                             "written; a SETATTR, stable write or COMMIT of their file waiting "
+                             "for it goes on without it (a restart before the journal's disk is "
+                             "back replays them over it)";
     }
     const uint64_t oldest = r.open.empty() ? UINT64_MAX : *r.open.begin();
     std::vector<std::function<void()>> ready;

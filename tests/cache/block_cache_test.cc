@@ -38,10 +38,10 @@ struct Evicted {
 
 class BlockCacheTest : public ::testing::Test {
  protected:
-  // A cache holding at most `blocks` full blocks.
+  // A cache holding at most `blocks` full blocks of one file.
   void Make(uint64_t blocks) {
     cache_ = std::make_unique<BlockCache>(
-        BlockCacheOptions{blocks * (kBlockSize + kBlockOverhead), kBlockSize});
+        BlockCacheOptions{blocks * (kBlockSize + kBlockOverhead) + kFileOverhead, kBlockSize});
     cache_->SetEvictionHandler([this](std::string_view h, uint64_t i, Block&& b) {
       evicted_.push_back({std::string(h), i, std::move(b.data)});
     });
@@ -85,7 +85,7 @@ TEST_F(BlockCacheTest, HitAndMiss) {
   EXPECT_EQ(cache_->stats().misses, 1u);
   EXPECT_EQ(cache_->stats().inserts, 1u);
   EXPECT_EQ(cache_->stats().blocks, 1u);
-  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead);
+  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead + kFileOverhead);
 }
 
 TEST_F(BlockCacheTest, OtherVersionIsDroppedNotServed) {
@@ -113,7 +113,7 @@ TEST_F(BlockCacheTest, PartialEofBlockRoundTrips) {
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(got->data, "0123456789");
   EXPECT_TRUE(got->eof);
-  EXPECT_EQ(cache_->stats().bytes, 10 + kBlockOverhead);
+  EXPECT_EQ(cache_->stats().bytes, 10 + kBlockOverhead + kFileOverhead);
 
   Block empty;  // a file whose size is a multiple of the block size
   empty.version = Version(kBlockSize, 100);
@@ -155,13 +155,16 @@ TEST_F(BlockCacheTest, LeastRecentlyUsedAreEvictedToTheHandler) {
   EXPECT_TRUE(cache_->Contains("fh", 0, kV1));
   EXPECT_EQ(cache_->stats().evictions, 1u);
   EXPECT_EQ(cache_->stats().blocks, 3u);
-  EXPECT_LE(cache_->stats().bytes, 3 * (kBlockSize + kBlockOverhead));
+  EXPECT_LE(cache_->stats().bytes, 3 * (kBlockSize + kBlockOverhead) + kFileOverhead);
 
   // Contains() does not protect a block from eviction.
   EXPECT_TRUE(cache_->Contains("fh", 2, kV1));
+  // (A second file: its block and its entry in the per-file index, two
+  // blocks' room.)
   cache_->Put("other", 0, Full(kV1, 'o'));
-  ASSERT_EQ(evicted_.size(), 2u);
+  ASSERT_EQ(evicted_.size(), 3u);
   EXPECT_EQ(evicted_[1].index, 2u);
+  EXPECT_LE(cache_->stats().bytes, 3 * (kBlockSize + kBlockOverhead) + kFileOverhead);
 }
 
 TEST_F(BlockCacheTest, ReplacingKeepsTheCharge) {
@@ -169,7 +172,7 @@ TEST_F(BlockCacheTest, ReplacingKeepsTheCharge) {
   cache_->Put("fh", 0, Full(kV1, 'a'));
   cache_->Put("fh", 0, Full(kV2, 'b'));
   EXPECT_EQ(cache_->stats().blocks, 1u);
-  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead);
+  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead + kFileOverhead);
   EXPECT_FALSE(cache_->Contains("fh", 0, kV1));
   ASSERT_NE(cache_->Get("fh", 0, kV2), nullptr);
   EXPECT_EQ(cache_->Get("fh", 0, kV2)->data[0], 'b');
@@ -195,7 +198,7 @@ TEST_F(BlockCacheTest, DropFileDropsOnlyThatFile) {
   EXPECT_TRUE(cache_->Contains("small", 0, kV1));
   EXPECT_EQ(cache_->stats().dropped, 50u);
   EXPECT_EQ(cache_->stats().blocks, 1u);
-  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead);
+  EXPECT_EQ(cache_->stats().bytes, kBlockSize + kBlockOverhead + kFileOverhead);
   EXPECT_TRUE(evicted_.empty());
   cache_->DropFile("big");  // nothing left: no effect
   cache_->DropFile("unknown");

@@ -111,7 +111,7 @@ TEST(CacheBounds, DirCacheShrinksByBytes) {
 TEST(CacheBounds, BlockCacheShrinkHandsEvictedBlocksToTheHandler) {
   BlockCacheOptions o;
   o.block_size = 4096;
-  o.max_bytes = 10 * (4096 + kBlockOverhead);
+  o.max_bytes = 10 * (4096 + kBlockOverhead) + kFileOverhead;
   BlockCache cache(o);
   std::vector<uint64_t> evicted;
   cache.SetEvictionHandler(
@@ -123,15 +123,35 @@ TEST(CacheBounds, BlockCacheShrinkHandsEvictedBlocksToTheHandler) {
     cache.Put("fh", i, std::move(b));
   }
   ASSERT_EQ(cache.stats().blocks, 10u);
-  cache.SetMaxBytes(4 * (4096 + kBlockOverhead));
+  cache.SetMaxBytes(4 * (4096 + kBlockOverhead) + kFileOverhead);
   EXPECT_EQ(cache.stats().blocks, 4u);
-  EXPECT_EQ(cache.stats().bytes, 4 * (4096 + kBlockOverhead));
+  EXPECT_EQ(cache.stats().bytes, 4 * (4096 + kBlockOverhead) + kFileOverhead);
   EXPECT_EQ(evicted, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_FALSE(cache.Contains("fh", 5, Stamp()));
   EXPECT_TRUE(cache.Contains("fh", 6, Stamp()));
   cache.SetMaxBytes(20 * (4096 + kBlockOverhead));
   EXPECT_EQ(cache.stats().blocks, 4u);
   EXPECT_EQ(evicted.size(), 6u) << "growth evicts nothing";
+}
+
+// A tree of tiny files (one short block each) costs the per-file index's
+// entries too: they count against max_bytes, so the cache's memory stays
+// near its bound however small the files.
+TEST(CacheBounds, BlockCacheCountsEachFileItHolds) {
+  BlockCacheOptions o;
+  o.block_size = 4096;
+  o.max_bytes = 64 << 10;
+  BlockCache cache(o);
+  for (int i = 0; i < 1000; ++i) {
+    Block b;
+    b.version = Stamp();
+    b.data = "x";
+    b.eof = true;
+    cache.Put("file-" + std::to_string(i), 0, std::move(b));
+    ASSERT_LE(cache.stats().bytes, o.max_bytes);
+  }
+  EXPECT_LE(cache.stats().blocks, o.max_bytes / (1 + kBlockOverhead + kFileOverhead));
+  EXPECT_EQ(cache.stats().bytes, cache.stats().blocks * (1 + kBlockOverhead + kFileOverhead));
 }
 
 }  // namespace

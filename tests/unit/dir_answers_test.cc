@@ -362,6 +362,31 @@ TEST_F(CachedHandoutTest, AnUpstreamWithoutReaddirplusGetsTheClientsReaddirsAsTh
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 2u);
 }
 
+// One GARBAGE_ARGS (a glitch, not an upstream without the procedure): that
+// READDIR goes as it is, and the next is sent as a READDIRPLUS again.
+TEST_F(CachedHandoutTest, OneGarbageArgsToAReaddirplusDoesNotStopTheConversion) {
+  loop_.RunSync([this] {
+    up_->set_refuser([n = 0](const FakeUpstream::Seen& s) mutable -> std::optional<AcceptStat> {
+      if (s.proc == NFSPROC3_READDIRPLUS && n++ == 0) return kGarbageArgs;
+      return std::nullopt;
+    });
+  });
+  ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
+  ASSERT_EQ(Lookup(kDataHost, kRoot, "proj").first, static_cast<uint32_t>(NFS3_OK));
+  const std::string proj = kProj;
+  READDIR3args a{};
+  a.dir = Fh(proj);
+  a.count = 8192;
+  for (int i = 0; i < 2; ++i) {
+    const std::string r =
+        Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+    ASSERT_GE(r.size(), 4u);
+    EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK)) << i;
+  }
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 2u);
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 1u);
+}
+
 // NOTSUPP is an export's answer (Linux's `nordirplus` export option): the
 // READDIRs of that export go as they are, those of the others still as
 // READDIRPLUS, from which their listings are cached.

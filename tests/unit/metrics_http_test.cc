@@ -113,13 +113,15 @@ TEST_F(MetricsHttpTest, ConnectionsAreBoundedAndSlowOnesClosedAtTheDeadline) {
   o.max_connections = 3;
   o.deadline = 400ms;
   Start(o);
-  std::vector<std::unique_ptr<BlockingClient>> slow;
+  // Three clients answered that never close: each keeps its place.
+  std::vector<std::unique_ptr<BlockingClient>> held;
   for (int i = 0; i < 3; ++i) {
-    slow.push_back(std::make_unique<BlockingClient>(port_));
-    ASSERT_TRUE(slow.back()->connected());
-    slow.back()->SendRaw("GET /met");  // a head never finished
+    held.push_back(std::make_unique<BlockingClient>(port_));
+    ASSERT_TRUE(held.back()->connected());
+    held.back()->SendRaw("GET /metrics HTTP/1.1\r\n\r\n");
   }
-  for (int i = 0; i < 200 && Open() < 3; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 200 && Stats().scrapes < 3; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(Stats().scrapes, 3u);
   ASSERT_EQ(Open(), 3u);
   BlockingClient extra(port_);
   ASSERT_TRUE(extra.connected());
@@ -128,14 +130,39 @@ TEST_F(MetricsHttpTest, ConnectionsAreBoundedAndSlowOnesClosedAtTheDeadline) {
   EXPECT_EQ(sent, "");
   EXPECT_EQ(Stats().refused, 1u);
 
-  for (auto& c : slow) {
-    EXPECT_TRUE(c->WaitClosed(5s, &sent)) << "closed at the deadline";
-  }
+  // They are closed at the deadline; so is a client that never finishes its
+  // head.
+  for (int i = 0; i < 400 && Open() != 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(Open(), 0u);
+  BlockingClient slow(port_);
+  ASSERT_TRUE(slow.connected());
+  slow.SendRaw("GET /met");
+  EXPECT_TRUE(slow.WaitClosed(5s, &sent)) << "closed at the deadline";
   EXPECT_EQ(sent, "");
-  EXPECT_EQ(Stats().timed_out, 3u);
+  EXPECT_EQ(Stats().timed_out, 4u) << "the three answered, and the slow one";
   EXPECT_EQ(Open(), 0u);
   EXPECT_EQ(Ask("GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
-  EXPECT_EQ(Stats().accepted, 4u);
+}
+
+// Connections that never send a whole request (a port scanner, a stuck
+// client) do not shut the scraper out: a new one takes the oldest's place.
+TEST_F(MetricsHttpTest, HeadsThatNeverEndGiveWayToAScrape) {
+  MetricsHttpOptions o;
+  o.max_connections = 3;
+  Start(o);
+  std::vector<std::unique_ptr<BlockingClient>> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(std::make_unique<BlockingClient>(port_));
+    ASSERT_TRUE(slow.back()->connected());
+    slow.back()->SendRaw("GET /met");
+    for (int k = 0; k < 200 && Open() < slow.size(); ++k) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(Open(), 3u);
+  EXPECT_EQ(Ask("GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(Stats().displaced, 1u);
+  EXPECT_EQ(Stats().refused, 0u);
+  std::string sent;
+  EXPECT_TRUE(slow[0]->WaitClosed(2s, &sent)) << "the oldest head gave way";
 }
 
 }  // namespace
