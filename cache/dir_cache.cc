@@ -10,6 +10,9 @@ namespace {
 
 // Bookkeeping per page (list node, index slot, directory set), roughly.
 constexpr size_t kEntryOverhead = 160;
+// Per entry cookie of a READDIRPLUS page: its place in the page's list and
+// in the directory's cookie index (node, key copy), roughly.
+constexpr size_t kCookieOverhead = 96;
 
 }  // namespace
 
@@ -38,6 +41,10 @@ void DirCache::EraseKey(std::string_view key) {
   if (e == nullptr) return;
   auto d = dirs_.find(e->dir);
   if (d != dirs_.end()) {
+    for (uint64_t cookie : e->page.cookies) {
+      auto c = d->second.cookie_page.find(cookie);
+      if (c != d->second.cookie_page.end() && c->second == key) d->second.cookie_page.erase(c);
+    }
     d->second.keys.erase(std::string(key));
     if (d->second.keys.empty()) EraseDir(d);
   }
@@ -69,7 +76,7 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   if (max_age <= Duration(0)) return;
   std::string k = Key(key);
   const size_t charge = page.bytes.size() + k.size() + key.dir.size() + kEntryOverhead +
-                        page.cookies.size() * sizeof(uint64_t);
+                        page.cookies.size() * kCookieOverhead;
   if (charge > options_.max_bytes) return;
   auto it = dirs_.find(key.dir);
   if (it != dirs_.end() && !(it->second.stamp == page.dir_change)) {
@@ -77,7 +84,7 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
     DropDir(it);
     it = dirs_.end();
   }
-  if (it == dirs_.end()) it = dirs_.emplace(key.dir, Dir{page.dir_change, {}, {}}).first;
+  if (it == dirs_.end()) it = dirs_.emplace(key.dir, Dir{page.dir_change, {}, {}, {}}).first;
   if (page.parent_fileid && it->second.parent != page.parent_fileid) {
     ForgetParent(it);
     it->second.parent = page.parent_fileid;
@@ -85,6 +92,7 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   }
   const MonoTime now = clock_.MonoNow();
   const MonoTime expires = max_age >= MonoTime::max() - now ? MonoTime::max() : now + max_age;
+  for (uint64_t cookie : page.cookies) it->second.cookie_page[cookie] = k;
   lru_.Put(k, Entry{key.dir, std::move(page), expires}, charge);
   it->second.keys.insert(std::move(k));
   EvictToLimit();
@@ -166,29 +174,24 @@ std::pair<const DirPage*, size_t> DirCache::Continue(std::string_view dir, uint6
                                                      const CookieVerf& verf,
                                                      const ChangeId& dir_now) {
   auto it = dirs_.find(std::string(dir));
-  if (it == dirs_.end()) {
-    stats_.misses++;
-    return {nullptr, 0};
-  }
+  if (it == dirs_.end()) return {nullptr, 0};
   if (!(it->second.stamp == dir_now)) {
     DropDir(it);
     stats_.stale++;
     return {nullptr, 0};
   }
-  const MonoTime now = clock_.MonoNow();
-  for (const std::string& k : it->second.keys) {
-    const Entry* e = lru_.Peek(k);
-    if (e == nullptr || now >= e->expires || e->page.verf != verf) continue;
-    const std::vector<uint64_t>& cookies = e->page.cookies;
-    auto at = std::find(cookies.begin(), cookies.end(), cookie);
-    if (at == cookies.end()) continue;
-    const size_t next = static_cast<size_t>(at - cookies.begin()) + 1;
-    if (next == cookies.size() && !e->page.eof) continue;  // the next page's
-    stats_.hits++;
-    return {&lru_.Find(k)->page, next};
-  }
-  stats_.misses++;
-  return {nullptr, 0};
+  auto c = it->second.cookie_page.find(cookie);
+  if (c == it->second.cookie_page.end()) return {nullptr, 0};
+  const std::string key = c->second;
+  const Entry* e = lru_.Peek(key);
+  if (e == nullptr || clock_.MonoNow() >= e->expires || e->page.verf != verf) return {nullptr, 0};
+  const std::vector<uint64_t>& cookies = e->page.cookies;
+  auto at = std::find(cookies.begin(), cookies.end(), cookie);
+  if (at == cookies.end()) return {nullptr, 0};
+  const size_t next = static_cast<size_t>(at - cookies.begin()) + 1;
+  if (next == cookies.size() && !e->page.eof) return {nullptr, 0};  // the next page's
+  stats_.continued++;
+  return {&lru_.Find(key)->page, next};
 }
 
 }  // namespace nfsedge

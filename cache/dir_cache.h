@@ -52,6 +52,7 @@ struct DirCacheStats {
   uint64_t stale = 0;  // found, but the directory changed or the page aged out
   uint64_t evictions = 0;
   uint64_t dirs_dropped = 0;
+  uint64_t continued = 0;  // Continue() found the page (its Lookup() counted a miss)
 };
 
 using CookieVerf = std::array<char, NFS3_COOKIEVERFSIZE>;
@@ -104,7 +105,7 @@ class DirCache {
   // verifier `verf`, and the index of the entry after it (the client goes
   // on from there), iff one is stored and fresh as Lookup() requires; an
   // entry that ends a page is found only if the page ends the listing.
-  // Counted as a Lookup() (a ChangeId mismatch drops the directory).
+  // Counted in `continued` (a ChangeId mismatch drops the directory).
   std::pair<const DirPage*, size_t> Continue(std::string_view dir, uint64_t cookie,
                                              const CookieVerf& verf, const ChangeId& dir_now);
   // Like Lookup(), but neither counted nor changing the cache (a mismatch
@@ -142,6 +143,8 @@ class DirCache {
     ChangeId stamp;
     std::unordered_set<std::string> keys;
     std::optional<uint64_t> parent;  // a page's ".." (the latest page's that had one)
+    // The page holding each entry cookie of its READDIRPLUS pages (Continue).
+    std::unordered_map<uint64_t, std::string> cookie_page;
   };
   using DirMap = std::unordered_map<std::string, Dir>;
   static std::string Key(const DirPageKey& k);

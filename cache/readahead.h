@@ -21,7 +21,9 @@
 //  - behind:    end <= next, next - end <= match_window
 //               (a late or repeated read)  count and next unchanged
 // The window is at least kWindowReads x the cursor's read size: a client
-// with 1 MiB reads in flight reorders them over more than 1 MiB.
+// with 1 MiB reads in flight reorders them over more than 1 MiB. Not more:
+// a wider one merges the streams of a stride reader whose parts are a few
+// reads apart, and lets random reads keep a stream's read-ahead going.
 // The read belongs to the matching cursor whose next offset is closest. Reads
 // that are not in order never start a stream, so random reads landing near a
 // young cursor do not earn read-ahead: only exact continuations do.
@@ -73,7 +75,7 @@
 namespace nfsedge {
 
 // Reads in flight a cursor's match window covers at least (see above).
-inline constexpr uint64_t kWindowReads = 16;
+inline constexpr uint64_t kWindowReads = 4;
 
 struct ReadaheadOptions {
   size_t max_cursors_per_file = 8;  // LRU within a file; at least 1

@@ -288,7 +288,8 @@ Status Daemon::StartWritePath(uint32_t max_transfer) {
   } else if (!write_back) {
     NFSEDGE_LOG(kWarn) << "write journal " << w.journal_dir << ": " << recovered.size()
                        << " acknowledged writes found, sent upstream now (no export has "
-                          "write_back now; the journal takes no new writes)";
+                          "write_back now; the journal takes no new writes but records "
+                          "that order writes of those files after them)";
   } else {
     NFSEDGE_LOG(kWarn) << "write journal " << w.journal_dir << ": " << recovered.size()
                        << " acknowledged writes found, sent upstream now";

@@ -48,7 +48,8 @@ void CollectMetadata(MetricsWriter& w, const MetadataCache& cache, const HandleR
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "name"}, {"tier", "memory"}}, "result",
             {{"hit", n.positive_hits}, {"negative_hit", n.negative_hits}, {"miss", n.misses}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "dir"}, {"tier", "memory"}}, "result",
-            {{"hit", d.hits}, {"miss", d.misses}, {"expired", d.stale}});
+            {{"hit", d.hits}, {"miss", d.misses}, {"expired", d.stale},
+             {"continued", d.continued}});
   CountEach(w, kLookups, kLookupsHelp, {{"cache", "link"}, {"tier", "memory"}}, "result",
             {{"hit", k.hits}, {"miss", k.misses}});
   w.Gauge(kEntries, kEntriesHelp, {{"cache", "attr"}, {"tier", "memory"}},
@@ -431,7 +432,8 @@ void Daemon::AddCollectors() {
               static_cast<double>(h.scrapes));
     CountEach(w, "nfsedge_metrics_connection_events_total",
               "Connections to this endpoint: accepted, refused (16 open, all answering), "
-              "closed for a newer one (request not whole), closed at their 10 s deadline, "
+              "closed for a newer one (request not whole, or answered), closed at their 10 s "
+              "deadline, "
               "bad requests, accept() failures that paused the listener.",
               {}, "event",
               {{"accepted", h.accepted},

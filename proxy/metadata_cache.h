@@ -176,7 +176,9 @@ class MetadataCache {
   // (the directory may have grown); `otherwise` if none is stored.
   uint64_t ListingReplyHint(std::string_view dir, uint64_t cookie, const CookieVerf& verf,
                             uint64_t otherwise) {
-    const size_t stored = dirs_.StoredBytes(DirPageKey{std::string(dir), true, cookie, verf, 0});
+    // (A page at cookie 0 is kept without a verifier: see dir_listing.cc.)
+    const size_t stored = dirs_.StoredBytes(
+        DirPageKey{std::string(dir), true, cookie, cookie == 0 ? CookieVerf{} : verf, 0});
     return stored == 0 ? otherwise : stored + stored / 4;
   }
 

@@ -45,6 +45,7 @@ struct MetricsHttpServer::Conn {
   SteadyClock::time_point accepted;
   MetricsHttpServer* server;
   bool answering = false;  // its request came whole
+  bool written = false;    // and its reply is out (the client has yet to close)
 };
 
 MetricsHttpServer::MetricsHttpServer(event_base* base, const MetricsRegistry& registry,
@@ -92,10 +93,11 @@ void MetricsHttpServer::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr*,
   auto* self = static_cast<MetricsHttpServer*>(arg);
   if (self->conns_.size() >= self->options_.max_connections) {
     // Connections that never sent a whole request (a scanner, a stuck
-    // client) do not shut the scraper out: the oldest of them goes.
+    // client), or were answered and do not close, do not shut the scraper
+    // out: the oldest of them goes.
     auto oldest = self->conns_.end();
     for (auto it = self->conns_.begin(); it != self->conns_.end(); ++it) {
-      if (!it->second->answering &&
+      if ((!it->second->answering || it->second->written) &&
           (oldest == self->conns_.end() || it->second->accepted < oldest->second->accepted)) {
         oldest = it;
       }
@@ -177,6 +179,7 @@ void MetricsHttpServer::OnWritten(bufferevent* bev, void* arg) {
   // (a body, a second request), the socket would be reset, and the end of
   // the reply lost with it.
   shutdown(bufferevent_getfd(bev), SHUT_WR);
+  static_cast<Conn*>(arg)->written = true;
   evbuffer* in = bufferevent_get_input(bev);
   evbuffer_drain(in, evbuffer_get_length(in));
   bufferevent_setcb(bev, &MetricsHttpServer::OnDrain, nullptr, &MetricsHttpServer::OnEvent, arg);

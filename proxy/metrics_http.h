@@ -38,7 +38,7 @@ struct MetricsHttpStats {
   uint64_t scrapes = 0;        // GET/HEAD /metrics answered
   uint64_t accepted = 0;       // connections accepted
   uint64_t refused = 0;        // closed at accept: max_connections open, all answering
-  uint64_t displaced = 0;      // closed, request head not whole, for a newer one
+  uint64_t displaced = 0;      // closed for a newer one: head not whole, or answered
   uint64_t timed_out = 0;      // closed at the deadline
   uint64_t bad_requests = 0;   // answered 400 or 431
   uint64_t accept_paused = 0;  // accept() failed for want of descriptors or memory

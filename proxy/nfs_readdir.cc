@@ -59,10 +59,10 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
       results = EncodeNfsError(readdir, NFS3ERR_JUKEBOX);
     } else if (r->header.reply_stat == kMsgAccepted &&
                (r->header.accept_stat == kProcUnavail || r->header.accept_stat == kGarbageArgs)) {
-      // An upstream that does not know READDIRPLUS (PROC_UNAVAIL): its
-      // READDIRs as they are from now on. One that could not decode this
-      // one (GARBAGE_ARGS, a glitch): this READDIR as it is.
-      if (r->header.accept_stat == kProcUnavail) LackingPlus(nullptr);
+      // An upstream that does not know READDIRPLUS (PROC_UNAVAIL, or
+      // GARBAGE_ARGS three times in a row): its READDIRs as they are from
+      // now on. One GARBAGE_ARGS (a glitch): this READDIR as it is.
+      if (r->header.accept_stat == kProcUnavail || ++plus_garbage_ >= 3) LackingPlus(nullptr);
       for (const auto& c : calls) Forward(readdir, c, args, *e, cred);
       return;
     } else if (RefusesTheProgram(r->header)) {
@@ -78,6 +78,7 @@ void NfsService::ForwardReaddirAsPlus(const std::shared_ptr<IncomingCall>& call,
       }
       return;
     } else {
+      plus_garbage_ = 0;
       LearnAndSpeculate(*FindNfsProc(NFSPROC3_READDIRPLUS), plus_args->get(), &*r, *e, cred);
       XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
       if (!res.Decode(r->results())) {

@@ -301,6 +301,7 @@ class NfsService : public RpcProgram {
   bool Joinable(const Flight& f, const NfsProc& p, const void* args) const;
   std::unordered_map<std::string, Flight> joined_;
   bool upstream_lacks_plus_ = false;  // READDIRs go as they are
+  int plus_garbage_ = 0;  // READDIRPLUS answered GARBAGE_ARGS in a row
   uint64_t exports_lacking_plus_ = 0;  // ... on these exports (bits by id)
   // Replies sent to mutating calls (shared with their reply hooks, which
   // may outlive this).

@@ -300,7 +300,7 @@ bool WritePath::AfterRemovals(const std::string& fh, uint64_t upto, std::functio
 }
 
 void WritePath::Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-                       uint64_t jseq, bool acked, bool synced) {
+                       uint64_t jseq, bool acked, bool synced, bool behind) {
   if (data.empty()) return;
   const uint64_t end = off + data.size();
   Split(f, off);
@@ -315,7 +315,6 @@ void WritePath::Insert(File& f, uint64_t off, std::string_view data, const Opaqu
   // Stamps come from one counter, so a file forgotten and made again goes
   // on from where it was (a COMMIT waiting for the journal keeps its own).
   uint64_t seq = f.seq = ++stamps_;
-  bool behind = jseq == 0 && acked;
   bool extended = false;
   for (auto it = f.pieces.lower_bound(off); it != f.pieces.end() && it->first < end;) {
     auto next = std::next(it);

@@ -174,7 +174,8 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
         });
     // Answered UNSTABLE (from the journal, or from the buffer through an
     // export without write_back): lost, it needs a new verifier.
-    Insert(f, offset, data, cred, jseq, !stable, journal && stable);
+    Insert(f, offset, data, cred, jseq, !stable, journal && stable,
+           /*behind=*/!journal && !stable);
     if (journal) {
       ScheduleFlush(f);
       Pump(f);
@@ -185,7 +186,7 @@ void WritePath::Accept(File& f, const Export& exp, uint64_t offset, std::string_
     unacknowledged_.insert(jseq);
     pending_jseq = jseq;
   } else {
-    Insert(f, offset, data, cred, 0, !stable);
+    Insert(f, offset, data, cred, 0, !stable, false, /*behind=*/!stable);
   }
   if (stable) {
     SeedFromWriter(f, cred);

@@ -309,8 +309,10 @@ class WritePath {
   // `acked`: the bytes are answered from the buffer (Piece::acked).
   // `synced`: answered FILE_SYNC or DATA_SYNC from the journal
   // (Piece::synced).
+  // `behind`: answered from the buffer alone (write-behind's verifier), not
+  // from the journal (Piece::behind).
   void Insert(File& f, uint64_t off, std::string_view data, const OpaqueAuth& cred,
-              uint64_t jseq = 0, bool acked = false, bool synced = false);
+              uint64_t jseq = 0, bool acked = false, bool synced = false, bool behind = false);
   // A file's journal records are removed in sequence order, each once
   // nothing refers to it and every older one of the file is removed: what a
   // restart replays, in order, then leaves every range as the latest

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <optional>
 #include <string>
 
@@ -187,6 +189,47 @@ TEST_F(DirCacheTest, ReplacingAPageKeepsTheByteCountRight) {
   EXPECT_EQ(cache_.size(), 1u);
   cache_.InvalidateDir("dir");
   EXPECT_EQ(cache_.bytes(), 0u);
+}
+
+// A listing goes on from a cookie inside a page: found through the
+// directory's cookie index, with the page's reply verifier, while the page
+// and the directory are as they were; the last entry of a page that does
+// not end the listing leads to the next page, not this one.
+TEST_F(DirCacheTest, ContinueFindsThePageHoldingACookie) {
+  DirPage first = Bytes("page-1", A);
+  first.cookies = {10, 11, 12};
+  DirPage second = Bytes("page-2", A);
+  second.cookies = {13, 14};
+  second.eof = true;
+  cache_.Put(Page("d", 0), std::move(first), kNoMaxAge);
+  cache_.Put(Page("d", 12, 7), std::move(second), kNoMaxAge);
+  CookieVerf v;
+  v.fill(7);
+  auto [page, next] = cache_.Continue("d", 11, v, A);
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(page->bytes, "page-1");
+  EXPECT_EQ(next, 2u);
+  EXPECT_EQ(cache_.Continue("d", 12, v, A).first, nullptr) << "the next page's";
+  std::tie(page, next) = cache_.Continue("d", 14, v, A);
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(page->bytes, "page-2");
+  EXPECT_EQ(next, 2u) << "the end of the listing: nothing after it";
+  EXPECT_EQ(cache_.stats().continued, 2u);
+  CookieVerf other;
+  other.fill(8);
+  EXPECT_EQ(cache_.Continue("d", 11, other, A).first, nullptr) << "another verifier";
+  EXPECT_EQ(cache_.Continue("d", 99, v, A).first, nullptr) << "no such cookie";
+  // The page gone, its cookies lead nowhere.
+  cache_.InvalidateDir("d");
+  EXPECT_EQ(cache_.Continue("d", 11, v, A).first, nullptr);
+  DirPage again = Bytes("page-1b", A);
+  again.cookies = {20, 21};
+  cache_.Put(Page("d", 0), std::move(again), kNoMaxAge);
+  EXPECT_EQ(cache_.Continue("d", 11, v, A).first, nullptr);
+  EXPECT_NE(cache_.Continue("d", 20, v, A).first, nullptr);
+  // The directory changed: nothing, and its pages are dropped.
+  EXPECT_EQ(cache_.Continue("d", 20, v, B).first, nullptr);
+  EXPECT_EQ(cache_.size(), 0u);
 }
 
 }  // namespace

@@ -385,6 +385,16 @@ TEST_F(CachedHandoutTest, OneGarbageArgsToAReaddirplusDoesNotStopTheConversion) 
   }
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 2u);
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 1u);
+  // Three in a row: an upstream without it, whose READDIRs then go as they are.
+  loop_.RunSync([this] {
+    up_->set_refuser([](const FakeUpstream::Seen& s) -> std::optional<AcceptStat> {
+      return s.proc == NFSPROC3_READDIRPLUS ? std::optional(kGarbageArgs) : std::nullopt;
+    });
+  });
+  for (a.cookie = 1; a.cookie <= 5; ++a.cookie) {  // (cookies no page holds)
+    Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+  }
+  EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 5u);
 }
 
 // NOTSUPP is an export's answer (Linux's `nordirplus` export option): the

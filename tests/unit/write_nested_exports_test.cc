@@ -180,5 +180,36 @@ TEST_F(NestedExportsTest, AForwardedWriteWaitsUntilOlderBufferedBytesAreCommitte
   EXPECT_EQ(wp_->stats().buffered_bytes, 0u);
 }
 
+// (rule 2) The other order: the file has a record (B's journaled write)
+// when A's UNSTABLE write through the write_behind export comes, which then
+// gets a record of its own (to order it after B's). Answered from the
+// buffer all the same: when the upstream refuses A's bytes, A's next COMMIT
+// gets the error, and the one after a new verifier.
+TEST_F(NestedExportsTest, BufferAnsweredBytesWithAnOrderingRecordLostChangeTheVerifier) {
+  cred_ = Cred("writer-b");
+  WriteBack(1, 65536, std::string(10, 'b'), UNSTABLE);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(1), nullptr);
+  cred_ = Cred("writer-a");
+  Write(2, 0, std::string(1000, 'a'), UNSTABLE);
+  journal_.Complete();
+  ASSERT_NE(ReplyOf(2), nullptr);
+  const Verf told_a = ReplyOf(2)->verf;
+  Advance(options_.flush_delay);
+  AnswerAllBut(bg_, 'a', NFS3ERR_NOSPC);
+  Commit(3);
+  ASSERT_NE(ReplyOf(3), nullptr);
+  EXPECT_EQ(ReplyOf(3)->status, NFS3ERR_NOSPC);
+  Commit(4);
+  for (int i = 0; i < 2; ++i) {
+    Settle();
+    journal_.Complete();
+  }
+  ASSERT_NE(ReplyOf(4), nullptr);
+  EXPECT_EQ(ReplyOf(4)->status, NFS3_OK);
+  EXPECT_NE(ReplyOf(4)->verf, told_a) << "A's lost bytes answered stable";
+  EXPECT_GE(wp_->stats().verifier_changes, 1u);
+}
+
 }  // namespace
 }  // namespace nfsedge::write_path_test
