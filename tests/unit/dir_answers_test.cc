@@ -267,6 +267,17 @@ class CachedHandoutTest : public ProgramsBed {
     }
     return {NFS3_OK, handles};
   }
+  // The status of a READDIR of kProj from `cookie` by kDataHost.
+  uint32_t ReaddirProj(uint64_t cookie = 0) {
+    const std::string proj = kProj;
+    READDIR3args a{};
+    a.dir = Fh(proj);
+    a.cookie = cookie;
+    a.count = 8192;
+    const std::string r =
+        Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
+    return r.size() >= 4 ? LoadBE32(r.data()) : 0xffffffff;
+  }
   size_t UpstreamCalls(uint32_t proc) {
     size_t n = 0;
     loop_.RunSync([&] {
@@ -348,16 +359,7 @@ TEST_F(CachedHandoutTest, AnUpstreamWithoutReaddirplusGetsTheClientsReaddirsAsTh
   });
   ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
   ASSERT_EQ(Lookup(kDataHost, kRoot, "proj").first, static_cast<uint32_t>(NFS3_OK));
-  const std::string proj = kProj;
-  READDIR3args a{};
-  a.dir = Fh(proj);
-  a.count = 8192;
-  for (int i = 0; i < 2; ++i) {
-    const std::string r =
-        Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
-    ASSERT_GE(r.size(), 4u);
-    EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK)) << i;
-  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(ReaddirProj(), static_cast<uint32_t>(NFS3_OK)) << i;
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 1u) << "asked again after PROC_UNAVAIL";
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 2u);
 }
@@ -373,16 +375,7 @@ TEST_F(CachedHandoutTest, OneGarbageArgsToAReaddirplusDoesNotStopTheConversion) 
   });
   ASSERT_EQ(Mount(kDataHost, "/data"), kRoot);
   ASSERT_EQ(Lookup(kDataHost, kRoot, "proj").first, static_cast<uint32_t>(NFS3_OK));
-  const std::string proj = kProj;
-  READDIR3args a{};
-  a.dir = Fh(proj);
-  a.count = 8192;
-  for (int i = 0; i < 2; ++i) {
-    const std::string r =
-        Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
-    ASSERT_GE(r.size(), 4u);
-    EXPECT_EQ(LoadBE32(r.data()), static_cast<uint32_t>(NFS3_OK)) << i;
-  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(ReaddirProj(), static_cast<uint32_t>(NFS3_OK)) << i;
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 2u);
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIR), 1u);
   // Three in a row: an upstream without it, whose READDIRs then go as they are.
@@ -391,9 +384,7 @@ TEST_F(CachedHandoutTest, OneGarbageArgsToAReaddirplusDoesNotStopTheConversion) 
       return s.proc == NFSPROC3_READDIRPLUS ? std::optional(kGarbageArgs) : std::nullopt;
     });
   });
-  for (a.cookie = 1; a.cookie <= 5; ++a.cookie) {  // (cookies no page holds)
-    Call(kDataHost, kNfsProgram, NFSPROC3_READDIR, Xdr(Proc(xdr_READDIR3args), a));
-  }
+  for (uint64_t c = 1; c <= 5; ++c) ReaddirProj(c);  // (cookies no page holds)
   EXPECT_EQ(UpstreamCalls(NFSPROC3_READDIRPLUS), 5u);
 }
 

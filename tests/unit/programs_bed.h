@@ -21,6 +21,7 @@
 #include "proxy/mount_service.h"
 #include "proxy/nfs_service.h"
 #include "rpc/rpc_server.h"
+#include "client_calls.h"
 #include "test_loop.h"
 
 namespace nfsedge {
@@ -40,6 +41,18 @@ class ProgramsBed : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(std::vector<RpcProgram*>{nfs_.get(), mount_.get()});
     server_ = std::make_unique<RpcServer>(loop_.base(), ServerOptions{}, dispatcher_.get());
     port_ = *server_->Listen(*ResolveAddress(address, 0));
+  }
+  // StartPrograms() with one export, /data of the upstream's /srv/data, for
+  // 127.0.0.0/8, whose root the upstream's mountd answers as `root`.
+  void StartDataExport(const std::string& root) {
+    ExportConfig e;
+    e.path = "/data";
+    e.upstream_path = "/srv/data";
+    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
+    StartPrograms({e});
+    mount_up_->set_responder([root](const FakeUpstream::Seen& s) {
+      return test_calls::MountdAnswer(s, {{"/srv/data", root}});
+    });
   }
   // The programs go on the loop's thread, before a fixture's own members
   // (a MetadataCache the NfsService refers to) are destroyed.

@@ -87,14 +87,7 @@ std::vector<Mutation> Mutations() {
 class RetransmissionTest : public ProgramsBed, public ::testing::WithParamInterface<Mutation> {
  protected:
   void SetUp() override {
-    ExportConfig e;
-    e.path = "/data";
-    e.upstream_path = "/srv/data";
-    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
-    StartPrograms({e});
-    mount_up_->set_responder([](const FakeUpstream::Seen& s) {
-      return test_calls::MountdAnswer(s, {{"/srv/data", kRootFh}});
-    });
+    StartDataExport(kRootFh);
     // The first run of a call fails one way (EXIST), any later run another
     // (NOENT), as a second CREATE or REMOVE of one name would.
     const int words = GetParam().fail_words;

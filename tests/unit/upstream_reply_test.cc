@@ -24,14 +24,7 @@ constexpr char kRootFh[] = "ROOT-HANDLE-0001";
 class UpstreamReplyTest : public ProgramsBed {
  protected:
   void SetUp() override {
-    ExportConfig e;
-    e.path = "/data";
-    e.upstream_path = "/srv/data";
-    e.clients.push_back(*Network::Parse("127.0.0.0/8"));
-    StartPrograms({e});
-    mount_up_->set_responder([](const FakeUpstream::Seen& s) {
-      return test_calls::MountdAnswer(s, {{"/srv/data", kRootFh}});
-    });
+    StartDataExport(kRootFh);
   }
   // The status of an NFS3 call's results.
   static uint32_t StatusOf(const std::string& results) {

@@ -50,6 +50,34 @@ class ReplayTest : public JournalTest {
     EXPECT_EQ(bg_.calls.size(), 1u);
     return bg_.calls.size() - 1;
   }
+  // Record 2 ("bbbb" at 0) stable upstream but held behind record 1; then a
+  // FILE_SYNC write of "cccc" over it, not journaled (no evidence) or
+  // through the write_behind export, answered FILE_SYNC: a restart must not
+  // replay record 2 over it.
+  void StableWriteOverAHeldRecord(bool other_export) {
+    OlderRecordHeldUpstream();          // record 1, held
+    WriteBack(2, 0, "bbbb", UNSTABLE);  // record 2
+    journal_.Complete();
+    Advance(options_.flush_delay);
+    ASSERT_EQ(bg_.calls.size(), 2u);
+    bg_.Answer(1, WriteOk(4, FILE_SYNC, kV1, Attr(4, 3)));  // record 2's bytes stable upstream
+    ASSERT_TRUE(journal_.removed.empty()) << "record 2 waits for record 1 (file order)";
+    if (other_export) {
+      Write(3, 0, "cccc", FILE_SYNC);
+    } else {
+      WriteBack(3, 0, "cccc", FILE_SYNC, /*may_buffer=*/false);
+    }
+    journal_.Complete();
+    ASSERT_EQ(up_.calls.size(), 1u);
+    up_.Answer(0, WriteOk(4, FILE_SYNC, kV1, Attr(4, 4)));
+    journal_.Complete();
+    const ClientReply* r = ReplyOf(3);
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->status, NFS3_OK);
+    ASSERT_EQ(r->committed, FILE_SYNC);
+    EXPECT_EQ(Replayed(0, 4), "cccc")
+        << "a restart now replays record 2 (\"bbbb\") over the write answered FILE_SYNC";
+  }
 };
 
 // A journaled write whose bytes are already stable upstream has no piece in
@@ -58,49 +86,14 @@ class ReplayTest : public JournalTest {
 // bytes, answered FILE_SYNC, must not be undone by a restart replaying that
 // record (DESIGN rule 1).
 TEST_F(ReplayTest, StableWriteOverAStableButStillJournaledRecordIsNotUndoneByARestart) {
-  OlderRecordHeldUpstream();                 // record 1, held
-  WriteBack(2, 0, "bbbb", UNSTABLE);         // record 2
-  journal_.Complete();
-  Advance(options_.flush_delay);
-  ASSERT_EQ(bg_.calls.size(), 2u);
-  bg_.Answer(1, WriteOk(4, FILE_SYNC, kV1, Attr(4, 3)));  // record 2's bytes stable upstream
-  ASSERT_TRUE(journal_.removed.empty()) << "record 2 waits for record 1 (file order)";
-
-  WriteBack(3, 0, "cccc", FILE_SYNC, /*may_buffer=*/false);  // not journaled
-  ASSERT_EQ(up_.calls.size(), 1u);
-  up_.Answer(0, WriteOk(4, FILE_SYNC, kV1, Attr(4, 4)));
-  journal_.Complete();
-  const ClientReply* r = ReplyOf(3);
-  ASSERT_NE(r, nullptr);
-  ASSERT_EQ(r->status, NFS3_OK);
-  ASSERT_EQ(r->committed, FILE_SYNC);
-  EXPECT_EQ(Replayed(0, 4), "cccc")
-      << "a restart now replays record 2 (\"bbbb\") over the write answered FILE_SYNC";
+  StableWriteOverAHeldRecord(/*other_export=*/false);
 }
 
 // The same through a nested export without write_back (or one a reload
 // turned it off on): a write of a file that still has records gets a record
 // of its own to order it after them, whatever its export.
 TEST_F(ReplayTest, StableWriteThroughAnotherExportIsNotUndoneByARestart) {
-  OlderRecordHeldUpstream();                 // record 1, held
-  WriteBack(2, 0, "bbbb", UNSTABLE);         // record 2
-  journal_.Complete();
-  Advance(options_.flush_delay);
-  ASSERT_EQ(bg_.calls.size(), 2u);
-  bg_.Answer(1, WriteOk(4, FILE_SYNC, kV1, Attr(4, 3)));  // record 2's bytes stable upstream
-  ASSERT_TRUE(journal_.removed.empty()) << "record 2 waits for record 1 (file order)";
-
-  Write(3, 0, "cccc", FILE_SYNC);            // through the write_behind export
-  journal_.Complete();
-  ASSERT_EQ(up_.calls.size(), 1u);
-  up_.Answer(0, WriteOk(4, FILE_SYNC, kV1, Attr(4, 4)));
-  journal_.Complete();
-  const ClientReply* r = ReplyOf(3);
-  ASSERT_NE(r, nullptr);
-  ASSERT_EQ(r->status, NFS3_OK);
-  ASSERT_EQ(r->committed, FILE_SYNC);
-  EXPECT_EQ(Replayed(0, 4), "cccc")
-      << "a restart now replays record 2 (\"bbbb\") over the write answered FILE_SYNC";
+  StableWriteOverAHeldRecord(/*other_export=*/true);
 }
 
 // A journaled write over the bytes of a stable write without evidence,
