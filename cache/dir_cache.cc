@@ -11,7 +11,7 @@ namespace {
 // Bookkeeping per page (list node, index slot, directory set), roughly.
 constexpr size_t kEntryOverhead = 160;
 // Per entry cookie of a READDIRPLUS page: its place in the page's list and
-// in the directory's cookie index (node, key copy), roughly.
+// its node in the directory's cookie index, roughly (plus the key's copy).
 constexpr size_t kCookieOverhead = 96;
 
 }  // namespace
@@ -76,7 +76,7 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   if (max_age <= Duration(0)) return;
   std::string k = Key(key);
   const size_t charge = page.bytes.size() + k.size() + key.dir.size() + kEntryOverhead +
-                        page.cookies.size() * kCookieOverhead;
+                        page.cookies.size() * (kCookieOverhead + k.size());
   if (charge > options_.max_bytes) return;
   auto it = dirs_.find(key.dir);
   if (it != dirs_.end() && !(it->second.stamp == page.dir_change)) {
@@ -92,6 +92,12 @@ void DirCache::Put(const DirPageKey& key, DirPage page, Duration max_age) {
   }
   const MonoTime now = clock_.MonoNow();
   const MonoTime expires = max_age >= MonoTime::max() - now ? MonoTime::max() : now + max_age;
+  if (const Entry* old = lru_.Peek(k)) {  // replaced: its cookies go with it
+    for (uint64_t cookie : old->page.cookies) {
+      auto c = it->second.cookie_page.find(cookie);
+      if (c != it->second.cookie_page.end() && c->second == k) it->second.cookie_page.erase(c);
+    }
+  }
   for (uint64_t cookie : page.cookies) it->second.cookie_page[cookie] = k;
   lru_.Put(k, Entry{key.dir, std::move(page), expires}, charge);
   it->second.keys.insert(std::move(k));

@@ -33,11 +33,11 @@ ReadaheadTable::CursorList::iterator ReadaheadTable::Match(const File& f, uint64
     // A late read is as far behind as its end; an in-order one is at 0.
     const uint64_t d = offset > c->next ? offset - c->next : end > c->next ? 0 : c->next - end;
     // The window covers the client's reads in flight at its read size
-    // (kWindowReads of them), whatever match_window says.
-    const uint64_t window = std::max(options_.match_window,
-                                     c->read_size > kMaxOffset / kWindowReads
-                                         ? kMaxOffset
-                                         : c->read_size * kWindowReads);
+    // (kWindowReads of them, kWideWindowReads for a stream well under way),
+    // whatever match_window says.
+    const uint64_t reads = c->count >= kWideAfter ? kWideWindowReads : kWindowReads;
+    const uint64_t window = std::max(
+        options_.match_window, c->read_size > kMaxOffset / reads ? kMaxOffset : c->read_size * reads);
     if (d > window) continue;
     if (best == lru_.end() || d < best_distance) {
       best = c;

@@ -21,9 +21,11 @@
 //  - behind:    end <= next, next - end <= match_window
 //               (a late or repeated read)  count and next unchanged
 // The window is at least kWindowReads x the cursor's read size: a client
-// with 1 MiB reads in flight reorders them over more than 1 MiB. Not more:
-// a wider one merges the streams of a stride reader whose parts are a few
-// reads apart, and lets random reads keep a stream's read-ahead going.
+// with 1 MiB reads in flight reorders them over more than 1 MiB; for a
+// stream with a count of kWideAfter or more, kWideWindowReads x (a Linux
+// client keeps up to 15 reads of a file in flight). Not wider for young
+// cursors: the parts of a stride reader a few reads apart would share one,
+// and random reads would keep a stream's read-ahead going.
 // The read belongs to the matching cursor whose next offset is closest. Reads
 // that are not in order never start a stream, so random reads landing near a
 // young cursor do not earn read-ahead: only exact continuations do.
@@ -76,6 +78,8 @@ namespace nfsedge {
 
 // Reads in flight a cursor's match window covers at least (see above).
 inline constexpr uint64_t kWindowReads = 4;
+inline constexpr uint64_t kWideWindowReads = 16;
+inline constexpr uint32_t kWideAfter = 8;
 
 struct ReadaheadOptions {
   size_t max_cursors_per_file = 8;  // LRU within a file; at least 1

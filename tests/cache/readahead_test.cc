@@ -92,9 +92,10 @@ TEST_F(ReadaheadTest, ReadsReorderedInFlightKeepReadaheadGoing) {
 }
 
 // The same with 1 MiB reads (a Linux client's rsize against a proxy that
-// offers 1 MiB), two or four reordered: the reordering spans more than
-// match_window. Once started, no read goes without advice, and the stream
-// never takes a late read for a jump.
+// offers 1 MiB), up to 16 reordered (a Linux client keeps up to 15 reads of
+// a file in flight): the reordering spans more than match_window. Once
+// started, no read goes without advice, and the stream never takes a late
+// read for a jump.
 class ReadaheadLargeReadsTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ReadaheadLargeReadsTest, ReorderedLargeReadsKeepReadaheadGoing) {
@@ -110,18 +111,25 @@ TEST_P(ReadaheadLargeReadsTest, ReorderedLargeReadsKeepReadaheadGoing) {
   for (uint64_t i = 0; i < kReads; i += in_flight) {
     std::shuffle(&order[i], &order[i + in_flight], rng);
   }
-  uint64_t advised = 0;
+  uint64_t advised = 0, slowdowns_then = 0, cursors_then = 0;
   for (uint64_t i = 0; i < kReads; i++) {
+    if (i == warm_up) {
+      slowdowns_then = table.stats().slowdowns;
+      cursors_then = table.cursors();
+    }
     if (table.OnRead("fh", order[i] * kLarge, kLarge, 32 << 20).length > 0 && i >= warm_up) {
       advised++;
     }
   }
   EXPECT_EQ(advised, kReads - warm_up);
-  EXPECT_EQ(table.stats().slowdowns, 0u);
-  EXPECT_EQ(table.cursors(), 1u);
+  // (While the stream's count grows, its window is four reads: a larger
+  // reordering may leave a stray cursor or one slowdown then, not after.)
+  EXPECT_EQ(table.stats().slowdowns, slowdowns_then);
+  EXPECT_EQ(table.cursors(), cursors_then);
+  EXPECT_LE(table.stats().slowdowns, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(InFlight, ReadaheadLargeReadsTest, ::testing::Values(2, 4));
+INSTANTIATE_TEST_SUITE_P(InFlight, ReadaheadLargeReadsTest, ::testing::Values(2, 4, 8, 16));
 
 // A stride reader with 1 MiB reads whose four parts are 8 MiB apart keeps
 // a stream per part: the window for 1 MiB reads does not reach across.
