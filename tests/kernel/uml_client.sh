@@ -183,8 +183,11 @@ PRELOAD=""
 # ---- can this host run a guest at all? A guest whose /init only says so ----
 # (Some host kernels refuse UML's ptrace register calls: the guest's first process then
 # dies before it can run anything, "ptrace set fp regs failed" or a segfault of init.)
+# The probe guest gets the memory of a real run, and three tries: a guest that once
+# panicked at boot ("System is deadlocked on memory", seen once on a CI host whose guests
+# ran before and after) does not make the whole machine unable to run one.
 probe_guest() {
-  local d reason
+  local d reason="" try
   d=$(mktemp -d "${TMPDIR:-/tmp}/nfsedge-uml-probe.XXXXXX")
   mkdir -p "$d/r"
   printf '#!/bin/busybox sh\necho @@GUEST-RUNS\n/bin/busybox poweroff -f\n' >"$d/r/init"
@@ -192,14 +195,18 @@ probe_guest() {
   cp "$BASE" "$d/initrd"
   truncate -s %4 "$d/initrd"
   (cd "$d/r" && find . | cpio -o -H newc --quiet) >>"$d/initrd"
-  { TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 2 30 linux.uml mem=64M initrd="$d/initrd" con=null \
-      con0=null,fd:1 </dev/null >"$d/console" 2>&1; } 2>/dev/null || true
-  if ! grep -q '@@GUEST-RUNS' "$d/console"; then
+  for try in 1 2 3; do
+    { TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 2 30 linux.uml mem="${VM_MEM}M" \
+        initrd="$d/initrd" con=null con0=null,fd:1 </dev/null >"$d/console" 2>&1; } 2>/dev/null || true
+    if grep -q '@@GUEST-RUNS' "$d/console"; then
+      rm -rf "$d"
+      return 0
+    fi
     reason=$(tr -d '\r' <"$d/console" | grep -m1 -E 'ptrace set|segfault at|Kernel panic' || true)
-    rm -rf "$d"
-    skip "this host's kernel cannot run a User-Mode Linux guest (${reason:-its init printed nothing})"
-  fi
+    echo "uml_client.sh: probe guest $try of 3 did not run (${reason:-its init printed nothing})" >&2
+  done
   rm -rf "$d"
+  skip "this host's kernel cannot run a User-Mode Linux guest (${reason:-its init printed nothing})"
 }
 if [ "$ACTION" = check ]; then
   probe_guest
@@ -228,23 +235,32 @@ truncate -s %4 "$RUN/initrd"                  # 4-byte align before appending
 cat "$RUN/run.cpio" >>"$RUN/initrd"
 
 mktap
-t0=$(date +%s%N)
 # gro=1 is REQUIRED: without it bulk transfers stall ("Incoming GSO frames and GRO disabled").
-TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 5 "$TIMEOUT" linux.uml mem="${VM_MEM}M" initrd="$RUN/initrd" \
-  vec0:transport=tap,ifname="$TAP",gro=1 con=null con0=null,fd:1 quiet \
-  </dev/null >"$RUN/console" 2>&1 &
-vpid=$!
-# UML sometimes hangs in poweroff after heavy I/O: give it 5 s once the result is out.
-while kill -0 "$vpid" 2>/dev/null; do
-  if grep -q '^@@RUN_EXIT=' "$RUN/console"; then
-    for _ in $(seq 25); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.2; done
-    kill "$vpid" 2>/dev/null || true
-    break
-  fi
-  sleep 0.1
-done
-wait "$vpid" 2>/dev/null || true
-vpid=""
+boot_guest() {
+  TMPDIR=/dev/shm LD_PRELOAD=$PRELOAD timeout -k 5 "$TIMEOUT" linux.uml mem="${VM_MEM}M" \
+    initrd="$RUN/initrd" vec0:transport=tap,ifname="$TAP",gro=1 con=null con0=null,fd:1 quiet \
+    </dev/null >"$RUN/console" 2>&1 &
+  vpid=$!
+  # UML sometimes hangs in poweroff after heavy I/O: give it 5 s once the result is out.
+  while kill -0 "$vpid" 2>/dev/null; do
+    if grep -q '^@@RUN_EXIT=' "$RUN/console"; then
+      for _ in $(seq 25); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.2; done
+      kill "$vpid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.1
+  done
+  wait "$vpid" 2>/dev/null || true
+  vpid=""
+}
+t0=$(date +%s%N)
+boot_guest
+# A guest kernel that panicked before its /init ran touched nothing: boot it once more.
+if ! grep -q '^@@T boot=' "$RUN/console" && grep -q 'Kernel panic' "$RUN/console"; then
+  echo "# guest kernel panicked before /init ($(tr -d '\r' <"$RUN/console" |
+    grep -m1 'Kernel panic')); booting it again" >&2
+  boot_guest
+fi
 t1=$(date +%s%N)
 
 tr -d '\r' <"$RUN/console" >"$RUN/c"
