@@ -48,6 +48,9 @@ struct ReadPath::Op {
   // all and fetched again is no progress the second time.
   std::unordered_set<uint64_t> arrived;
   bool delivered = false;  // attempted under an unconfirmed fetch's reply (delivering_)
+  // LastWrite(fh).seq when the READ came: a fetch that left before a write
+  // answered after that may predate what the client was told was written.
+  uint64_t arrived_seq = 0;
   std::optional<ChangeId> tried;  // the version of the last attempt that got that far
   bool revalidated = false;  // a GETATTR was sent for this op already
   // What that GETATTR returned: on an export whose attribute lifetime is 0
@@ -93,6 +96,7 @@ void ReadPath::Serve(const READ3args& a, const Export& exp, const OpaqueAuth& cr
   op->key = CredKeyOf(cred);
   op->reply = std::move(reply);
   op->forward = std::move(forward);
+  op->arrived_seq = LastWrite(op->fh).seq;
   Attempt(op);
 }
 
@@ -114,7 +118,8 @@ void ReadPath::Attempt(const OpPtr& op) {
   // no attributes fresh). Not a READ that waited for another version (it
   // joined the fetch with a newer revalidation of its own).
   op->delivered = delivering_ && delivering_->fh == op->fh && op->tried &&
-                  *op->tried == delivering_->expected;
+                  *op->tried == delivering_->expected &&
+                  op->arrived_seq <= delivering_->write_seq;
   if (op->delivered) {
     attr = delivering_->attr;
     op->stale = false;  // the upstream's own answer, not expired attributes
@@ -427,13 +432,13 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   fattr3 got_attr{};                     // the reply's attributes, when unconfirmed
   bool eof = false;
   uint64_t blocks = 0;
-  if (Succeeded(reply) && LastWrite(fh).seq > write_seq) {
-    // Overtaken by a write: the data may predate it. The waiters attempt
-    // again and fetch anew.
-    stats_.overtaken++;
-    for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, true);
-    return;
-  }
+  // Overtaken by a write through the proxy answered while the fetch was
+  // out: the data may predate it. Not kept, and not learned from; given
+  // (as unconfirmed) to the READs that came before that write was answered,
+  // for which it is as good as any answer of the upstream's (the write and
+  // they were concurrent). Those that came after fetch anew.
+  const bool overtaken = LastWrite(fh).seq > write_seq;
+  if (overtaken) stats_.overtaken++;
   if (Succeeded(reply)) {
     XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
     std::string_view results = reply->results();
@@ -444,7 +449,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
     const bool decoded = res.Decode(results);
     // An error's post-op attributes (or a STALE file) teach the caches too,
     // as a forwarded READ's do.
-    if (decoded && res->status != NFS3ERR_JUKEBOX) {
+    if (decoded && res->status != NFS3ERR_JUKEBOX && !overtaken) {
       meta_.Learn(*FindNfsProc(NFSPROC3_READ), &a, results, exp, CredKeyOf(cred), SentOf(*reply));
     }
     if (decoded && res->status == NFS3_OK) {
@@ -461,10 +466,10 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
         // proves the bytes are of it; another is given to the READs
         // waiting (as the server gave it) and not kept.
         const ChangeId got = ChangeId::FromFattr(ok.file_attributes.post_op_attr_u.attributes);
-        if (!(got == expected)) {
+        if (overtaken || !(got == expected)) {
           unconfirmed = got;
           got_attr = ok.file_attributes.post_op_attr_u.attributes;
-          stats_.unconfirmed++;
+          if (!overtaken) stats_.unconfirmed++;
         }
         blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
                        got, prefetch, !unconfirmed);
@@ -484,7 +489,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   // a block the fetch failed to bring is not fetched again for the same READ.
   std::optional<Delivering> outer = std::move(delivering_);
   delivering_.reset();
-  if (unconfirmed) delivering_ = Delivering{fh, expected, got_attr};
+  if (unconfirmed) delivering_ = Delivering{fh, expected, got_attr, write_seq};
   for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
   delivering_ = std::move(outer);
   if (unconfirmed) blocks_.DropUnconfirmed(fh, *unconfirmed);  // the waiters had them

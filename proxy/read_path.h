@@ -247,13 +247,16 @@ class ReadPath {
   }
   std::array<ServerReads, kMaxExports> sizes_;  // by export id
   uint32_t background_ = 0;  // read-ahead fetches in flight
-  // While a fetch whose reply showed another version than the one expected
-  // wakes the READs waiting on it: that reply's attributes, which the READs
-  // that waited for the expected version are answered under (Attempt).
+  // While a fetch whose reply is not kept wakes the READs waiting on it
+  // (it showed another version than the one expected, or a write through
+  // the proxy was answered while it was out): that reply's attributes, which
+  // the READs that waited for the expected version, and came before any
+  // write answered after the fetch left, are answered under (Attempt).
   struct Delivering {
     std::string fh;
-    ChangeId expected;  // the version the fetch was made for
-    fattr3 attr;        // the reply's
+    ChangeId expected;       // the version the fetch was made for
+    fattr3 attr;             // the reply's
+    uint64_t write_seq = 0;  // LastWrite(fh).seq when the fetch left
   };
   std::optional<Delivering> delivering_;
   // NoteWrite() calls: per file the latest, bounded.

@@ -30,26 +30,39 @@ TEST_F(ReadPathTest, AnsweredWriteDropsBlocksOfTheSameVersion) {
 
 // A READ the upstream answered before `overtake` (the file rewritten
 // meanwhile with `seed`'s bytes, its version unchanged), whose reply comes
-// after it: not stored (its data predates it); the waiting client READ
-// fetches again and gets the new bytes.
+// after it: not stored (its data predates it). The client READ it was
+// fetched for came before the write was answered: concurrent with it, it is
+// answered with those bytes, as the upstream gave them. A READ that came
+// after the write was answered, and joined the fetch, fetches anew and gets
+// the new bytes; so does the next READ.
 class FetchOvertakenTest : public ReadPathTest {
  protected:
   void ExpectFetchOvertakenBy(const std::function<void()>& overtake, uint8_t seed) {
     LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
     hold_ = true;
-    Outcome out;
-    Read(0, 3000, &out);
+    Outcome early;
+    Read(0, 3000, &early);
     Drain();
     ASSERT_EQ(up_.calls.size(), 1u);
+    const std::string old_data = file().data;
     const std::string before = Respond(up_.calls[0]);  // executed before the change
     SetFile(Content(10000, seed), file().attr.mtime.seconds);
     overtake();
+    Outcome late;
+    Read(0, 3000, &late);  // joins the fetch under way
+    Drain();
+    ASSERT_EQ(up_.calls.size(), 1u) << "the test needs the second READ to join the fetch";
     hold_ = false;
     up_.Answer(0, before);
     Drain();
-    ExpectData(out, 0, 3000);
+    ASSERT_EQ(early.replies, 1);
+    EXPECT_EQ(early.reply().data, old_data.substr(0, 3000))
+        << "the READ that came before the write gets the fetch's bytes";
+    ExpectData(late, 0, 3000);
     EXPECT_EQ(rp_->stats().overtaken, 1u);
-    EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u);
+    EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u) << "the later READ fetched anew";
+    ExpectData(ReadNow(0, 3000), 0, 3000);
+    EXPECT_EQ(CallsOf(NFSPROC3_READ), 2u) << "the second fetch was kept";
   }
 };
 
@@ -62,6 +75,30 @@ TEST_F(FetchOvertakenTest, FetchOvertakenByAWriteIsNotStored) {
 // file rewritten at the head office within one timestamp tick.
 TEST_F(FetchOvertakenTest, FetchOnItsWayAtADropCacheIsNotStored) {
   ExpectFetchOvertakenBy([this] { rp_->NoteDropAll(); }, 12);
+}
+
+// A file written through the proxy all the time (a write answered during
+// every fetch): a READ is answered by the first fetch made after it came,
+// not fetched again and again and then forwarded.
+TEST_F(ReadPathTest, AReadOfAFileBeingWrittenTakesOneFetch) {
+  LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
+  hold_ = true;
+  for (int i = 0; i < 4; ++i) {
+    Outcome out;
+    Read(0, 3000, &out);
+    Drain();
+    ASSERT_EQ(up_.calls.size(), static_cast<size_t>(i + 1));
+    const std::string reply = Respond(up_.calls.back());
+    const std::string data = file().data;
+    rp_->NoteWrite(file_);  // a write answered while the fetch is out
+    up_.Answer(up_.calls.size() - 1, reply);
+    Drain();
+    ASSERT_EQ(out.forwards, 0);
+    ASSERT_EQ(out.replies, 1) << "READ " << i;
+    EXPECT_EQ(out.reply().data, data.substr(0, 3000));
+  }
+  EXPECT_EQ(rp_->stats().forwarded, 0u);
+  EXPECT_EQ(rp_->stats().overtaken, 4u);
 }
 
 // 4f. The same for a READ forwarded as is: its reply is not learned when it
