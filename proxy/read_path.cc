@@ -438,8 +438,15 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   // for which it is as good as any answer of the upstream's (the write and
   // they were concurrent). Those that came after fetch anew.
   const bool overtaken = LastWrite(fh).seq > write_seq;
-  if (overtaken) stats_.overtaken++;
-  if (Succeeded(reply)) {
+  if (overtaken && Succeeded(reply)) stats_.overtaken++;
+  // Whether a client READ waits on the fetch (read-ahead's own may have
+  // none): an overtaken reply nobody waits for is dropped at once.
+  bool waited = false;
+  for (uint64_t k = 0; k < count && !waited; ++k) {
+    auto it = pending_.find(BlockId(fh, first + k));
+    waited = it != pending_.end() && !it->second.empty();
+  }
+  if (Succeeded(reply) && (waited || !overtaken)) {
     XdrValue<READ3res> res(reinterpret_cast<xdrproc_t>(xdr_READ3res));
     std::string_view results = reply->results();
     READ3args a{};
@@ -472,14 +479,14 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
           if (!overtaken) stats_.unconfirmed++;
         }
         blocks = Store(fh, first, std::string_view(ok.data.data_val, ok.data.data_len), ok.eof,
-                       got, prefetch, !unconfirmed);
+                       got, prefetch && !overtaken, !unconfirmed);
         stored = true;
         eof = ok.eof;
-        (prefetch ? stats_.readahead_bytes : stats_.fetch_bytes) += ok.data.data_len;
+        if (!overtaken) (prefetch ? stats_.readahead_bytes : stats_.fetch_bytes) += ok.data.data_len;
       }
     }
   }
-  if (!stored) {
+  if (!stored && !(overtaken && !waited && Succeeded(reply))) {
     stats_.fetch_errors++;
     NFSEDGE_LOG(kDebug) << "read path: fetch of " << count << " blocks at block " << first
                         << " gave no usable data";
@@ -490,7 +497,22 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   std::optional<Delivering> outer = std::move(delivering_);
   delivering_.reset();
   if (unconfirmed) delivering_ = Delivering{fh, expected, got_attr, write_seq};
-  for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  if (unconfirmed || overtaken) {
+    // The blocks do not stay: every waiter of the fetch is taken out
+    // first, so that a READ woken by one block finds none of the others
+    // still pending, and fetches what it lacks in one go (not block by
+    // block as each is done, the blocks dropped in between).
+    std::vector<std::pair<std::function<void(bool)>, bool>> woken;
+    for (uint64_t k = 0; k < count; ++k) {
+      auto it = pending_.find(BlockId(fh, first + k));
+      if (it == pending_.end()) continue;
+      for (auto& w : it->second) woken.emplace_back(std::move(w), stored && (k < blocks || eof));
+      pending_.erase(it);
+    }
+    for (auto& [w, ok] : woken) w(ok);
+  } else {
+    for (uint64_t k = 0; k < count; ++k) Done(fh, first + k, stored && (k < blocks || eof));
+  }
   delivering_ = std::move(outer);
   if (unconfirmed) blocks_.DropUnconfirmed(fh, *unconfirmed);  // the waiters had them
 }

@@ -256,7 +256,7 @@ class ReadPath {
     std::string fh;
     ChangeId expected;       // the version the fetch was made for
     fattr3 attr;             // the reply's
-    uint64_t write_seq = 0;  // LastWrite(fh).seq when the fetch left
+    uint64_t write_seq = 0;  // writes_.seq() when the fetch left
   };
   std::optional<Delivering> delivering_;
   // NoteWrite() calls: per file the latest, bounded.

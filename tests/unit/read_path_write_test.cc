@@ -4,6 +4,7 @@
 // before it are not stored.
 
 #include <functional>
+#include <list>
 
 #include "read_path_fixture.h"
 
@@ -77,28 +78,46 @@ TEST_F(FetchOvertakenTest, FetchOnItsWayAtADropCacheIsNotStored) {
   ExpectFetchOvertakenBy([this] { rp_->NoteDropAll(); }, 12);
 }
 
-// A file written through the proxy all the time (a write answered during
-// every fetch): a READ is answered by the first fetch made after it came,
-// not fetched again and again and then forwarded.
-TEST_F(ReadPathTest, AReadOfAFileBeingWrittenTakesOneFetch) {
+// A file written through the proxy all the time (a write answered while
+// every fetch is out, each with other bytes and the same version): a READ
+// of three blocks that came while a fetch was out, after a write it may
+// predate, is answered by the one fetch made once that fetch is back (not
+// block by block, not forwarded); the READ the fetch was made for gets its
+// bytes.
+TEST_F(ReadPathTest, AReadOfAFileBeingWrittenTakesOneMoreFetch) {
   LearnAccess(user_, ACCESS3_READ, ACCESS3_READ);
   hold_ = true;
+  std::list<Outcome> reads(1);
+  Read(0, 10000, &reads.back());
+  Drain();
+  ASSERT_EQ(CallsOf(NFSPROC3_READ), 1u);
   for (int i = 0; i < 4; ++i) {
-    Outcome out;
-    Read(0, 3000, &out);
-    Drain();
-    ASSERT_EQ(up_.calls.size(), static_cast<size_t>(i + 1));
-    const std::string reply = Respond(up_.calls.back());
-    const std::string data = file().data;
+    const size_t fetch = up_.calls.size() - 1;
+    const std::string reply = Respond(up_.calls[fetch]);
+    const std::string fetched = file().data;
+    SetFile(Content(10000, 20 + i), file().attr.mtime.seconds);
     rp_->NoteWrite(file_);  // a write answered while the fetch is out
-    up_.Answer(up_.calls.size() - 1, reply);
+    Outcome& waiting = reads.back();
+    reads.emplace_back();
+    Read(0, 10000, &reads.back());  // joins the fetch
     Drain();
-    ASSERT_EQ(out.forwards, 0);
-    ASSERT_EQ(out.replies, 1) << "READ " << i;
-    EXPECT_EQ(out.reply().data, data.substr(0, 3000));
+    ASSERT_EQ(up_.calls.size(), fetch + 1) << "the test needs the READ to join the fetch";
+    up_.Answer(fetch, reply);
+    Drain();
+    ASSERT_EQ(waiting.forwards, 0);
+    ASSERT_EQ(waiting.replies, 1) << "round " << i;
+    EXPECT_EQ(waiting.reply().data, fetched);
+    ASSERT_EQ(up_.calls.size(), fetch + 2) << "round " << i << ": one fetch for the later READ";
+    EXPECT_EQ(up_.calls.back().proc, NFSPROC3_READ);
+    EXPECT_EQ(reads.back().replies + reads.back().forwards, 0);
   }
+  hold_ = false;
+  up_.Answer(up_.calls.size() - 1, Respond(up_.calls.back()));
+  Drain();
+  ExpectData(reads.back(), 0, 10000);
   EXPECT_EQ(rp_->stats().forwarded, 0u);
   EXPECT_EQ(rp_->stats().overtaken, 4u);
+  EXPECT_EQ(CallsOf(NFSPROC3_READ), 5u);
 }
 
 // 4f. The same for a READ forwarded as is: its reply is not learned when it
