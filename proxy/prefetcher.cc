@@ -199,6 +199,7 @@ void Prefetcher::Queue(Job job, bool front, bool again) {
   }
   if (queue_.size() >= options_.max_queue) {
     stats_.dropped++;  // not remembered: a later listing may queue it again
+    if (job.kind == Kind::kList && job.cookie != 0) Unsee(job);  // nor its first page
     return;
   }
   if (!front) {
@@ -250,9 +251,11 @@ bool Prefetcher::AwaitListing(std::string_view dir, uint64_t cookie, const Opaqu
 bool Prefetcher::Drop(const Job& job) {
   if (job.rules == Rules() && Active(job.walk)) return false;
   stats_.discarded++;
-  if (job.kind != Kind::kList || job.cookie == 0) seen_.Erase(SeenKey(job));
+  Unsee(job);  // a listing's later page too: its first does not make it listed
   return true;
 }
+
+void Prefetcher::Unsee(const Job& job) { seen_.Erase(SeenKey(job)); }
 
 void Prefetcher::Pump() {
   while (in_flight_ < options_.max_in_flight && !queue_.empty()) {
@@ -380,6 +383,7 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
   auto done = [this, p, job, args, page](StatusOr<RpcReply> r) {
     if (!Succeeded(r)) {
       stats_.errors++;
+      if (job.kind == Kind::kList) Unsee(job);
       ReleasePage(page);
       Finished();
       return;
@@ -389,7 +393,16 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
       const uint64_t size = r->results().size();
       list_bytes_avg_ = list_bytes_avg_ == 0 ? size : (7 * list_bytes_avg_ + size) / 8;
     }
-    if (p->proc == NFSPROC3_READDIRPLUS && Active(job.walk)) {
+    if (p->proc == NFSPROC3_READDIRPLUS && !Active(job.walk)) {
+      // The walk stopped: later pages are not asked, and the directory is
+      // not taken for listed (a later walk would find its first page fresh
+      // and never ask the rest).
+      XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
+      if (!res.Decode(r->results()) || res->status != NFS3_OK ||
+          !res->READDIRPLUS3res_u.resok.reply.eof) {
+        Unsee(job);
+      }
+    } else if (p->proc == NFSPROC3_READDIRPLUS) {
       XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
       if (res.Decode(r->results()) && res->status == NFS3_OK) {
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
@@ -414,6 +427,7 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
         if (job.rules == Rules()) OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
       } else {
         stats_.errors++;
+        Unsee(job);
       }
     }
     ReleasePage(page);

@@ -202,6 +202,9 @@ class Prefetcher {
   static std::string PageKey(std::string_view dir, uint64_t cookie, const OpaqueAuth& cred);
   // Whether a listing seen before is to be asked again (see above).
   bool Relist(const Job& job, const SeenAt& seen);
+  // Forgets that `job`'s object was seen (for a listing: any of its pages
+  // left unasked), so that a later listing of its parent queues it again.
+  void Unsee(const Job& job);
   // Returns true iff `job` belongs to a walk that stopped: it is counted
   // and forgotten (a later walk may queue it again).
   bool Drop(const Job& job);

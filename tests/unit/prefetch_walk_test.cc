@@ -235,6 +235,39 @@ TEST_F(WalkTest, AWalkListsADirectoryItListedOnlyOnce) {
   EXPECT_EQ(pf_->stats().relists, 0u);
 }
 
+// A walk that stopped between two pages of a directory's listing (its
+// first page answered after the client went quiet): the directory is not
+// taken for listed, so a later walk, which finds that first page fresh,
+// lists it again and goes on to its second page.
+TEST_F(WalkTest, AListingLeftBetweenPagesIsListedByTheNextWalk) {
+  Make(Walking(1));
+  Entry x = EntryOf("x", "FH-X", NF3REG, 0);
+  const uint64_t second_page = x.cookie;
+  pages_[{"FH-DEEP", 0}] = std::make_unique<Page>(std::vector<Entry>{x}, false);
+  pages_[{"FH-DEEP", second_page}] =
+      std::make_unique<Page>(std::vector<Entry>{EntryOf("y", "FH-Y", NF3REG, 0)}, true);
+  auto pages_asked = [&](uint64_t cookie) {
+    size_t n = 0;
+    for (const Sent& c : Calls()) n += c.proc == NFSPROC3_READDIRPLUS && c.fh == "FH-DEEP" &&
+                                       c.cookie == cookie;
+    return n;
+  };
+  Walk(user_);
+  // Up to the listing of FH-DEEP, which the upstream answers after the
+  // client went quiet.
+  while (Outstanding() > 0 && pages_asked(0) == 0) AnswerNext();
+  ASSERT_EQ(pages_asked(0), 1u);
+  clock_.Advance(kIdle + std::chrono::milliseconds(1));
+  AnswerAll();
+  ASSERT_EQ(pages_asked(second_page), 0u) << "the test needs the walk to stop between pages";
+  ASSERT_TRUE(meta_.ListingFresh("FH-DEEP"));
+  clock_.Advance(std::chrono::seconds(2));
+  Walk(user_);
+  AnswerAll();
+  EXPECT_EQ(pf_->stats().walks, 2u);
+  EXPECT_EQ(pages_asked(second_page), 1u) << "the listing's second page was never asked";
+}
+
 // Work the upstream's full queue refused while nothing of the walk was in
 // flight goes at the walk's next client call (nothing else would resume
 // it: no call in flight finishes).
