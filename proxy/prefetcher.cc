@@ -255,7 +255,12 @@ bool Prefetcher::Drop(const Job& job) {
   return true;
 }
 
-void Prefetcher::Unsee(const Job& job) { seen_.Erase(SeenKey(job)); }
+void Prefetcher::Unsee(const Job& job) {
+  // Not another walk's entry: a later walk that met the object meanwhile
+  // queued its own work for it.
+  const std::string key = SeenKey(job);
+  if (const SeenAt* at = seen_.Peek(key); at != nullptr && at->walk == job.walk) seen_.Erase(key);
+}
 
 void Prefetcher::Pump() {
   while (in_flight_ < options_.max_in_flight && !queue_.empty()) {
@@ -383,7 +388,10 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
   auto done = [this, p, job, args, page](StatusOr<RpcReply> r) {
     if (!Succeeded(r)) {
       stats_.errors++;
-      if (job.kind == Kind::kList) Unsee(job);
+      // A later page that did not come (the first did): the listing is
+      // not whole. (A first page that fails stays seen: asked again once
+      // a second at most, Relist.)
+      if (job.kind == Kind::kList && job.cookie != 0) Unsee(job);
       ReleasePage(page);
       Finished();
       return;
@@ -398,13 +406,14 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
       // not taken for listed (a later walk would find its first page fresh
       // and never ask the rest).
       XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
-      if (!res.Decode(r->results()) || res->status != NFS3_OK ||
+      if (res.Decode(r->results()) && res->status == NFS3_OK &&
           !res->READDIRPLUS3res_u.resok.reply.eof) {
         Unsee(job);
       }
     } else if (p->proc == NFSPROC3_READDIRPLUS) {
       XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
-      if (res.Decode(r->results()) && res->status == NFS3_OK) {
+      const bool decoded = res.Decode(r->results());
+      if (decoded && res->status == NFS3_OK) {
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
         const entryplus3* last = ok.reply.entries;
         while (last && last->nextentry) last = last->nextentry;
@@ -427,7 +436,12 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
         if (job.rules == Rules()) OnListing(job.fh, ok, *job.exp, job.cred, job.depth, job.walk);
       } else {
         stats_.errors++;
-        Unsee(job);
+        // A later page refused for now (JUKEBOX): the listing is not whole.
+        // Another error is the directory's (ACCES, STALE): not asked again
+        // at every listing of its parent.
+        if (job.cookie != 0 && decoded && res->status == NFS3ERR_JUKEBOX) {
+          Unsee(job);
+        }
       }
     }
     ReleasePage(page);

@@ -442,7 +442,7 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
   // Whether a client READ waits on the fetch (read-ahead's own may have
   // none): an overtaken reply nobody waits for is dropped at once.
   bool waited = false;
-  for (uint64_t k = 0; k < count && !waited; ++k) {
+  for (uint64_t k = 0; overtaken && k < count && !waited; ++k) {
     auto it = pending_.find(BlockId(fh, first + k));
     waited = it != pending_.end() && !it->second.empty();
   }

@@ -268,6 +268,34 @@ TEST_F(WalkTest, AListingLeftBetweenPagesIsListedByTheNextWalk) {
   EXPECT_EQ(pages_asked(second_page), 1u) << "the listing's second page was never asked";
 }
 
+// A directory the walk's user may not list (NFS3ERR_ACCES) is asked once
+// per walk, not again at every listing of the directory above it.
+TEST_F(WalkTest, ADirectoryItMayNotListIsAskedOncePerWalk) {
+  Make(Walking());
+  READDIRPLUS3res refused{};
+  refused.status = NFS3ERR_ACCES;
+  const std::string denied = Xdr(Proc(xdr_READDIRPLUS3res), refused);
+  auto answer_all = [&] {
+    for (size_t i = 0; i < up_.calls.size(); ++i) {
+      if (answered_.count(i)) continue;
+      answered_.insert(i);
+      const Sent c = Decode(i);
+      up_.Answer(i, c.proc == NFSPROC3_READDIRPLUS && c.fh == "FH-DEEP" ? denied : Respond(i));
+      Drain();
+    }
+  };
+  Walk(user_);
+  answer_all();
+  ASSERT_EQ(Lists("FH-DEEP"), 1u);
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(std::chrono::seconds(2));  // the walk goes on (walk_idle 5 s)
+    ClientLists("FH-SUB", *sub_, user_);
+    answer_all();
+  }
+  EXPECT_EQ(pf_->stats().walks, 1u);
+  EXPECT_EQ(Lists("FH-DEEP"), 1u);
+}
+
 // Work the upstream's full queue refused while nothing of the walk was in
 // flight goes at the walk's next client call (nothing else would resume
 // it: no call in flight finishes).
