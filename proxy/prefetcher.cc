@@ -400,20 +400,15 @@ bool Prefetcher::Call(const Job& job, uint32_t proc, std::string wire,
     if (p->proc == NFSPROC3_READDIRPLUS) {
       const uint64_t size = r->results().size();
       list_bytes_avg_ = list_bytes_avg_ == 0 ? size : (7 * list_bytes_avg_ + size) / 8;
-    }
-    if (p->proc == NFSPROC3_READDIRPLUS && !Active(job.walk)) {
-      // The walk stopped: later pages are not asked, and the directory is
-      // not taken for listed (a later walk would find its first page fresh
-      // and never ask the rest).
-      XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
-      if (res.Decode(r->results()) && res->status == NFS3_OK &&
-          !res->READDIRPLUS3res_u.resok.reply.eof) {
-        Unsee(job);
-      }
-    } else if (p->proc == NFSPROC3_READDIRPLUS) {
       XdrValue<READDIRPLUS3res> res(reinterpret_cast<xdrproc_t>(xdr_READDIRPLUS3res));
       const bool decoded = res.Decode(r->results());
-      if (decoded && res->status == NFS3_OK) {
+      const bool listed = decoded && res->status == NFS3_OK;
+      if (!Active(job.walk)) {
+        // The walk stopped: later pages are not asked, and the directory is
+        // not taken for listed (a later walk would find its first page
+        // fresh and never ask the rest).
+        if (listed && !res->READDIRPLUS3res_u.resok.reply.eof) Unsee(job);
+      } else if (listed) {
         const READDIRPLUS3resok& ok = res->READDIRPLUS3res_u.resok;
         const entryplus3* last = ok.reply.entries;
         while (last && last->nextentry) last = last->nextentry;

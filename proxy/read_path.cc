@@ -504,10 +504,9 @@ void ReadPath::OnFetched(const std::string& fh, uint64_t first, uint64_t count,
     // block as each is done, the blocks dropped in between).
     std::vector<std::pair<std::function<void(bool)>, bool>> woken;
     for (uint64_t k = 0; k < count; ++k) {
-      auto it = pending_.find(BlockId(fh, first + k));
-      if (it == pending_.end()) continue;
-      for (auto& w : it->second) woken.emplace_back(std::move(w), stored && (k < blocks || eof));
-      pending_.erase(it);
+      for (auto& w : TakeWaiters(fh, first + k)) {
+        woken.emplace_back(std::move(w), stored && (k < blocks || eof));
+      }
     }
     for (auto& [w, ok] : woken) w(ok);
   } else {
@@ -661,12 +660,17 @@ void ReadPath::Wait(std::string_view fh, uint64_t index, std::function<void(bool
   pending_[BlockId(fh, index)].push_back(std::move(fn));
 }
 
-void ReadPath::Done(std::string_view fh, uint64_t index, bool ok) {
+std::vector<std::function<void(bool)>> ReadPath::TakeWaiters(std::string_view fh,
+                                                             uint64_t index) {
   auto it = pending_.find(BlockId(fh, index));
-  if (it == pending_.end()) return;
+  if (it == pending_.end()) return {};
   std::vector<std::function<void(bool)>> waiters = std::move(it->second);
   pending_.erase(it);
-  for (auto& w : waiters) w(ok);
+  return waiters;
+}
+
+void ReadPath::Done(std::string_view fh, uint64_t index, bool ok) {
+  for (auto& w : TakeWaiters(fh, index)) w(ok);
 }
 
 }  // namespace nfsedge

@@ -228,6 +228,9 @@ class ReadPath {
   void Wait(std::string_view fh, uint64_t index, std::function<void(bool)> fn);
   void MarkPending(std::string_view fh, uint64_t index);
   void Done(std::string_view fh, uint64_t index, bool ok);
+  // Takes the closures waiting for the block out of pending_ (it is no
+  // longer pending), without running them.
+  std::vector<std::function<void(bool)>> TakeWaiters(std::string_view fh, uint64_t index);
 
   const Clock& clock_;
   MetadataCache& meta_;
