@@ -17,6 +17,7 @@ cd "$(dirname "$0")"
 ROOT=$PWD
 BUILD=${BUILD_DIR:-$ROOT/build}
 JOBS=${JOBS:-$(nproc)}
+TEST_JOBS=${TEST_JOBS:-2}   # tests ctest runs at a time (see tests/CMakeLists.txt)
 
 PKGS=(build-essential cmake pkg-config rpcsvc-proto
       libtirpc-dev libevent-dev librocksdb-dev libssl-dev openssl libtomlplusplus-dev
@@ -53,14 +54,14 @@ sanitize() {
         -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DNFSEDGE_WERROR=ON -DNFSEDGE_SANITIZE=address,undefined -DNFSEDGE_FUZZ=ON >/dev/null
   cmake --build "$dir" -j "$JOBS"
-  cd "$dir" && ctest --output-on-failure --timeout 900 -L 'unit|integration|fuzz' "$@"
+  cd "$dir" && ctest --output-on-failure --timeout 900 -j "$TEST_JOBS" -L 'unit|integration|fuzz' "$@"
 }
 
 cmd=${1:-help}; shift || true
 case "$cmd" in
   deps)  deps ;;
   build) deps; build ;;
-  test)  deps; build; (cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@"); sanitize ;;
+  test)  deps; build; (cd "$BUILD" && ctest --output-on-failure --timeout 900 -j "$TEST_JOBS" "$@"); sanitize ;;
   sanitize) deps; sanitize "$@" ;;
   demo)  deps; build; exec "$BUILD/tests/tools/nfsedge-demo" --build-dir "$BUILD" "$@" ;;
   bench) deps; build; exec "$BUILD/tests/bench/nfsedge-bench" --build-dir "$BUILD" "$@" ;;
